@@ -1,0 +1,215 @@
+// Package config is the only package that knows the service's environment
+// variables. Load parses them into one typed, validated Config.
+package config
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of the "Running" table.
+const (
+	DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/matching?sslmode=disable"
+	DefaultRedisURL    = "redis://127.0.0.1:6379/0"
+	DefaultHTTPAddr    = ":8080"
+	DefaultOpsAddr     = "127.0.0.1:9090"
+	DefaultWorkerOps   = "127.0.0.1:9091"
+)
+
+// Rate is an allowance of N requests per Period.
+type Rate struct {
+	N      int
+	Period time.Duration
+}
+
+func (r Rate) String() string {
+	if r.Period == time.Second {
+		return strconv.Itoa(r.N) + "/s"
+	}
+	return strconv.Itoa(r.N) + "/min"
+}
+
+// ParseRate reads "N/min" or "N/s".
+func ParseRate(s string) (Rate, error) {
+	n, unit, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok {
+		return Rate{}, fmt.Errorf("%q is not of the form N/min or N/s", s)
+	}
+	v, err := strconv.Atoi(n)
+	if err != nil || v <= 0 {
+		return Rate{}, fmt.Errorf("%q: N must be a positive integer", s)
+	}
+	switch unit {
+	case "min", "m":
+		return Rate{N: v, Period: time.Minute}, nil
+	case "s", "sec":
+		return Rate{N: v, Period: time.Second}, nil
+	}
+	return Rate{}, fmt.Errorf("%q: unit must be min or s", s)
+}
+
+// RateLimits are the per-student allowances of each group.
+type RateLimits struct {
+	Recommendations Rate
+	Swipes          Rate
+	Batch           Rate
+	Default         Rate
+	FailClosed      bool
+}
+
+// Config is the whole configuration of the api, worker and matchctl binaries.
+type Config struct {
+	DatabaseURL string
+	RedisURL    string
+	HTTPAddr    string
+	OpsAddr     string
+
+	JWKSURL     string
+	HS256Secret []byte
+	Issuer      string
+	Audience    string
+
+	FeedCacheTTL time.Duration
+	FeedCooldown time.Duration
+
+	WebhookEndpointsFile string
+	RateLimits           RateLimits
+	CORSAllowedOrigins   []string
+	LogLevel             slog.Level
+	PProf                bool
+}
+
+// Role selects the defaults that differ between binaries.
+type Role int
+
+const (
+	RoleAPI Role = iota
+	RoleWorker
+	RoleCLI
+)
+
+// Load reads the environment through getenv and reports every problem at
+// once, each naming its variable.
+func Load(getenv func(string) string, role Role) (Config, error) {
+	var errs []error
+	bad := func(name string, err error) { errs = append(errs, fmt.Errorf("%s: %w", name, err)) }
+
+	c := Config{
+		DatabaseURL:          cmp.Or(getenv("DATABASE_URL"), DefaultDatabaseURL),
+		RedisURL:             cmp.Or(getenv("REDIS_URL"), DefaultRedisURL),
+		HTTPAddr:             cmp.Or(getenv("HTTP_ADDR"), DefaultHTTPAddr),
+		OpsAddr:              getenv("OPS_ADDR"),
+		JWKSURL:              getenv("AUTH_JWKS_URL"),
+		HS256Secret:          []byte(getenv("AUTH_HS256_SECRET")),
+		Issuer:               getenv("AUTH_ISSUER"),
+		Audience:             getenv("AUTH_AUDIENCE"),
+		WebhookEndpointsFile: getenv("WEBHOOK_ENDPOINTS_FILE"),
+		PProf:                getenv("PPROF") == "1",
+	}
+	if c.OpsAddr == "" {
+		c.OpsAddr = DefaultOpsAddr
+		if role == RoleWorker {
+			c.OpsAddr = DefaultWorkerOps
+		}
+	}
+	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		bad("DATABASE_URL", errors.New("must be a postgres:// URL"))
+	}
+	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+		bad("REDIS_URL", errors.New("must be a redis:// or rediss:// URL"))
+	}
+	if role == RoleAPI {
+		if c.JWKSURL == "" && len(c.HS256Secret) == 0 {
+			bad("AUTH_JWKS_URL", errors.New("AUTH_JWKS_URL or AUTH_HS256_SECRET must be set; the API does not start without a way to check tokens"))
+		}
+	}
+	if c.JWKSURL != "" {
+		if u, err := url.Parse(c.JWKSURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			bad("AUTH_JWKS_URL", errors.New("must be an http(s) URL"))
+		}
+	}
+	if n := len(c.HS256Secret); n > 0 && n < 32 {
+		bad("AUTH_HS256_SECRET", fmt.Errorf("must be at least 32 bytes, got %d", n))
+	}
+
+	dur := func(name, def string) time.Duration {
+		d, err := time.ParseDuration(cmp.Or(getenv(name), def))
+		if err != nil || d <= 0 {
+			bad(name, fmt.Errorf("%q is not a positive duration such as 5m or 30s", getenv(name)))
+			return 0
+		}
+		return d
+	}
+	c.FeedCacheTTL = dur("FEED_CACHE_TTL", "5m")
+	c.FeedCooldown = dur("FEED_COOLDOWN", "5m")
+
+	rate := func(name, def string) Rate {
+		r, err := ParseRate(cmp.Or(getenv(name), def))
+		if err != nil {
+			bad(name, err)
+		}
+		return r
+	}
+	c.RateLimits = RateLimits{
+		Recommendations: rate("RATE_LIMIT_RECOMMENDATIONS", "60/min"),
+		Swipes:          rate("RATE_LIMIT_SWIPES", "300/min"),
+		Batch:           rate("RATE_LIMIT_BATCH", "20/min"),
+		Default:         rate("RATE_LIMIT_DEFAULT", "600/min"),
+	}
+	switch v := getenv("RATE_LIMIT_FAIL_CLOSED"); v {
+	case "", "0", "false":
+	case "1", "true":
+		c.RateLimits.FailClosed = true
+	default:
+		bad("RATE_LIMIT_FAIL_CLOSED", fmt.Errorf("%q must be 0 or 1", v))
+	}
+
+	for _, o := range strings.Split(getenv("CORS_ALLOWED_ORIGINS"), ",") {
+		if o = strings.TrimSpace(o); o == "" {
+			continue
+		}
+		if u, err := url.Parse(o); o != "*" && (err != nil || u.Scheme == "" || u.Host == "") {
+			bad("CORS_ALLOWED_ORIGINS", fmt.Errorf("%q is not an origin such as https://app.example.com", o))
+			continue
+		}
+		c.CORSAllowedOrigins = append(c.CORSAllowedOrigins, o)
+	}
+
+	if err := c.LogLevel.UnmarshalText([]byte(cmp.Or(getenv("LOG_LEVEL"), "info"))); err != nil {
+		bad("LOG_LEVEL", fmt.Errorf("%q must be debug, info, warn or error", getenv("LOG_LEVEL")))
+	}
+	return c, errors.Join(errs...)
+}
+
+// LogValue keeps secrets out of logs.
+func (c Config) LogValue() slog.Value {
+	redact := func(s string) string {
+		u, err := url.Parse(s)
+		if err != nil {
+			return "(unparsable)"
+		}
+		return u.Redacted()
+	}
+	return slog.GroupValue(
+		slog.String("database_url", redact(c.DatabaseURL)),
+		slog.String("redis_url", redact(c.RedisURL)),
+		slog.String("http_addr", c.HTTPAddr),
+		slog.String("ops_addr", c.OpsAddr),
+		slog.String("auth_jwks_url", c.JWKSURL),
+		slog.Bool("auth_hs256", len(c.HS256Secret) > 0),
+		slog.String("auth_issuer", c.Issuer),
+		slog.String("auth_audience", c.Audience),
+		slog.Duration("feed_cache_ttl", c.FeedCacheTTL),
+		slog.Duration("feed_cooldown", c.FeedCooldown),
+		slog.String("rate_limits", fmt.Sprintf("recommendations=%s swipes=%s batch=%s default=%s fail_closed=%t",
+			c.RateLimits.Recommendations, c.RateLimits.Swipes, c.RateLimits.Batch, c.RateLimits.Default, c.RateLimits.FailClosed)),
+		slog.Any("cors_allowed_origins", c.CORSAllowedOrigins),
+		slog.String("log_level", c.LogLevel.String()),
+	)
+}
