@@ -1,0 +1,132 @@
+// Command api serves the public matching API and its operations port.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/collegematch/matching/internal/auth"
+	"github.com/collegematch/matching/internal/buildinfo"
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/command"
+	"github.com/collegematch/matching/internal/config"
+	"github.com/collegematch/matching/internal/httpapi"
+	"github.com/collegematch/matching/internal/metrics"
+	"github.com/collegematch/matching/internal/ops"
+	"github.com/collegematch/matching/internal/ratelimit"
+	"github.com/collegematch/matching/internal/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Getenv, os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "api:", err)
+		os.Exit(1)
+	}
+}
+
+// ready, when not nil, receives the bound public and ops addresses once
+// both listeners are open (tests use it with ":0" addresses).
+func run(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- [2]string) error {
+	cfg, err := config.Load(getenv, config.RoleAPI)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("service", "api")
+	log.InfoContext(ctx, "starting", "version", buildinfo.Version, "config", cfg)
+
+	pool, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	db := store.New(pool)
+
+	rdb, err := cache.Open(cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
+	verifier, err := auth.NewVerifier(ctx, auth.VerifierOptions{
+		JWKSURL: cfg.JWKSURL, HS256Secret: cfg.HS256Secret, Issuer: cfg.Issuer, Audience: cfg.Audience, Log: log,
+	})
+	if err != nil {
+		return err
+	}
+
+	reg := metrics.NewRegistry()
+	checks := []httpapi.HealthCheck{
+		{Name: "postgres", Check: db.Ping},
+		{Name: "redis", Check: func(ctx context.Context) error { return cache.Ping(ctx, rdb) }},
+	}
+	api := httpapi.NewServer(httpapi.Deps{
+		Log:        log,
+		Metrics:    metrics.NewHTTP(reg),
+		Verifier:   verifier,
+		Limiter:    ratelimit.New(rdb, cfg.RateLimits),
+		RateLimits: cfg.RateLimits,
+		Onboarding: command.NewOnboarding(db),
+		Health:     checks,
+		CORS:       cfg.CORSAllowedOrigins,
+		Version:    buildinfo.Version,
+	})
+	opsChecks := make([]ops.Check, len(checks))
+	for i, c := range checks {
+		opsChecks[i] = ops.Check{Name: c.Name, Check: c.Check}
+	}
+
+	public := ops.Server(cfg.HTTPAddr, api)
+	public.WriteTimeout = 35 * time.Second // the reference mobile client gives up after 30 s
+	opsSrv := ops.Server(cfg.OpsAddr, ops.Handler(reg, opsChecks, cfg.PProf))
+	return serve(ctx, log, ready, public, opsSrv)
+}
+
+// serve runs the servers until ctx ends or one fails, then drains them.
+func serve(ctx context.Context, log *slog.Logger, ready chan<- [2]string, servers ...*http.Server) error {
+	errc := make(chan error, len(servers))
+	var addrs [2]string
+	for i, s := range servers {
+		ln, err := net.Listen("tcp", s.Addr)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", s.Addr, err)
+		}
+		if i < len(addrs) {
+			addrs[i] = ln.Addr().String()
+		}
+		log.InfoContext(ctx, "listening", "addr", ln.Addr().String())
+		go func() {
+			if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
+	if ready != nil {
+		ready <- addrs
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err = <-errc:
+		log.Error("server failed", "err", err)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		if serr := s.Shutdown(shutdownCtx); serr != nil {
+			err = errors.Join(err, serr)
+		}
+	}
+	return err
+}

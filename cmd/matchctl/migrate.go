@@ -1,0 +1,32 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+
+	"github.com/collegematch/matching/internal/store"
+)
+
+func init() {
+	register("migrate", command{
+		usage: "migrate [--status]",
+		help:  "create the database if missing and apply pending schema migrations",
+		run: func(ctx context.Context, e env, args []string) error {
+			fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			status := fs.Bool("status", false, "list migrations and whether each is applied")
+			if err := fs.Parse(args); err != nil {
+				return usageErr("%v", err)
+			}
+			if *status {
+				return store.MigrationsStatus(ctx, e.cfg.DatabaseURL, e.stdout)
+			}
+			if err := store.Migrate(ctx, e.cfg.DatabaseURL, e.log); err != nil {
+				return err
+			}
+			_, err := io.WriteString(e.stdout, "migrations applied\n")
+			return err
+		},
+	})
+}

@@ -1,0 +1,41 @@
+// Package auth verifies and mints the service's JSON Web Tokens. It knows
+// nothing about HTTP.
+package auth
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ServiceScope lets a backend caller act for any student.
+const ServiceScope = "matching:service"
+
+// Claims are the verified facts of a token the service acts on.
+type Claims struct {
+	Subject   string
+	Scopes    []string
+	ExpiresAt time.Time
+}
+
+// IsService reports whether the token may act for any student.
+func (c Claims) IsService() bool { return slices.Contains(c.Scopes, ServiceScope) }
+
+// MayActFor reports whether the token may act on studentID.
+func (c Claims) MayActFor(studentID string) bool {
+	return c.IsService() || strings.EqualFold(c.Subject, studentID)
+}
+
+type ctxKey struct{}
+
+// WithClaims stores verified claims in ctx.
+func WithClaims(ctx context.Context, c Claims) context.Context {
+	return context.WithValue(ctx, ctxKey{}, c)
+}
+
+// ClaimsFrom returns the verified claims stored in ctx.
+func ClaimsFrom(ctx context.Context) (Claims, bool) {
+	c, ok := ctx.Value(ctxKey{}).(Claims)
+	return c, ok
+}

@@ -1,0 +1,310 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/collegematch/matching/internal/auth"
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/metrics"
+	"github.com/collegematch/matching/internal/ratelimit"
+)
+
+type requestIDKey struct{}
+
+// RequestIDFrom returns the request id set by the requestID middleware.
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// requestID takes a sane incoming X-Request-ID or makes one, and echoes it.
+func requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-ID")
+		if !validRequestID(id) {
+			var b [12]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-ID", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+	})
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// statusWriter records the status code and size of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += n
+	return n, err
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// observe logs each request as one JSON line and records its metrics under
+// the route pattern (not the raw path, which would explode cardinality).
+func observe(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			sw := &statusWriter{ResponseWriter: w}
+			next.ServeHTTP(sw, r)
+			took := time.Since(start)
+			if sw.status == 0 {
+				sw.status = http.StatusOK
+			}
+			route := chi.RouteContext(r.Context()).RoutePattern()
+			if route == "" {
+				route = "unmatched"
+			}
+			m.Requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
+			m.Duration.WithLabelValues(route, r.Method).Observe(took.Seconds())
+			level := slog.LevelInfo
+			if sw.status >= 500 {
+				level = slog.LevelError
+			}
+			log.LogAttrs(r.Context(), level, "request",
+				slog.String("request_id", RequestIDFrom(r.Context())),
+				slog.String("method", r.Method),
+				slog.String("route", route),
+				slog.String("path", r.URL.Path),
+				slog.Int("status", sw.status),
+				slog.Int("bytes", sw.bytes),
+				slog.Float64("ms", float64(took.Microseconds())/1000),
+			)
+		})
+	}
+}
+
+// recoverer turns a handler panic into a logged 500 with the error body.
+func recoverer(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				rec := recover()
+				if rec == nil {
+					return
+				}
+				if rec == http.ErrAbortHandler {
+					panic(rec)
+				}
+				m.Panics.Inc()
+				log.ErrorContext(r.Context(), "panic", "request_id", RequestIDFrom(r.Context()),
+					"panic", fmt.Sprint(rec), "stack", string(debug.Stack()))
+				respondErr(w, r, log, fmt.Errorf("panic: %v", rec))
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// cors answers browsers from the configured origins only; with none
+// configured it does nothing (mobile apps need no CORS).
+func cors(origins []string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if len(origins) == 0 {
+			return next
+		}
+		any := slices.Contains(origins, "*")
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			origin := r.Header.Get("Origin")
+			if origin == "" || (!any && !slices.Contains(origins, origin)) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			h := w.Header()
+			h.Add("Vary", "Origin")
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Set("Access-Control-Expose-Headers", "X-Request-ID, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, ETag")
+			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+				h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, If-None-Match, X-Request-ID")
+				h.Set("Access-Control-Max-Age", "600")
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// TokenVerifier checks a bearer token and returns its claims. Errors are
+// *domain.Error of KindUnauthenticated.
+type TokenVerifier interface {
+	Verify(ctx context.Context, raw string) (auth.Claims, error)
+}
+
+// requireAuth verifies the bearer token and stores its claims.
+func requireAuth(log *slog.Logger, v TokenVerifier, m *metrics.HTTP) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := r.Header.Get("Authorization")
+			scheme, raw, ok := strings.Cut(h, " ")
+			if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(raw) == "" {
+				m.AuthFailures.WithLabelValues("401").Inc()
+				msg := "missing bearer token: send Authorization: Bearer <token>"
+				if h != "" {
+					msg = "malformed Authorization header: expected Bearer <token>"
+				}
+				respondErr(w, r, log, domain.Errorf(domain.KindUnauthenticated, "%s", msg))
+				return
+			}
+			claims, err := v.Verify(r.Context(), strings.TrimSpace(raw))
+			if err != nil {
+				m.AuthFailures.WithLabelValues("401").Inc()
+				if domain.KindOf(err) == domain.KindUnauthenticated {
+					log.DebugContext(r.Context(), "token rejected", "request_id", RequestIDFrom(r.Context()), "err", err)
+				}
+				respondErr(w, r, log, err)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(auth.WithClaims(r.Context(), claims)))
+		})
+	}
+}
+
+type studentKey struct{}
+
+// studentFrom returns the student id the request acts on, as found by actingStudent.
+func studentFrom(ctx context.Context) string {
+	id, _ := ctx.Value(studentKey{}).(string)
+	return id
+}
+
+// limitedBody marks a body already read under MaxBodyBytes.
+type limitedBody struct{ *bytes.Reader }
+
+func (limitedBody) Close() error { return nil }
+
+// actingStudent finds the student a request acts on (the student_id path
+// parameter, else the body's student_id field), refuses a student token
+// acting for someone else with 403, and stores the id for the rate limiter
+// and handlers. The body is read once, under the size cap, and replayed.
+func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id := chi.URLParam(r, "student_id")
+			if id == "" && r.Body != nil && r.Body != http.NoBody {
+				b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+				if err != nil {
+					var mbe *http.MaxBytesError
+					if errors.As(err, &mbe) {
+						respondErr(w, r, log, decodeError(err))
+						return
+					}
+					respondErr(w, r, log, domain.Invalid("could not read the request body", map[string]string{"body": "unreadable"}))
+					return
+				}
+				r.Body = limitedBody{bytes.NewReader(b)}
+				var peek struct {
+					StudentID any `json:"student_id"`
+				}
+				if json.Unmarshal(b, &peek) == nil {
+					id, _ = peek.StudentID.(string)
+				}
+			}
+			claims, _ := auth.ClaimsFrom(r.Context())
+			if id != "" && !claims.MayActFor(id) {
+				m.AuthFailures.WithLabelValues("403").Inc()
+				respondErr(w, r, log, &domain.Error{Kind: domain.KindForbidden, Code: domain.CodeForbidden,
+					Message: "this token may only act for its own student", Details: map[string]any{"student_id": id}})
+				return
+			}
+			if id == "" {
+				id = claims.Subject
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), studentKey{}, id)))
+		})
+	}
+}
+
+// Limiter counts a request against a group's allowance for key.
+type Limiter interface {
+	Allow(ctx context.Context, group ratelimit.Group, key string) (ratelimit.Decision, error)
+}
+
+// rateLimit counts the request against its group for the acting student,
+// sets the X-RateLimit-* headers and refuses with 429 and Retry-After. When
+// the limiter cannot count (Redis down) the request passes (fail open)
+// unless failClosed is set, and the metric records it either way.
+func rateLimit(log *slog.Logger, l Limiter, m *metrics.HTTP, group ratelimit.Group, failClosed bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key := studentFrom(r.Context())
+			d, err := l.Allow(r.Context(), group, key)
+			if err != nil {
+				if failClosed {
+					m.RateLimitFailure.WithLabelValues(string(group), "denied").Inc()
+					respondErr(w, r, log, domain.Unavailable("rate limiting", err))
+					return
+				}
+				m.RateLimitFailure.WithLabelValues(string(group), "allowed").Inc()
+				log.WarnContext(r.Context(), "rate limiter unavailable, allowing request",
+					"group", group, "request_id", RequestIDFrom(r.Context()), "err", err)
+				next.ServeHTTP(w, r)
+				return
+			}
+			setRateHeaders(w.Header(), d)
+			if !d.Allowed {
+				m.RateLimited.WithLabelValues(string(group)).Inc()
+				secs := int(math.Ceil(d.RetryAfter.Seconds()))
+				w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+				respondErr(w, r, log, &domain.Error{Kind: domain.KindRateLimited, Code: domain.CodeRateLimited,
+					Message: fmt.Sprintf("too many %s requests; retry in %d s", group, max(secs, 1)),
+					Details: map[string]any{"group": string(group), "limit": d.Limit, "retry_after_seconds": max(secs, 1)}})
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func setRateHeaders(h http.Header, d ratelimit.Decision) {
+	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(max(d.Remaining, 0)))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(d.ResetAt.UnixMilli())/1000)), 10))
+}

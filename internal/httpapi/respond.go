@@ -1,0 +1,199 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/collegematch/matching/internal/domain"
+)
+
+// MaxBodyBytes caps every request body.
+const MaxBodyBytes = 1 << 20
+
+var statusByKind = map[domain.Kind]int{
+	domain.KindInvalid:         http.StatusBadRequest,
+	domain.KindUnauthenticated: http.StatusUnauthorized,
+	domain.KindForbidden:       http.StatusForbidden,
+	domain.KindNotFound:        http.StatusNotFound,
+	domain.KindConflict:        http.StatusConflict,
+	domain.KindUnprocessable:   http.StatusUnprocessableEntity,
+	domain.KindRateLimited:     http.StatusTooManyRequests,
+	domain.KindUnavailable:     http.StatusServiceUnavailable,
+	domain.KindNotImplemented:  http.StatusNotImplemented,
+}
+
+type errorBody struct {
+	Error errorObject `json:"error"`
+}
+
+type errorObject struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+}
+
+// respondErr is the one place an error becomes a response. Anything that is
+// not a *domain.Error, or is KindInternal, is logged and rendered as a
+// generic 500 that leaks nothing.
+func respondErr(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Kind == domain.KindInternal {
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
+			"request_id", RequestIDFrom(r.Context()), "err", err)
+		writeError(w, http.StatusInternalServerError, domain.CodeInternal,
+			"internal error; quote request id "+RequestIDFrom(r.Context())+" when reporting it", nil)
+		return
+	}
+	status := statusByKind[de.Kind]
+	switch de.Kind {
+	case domain.KindUnauthenticated:
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+	case domain.KindUnavailable:
+		log.WarnContext(r.Context(), "dependency unavailable", "path", r.URL.Path,
+			"request_id", RequestIDFrom(r.Context()), "err", err)
+		if w.Header().Get("Retry-After") == "" {
+			w.Header().Set("Retry-After", "1")
+		}
+	}
+	code := de.Code
+	if code == "" {
+		code = domain.Errorf(de.Kind, "").Code
+	}
+	writeError(w, status, code, de.Message, de.Details)
+}
+
+func writeError(w http.ResponseWriter, status int, code, message string, details map[string]any) {
+	if details == nil {
+		details = map[string]any{}
+	}
+	encode(w, status, errorBody{Error: errorObject{Code: code, Message: message, Details: details}})
+}
+
+// encode writes v as JSON with the given status.
+func encode(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only a programming error (an unsupported type) gets here.
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"INTERNAL_ERROR","message":"internal error","details":{}}}`)
+	}
+	writeJSON(w, status, append(b, '\n'))
+}
+
+// writeJSON writes pre-encoded JSON bytes.
+func writeJSON(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b) // the client is gone; nothing useful to do
+}
+
+// validator is implemented by request types that check their own fields.
+type validator interface {
+	Valid() map[string]string
+}
+
+// decode reads one JSON object into T strictly: unknown fields, wrong types,
+// trailing data, empty and oversize bodies are all 400 INVALID_REQUEST with
+// the offending field named.
+func decode[T any](r *http.Request) (T, error) {
+	var v T
+	if err := decodeInto(r, &v); err != nil {
+		return v, err
+	}
+	if vv, ok := any(v).(validator); ok {
+		if problems := vv.Valid(); len(problems) > 0 {
+			return v, domain.Invalid(summarize(problems), problems)
+		}
+	}
+	return v, nil
+}
+
+func decodeInto(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
+		return domain.Invalid("Content-Type must be application/json", map[string]string{"body": "must be JSON"})
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return decodeError(err)
+		}
+		return domain.Invalid("request body must hold exactly one JSON object", map[string]string{"body": "unexpected data after the JSON object"})
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var (
+		syn *json.SyntaxError
+		typ *json.UnmarshalTypeError
+		mbe *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &mbe):
+		return domain.Invalid("request body is larger than 1 MiB", map[string]string{"body": "larger than 1 MiB"})
+	case errors.Is(err, io.EOF):
+		return domain.Invalid("request body is empty; a JSON object is required", map[string]string{"body": "is empty"})
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return domain.Invalid("request body is not valid JSON: it ends too early", map[string]string{"body": "truncated JSON"})
+	case errors.As(err, &syn):
+		return domain.Invalid(fmt.Sprintf("request body is not valid JSON (at byte %d)", syn.Offset),
+			map[string]string{"body": "malformed JSON at byte " + strconv.FormatInt(syn.Offset, 10)})
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return domain.Invalid("request body must be a JSON object", map[string]string{"body": "must be a JSON object"})
+		}
+		return domain.Invalid("field "+field+" has the wrong type", map[string]string{field: "must be " + jsonType(typ.Type.String())})
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return domain.Invalid("unknown field "+field, map[string]string{field: "is not a known field"})
+	}
+	var de *domain.Error
+	if errors.As(err, &de) { // from a custom UnmarshalJSON
+		return de
+	}
+	return domain.Invalid("request body is not valid JSON", map[string]string{"body": err.Error()})
+}
+
+func jsonType(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"):
+		return "an integer"
+	case strings.HasPrefix(goType, "float"):
+		return "a number"
+	case goType == "string":
+		return "a string"
+	case goType == "bool":
+		return "true or false"
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case strings.HasPrefix(goType, "map"), strings.Contains(goType, "struct"):
+		return "an object"
+	}
+	if i := strings.LastIndex(goType, "."); i >= 0 {
+		goType = goType[i+1:]
+	}
+	return "of type " + goType
+}
+
+// summarize makes the error message for a set of field problems.
+func summarize(problems map[string]string) string {
+	if len(problems) == 1 {
+		for f, p := range problems {
+			return f + " " + p
+		}
+	}
+	return strconv.Itoa(len(problems)) + " fields are invalid; see details.fields"
+}

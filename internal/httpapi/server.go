@@ -1,0 +1,54 @@
+// Package httpapi is the public HTTP API: chi routes, the middleware chain
+// (request id, logging, recovery, CORS, auth, rate limits) and one handler
+// maker per endpoint. It declares the interfaces it needs; cmd/api passes
+// the implementations.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/collegematch/matching/internal/config"
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/metrics"
+)
+
+// HealthCheck pings one dependency.
+type HealthCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Deps is everything the API needs. Every field is required unless marked.
+type Deps struct {
+	Log        *slog.Logger
+	Metrics    *metrics.HTTP
+	Verifier   TokenVerifier
+	Limiter    Limiter
+	RateLimits config.RateLimits
+	Onboarding Onboarding
+	Health     []HealthCheck
+	CORS       []string // optional
+	Version    string
+}
+
+// NewServer builds the public API handler.
+func NewServer(d Deps) http.Handler {
+	switch {
+	case d.Log == nil, d.Metrics == nil, d.Verifier == nil, d.Limiter == nil, d.Onboarding == nil:
+		panic("httpapi.NewServer: missing dependency")
+	}
+	r := chi.NewRouter()
+	r.Use(requestID, observe(d.Log, d.Metrics), recoverer(d.Log, d.Metrics), cors(d.CORS))
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, domain.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path, nil)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, domain.CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path, nil)
+	})
+	addRoutes(r, d)
+	return r
+}

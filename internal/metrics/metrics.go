@@ -1,0 +1,52 @@
+// Package metrics defines the service's Prometheus collectors. They are
+// built in each binary's run and passed down; nothing registers globally.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// NewRegistry returns a registry with the Go runtime and process collectors.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// HTTP holds the API's request metrics.
+type HTTP struct {
+	Requests         *prometheus.CounterVec
+	Duration         *prometheus.HistogramVec
+	RateLimited      *prometheus.CounterVec
+	RateLimitFailure *prometheus.CounterVec
+	AuthFailures     *prometheus.CounterVec
+	Panics           prometheus.Counter
+}
+
+// NewHTTP creates and registers the API's request metrics on reg.
+func NewHTTP(reg prometheus.Registerer) *HTTP {
+	m := &HTTP{
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matching_http_requests_total", Help: "HTTP requests by route, method and status code.",
+		}, []string{"route", "method", "code"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "matching_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route", "method"}),
+		RateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matching_rate_limited_total", Help: "Requests refused with 429, by group.",
+		}, []string{"group"}),
+		RateLimitFailure: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matching_rate_limit_errors_total", Help: "Requests the limiter could not count (Redis unavailable), by policy outcome (allowed = fail open, denied = fail closed).",
+		}, []string{"group", "outcome"}),
+		AuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matching_auth_failures_total", Help: "Requests refused by authentication or authorization, by status.",
+		}, []string{"status"}),
+		Panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matching_http_panics_total", Help: "Handler panics recovered into a 500.",
+		}),
+	}
+	reg.MustRegister(m.Requests, m.Duration, m.RateLimited, m.RateLimitFailure, m.AuthFailures, m.Panics)
+	return m
+}

@@ -1,0 +1,24 @@
+// Package ratelimit counts requests per student and operation group in
+// Redis (GCRA through redis_rate), so every API replica shares one budget.
+package ratelimit
+
+import "time"
+
+// Group is an operation group with its own allowance.
+type Group string
+
+const (
+	GroupRecommendations Group = "recommendations"
+	GroupSwipes          Group = "swipes"
+	GroupBatch           Group = "batch"
+	GroupDefault         Group = "default"
+)
+
+// Decision is the outcome of counting one request.
+type Decision struct {
+	Allowed    bool
+	Limit      int
+	Remaining  int
+	ResetAt    time.Time     // when the full allowance is back
+	RetryAfter time.Duration // when Allowed is false: how long until one request is allowed
+}
