@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
 
 	"github.com/collegematch/matching/internal/auth"
 	"github.com/collegematch/matching/internal/domain"
@@ -247,6 +248,11 @@ func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Ha
 					id, _ = peek.StudentID.(string)
 				}
 			}
+			if id != "" && !isUUID(id) {
+				respondErr(w, r, log, domain.Invalid("student_id must be a UUID", map[string]string{"student_id": "must be a UUID"}))
+				return
+			}
+			id = strings.ToLower(id)
 			claims, _ := auth.ClaimsFrom(r.Context())
 			if id != "" && !claims.MayActFor(id) {
 				m.AuthFailures.WithLabelValues("403").Inc()
@@ -307,4 +313,13 @@ func setRateHeaders(h http.Header, d ratelimit.Decision) {
 	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(max(d.Remaining, 0)))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(d.ResetAt.UnixMilli())/1000)), 10))
+}
+
+// isUUID accepts the canonical 8-4-4-4-12 hex form only.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	_, err := uuid.Parse(s)
+	return err == nil
 }

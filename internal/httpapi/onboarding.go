@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/collegematch/matching/internal/auth"
 	"github.com/collegematch/matching/internal/domain"
 )
@@ -41,7 +39,7 @@ func parseProfile(body []byte) (studentID string, p domain.ProfilePatch, problem
 		return "", p, problems
 	}
 	if id := f.String("student_id", false); id.Set && !id.Null {
-		if _, err := uuid.Parse(id.Value); err != nil || len(id.Value) != 36 {
+		if !isUUID(id.Value) {
 			f.bad("student_id", "must be a UUID")
 		}
 		studentID = strings.ToLower(id.Value)
@@ -220,7 +218,7 @@ func handleOnboardingMinimal(log *slog.Logger, o Onboarding) http.Handler {
 		claims, _ := auth.ClaimsFrom(r.Context())
 		if id == "" {
 			id = strings.ToLower(claims.Subject)
-			if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+			if !isUUID(id) {
 				respondErr(w, r, log, domain.Invalid("the token's subject is not a student UUID; a service token must name student_id in the body",
 					map[string]string{"student_id": "is required when the token's sub is not a student UUID"}))
 				return
