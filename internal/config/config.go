@@ -184,7 +184,20 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 	if err := c.LogLevel.UnmarshalText([]byte(cmp.Or(getenv("LOG_LEVEL"), "info"))); err != nil {
 		bad("LOG_LEVEL", fmt.Errorf("%q must be debug, info, warn or error", getenv("LOG_LEVEL")))
 	}
-	return c, errors.Join(errs...)
+	return c, joinLine(errs)
+}
+
+// joinLine reports every problem on one line, so a refused start says all
+// that is wrong at once without scrolling.
+func joinLine(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New("configuration: " + strings.Join(msgs, "; "))
 }
 
 // LogValue keeps secrets out of logs.

@@ -1,0 +1,85 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/config"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+const secret = "0123456789abcdef0123456789abcdef"
+
+func TestDefaults(t *testing.T) {
+	c, err := config.Load(env(map[string]string{"AUTH_HS256_SECRET": secret}), config.RoleAPI)
+	require.NoError(t, err)
+	assert.Equal(t, config.DefaultDatabaseURL, c.DatabaseURL)
+	assert.Equal(t, "redis://127.0.0.1:6379/0", c.RedisURL)
+	assert.Equal(t, ":8080", c.HTTPAddr)
+	assert.Equal(t, "127.0.0.1:9090", c.OpsAddr)
+	assert.Equal(t, 5*time.Minute, c.FeedCacheTTL)
+	assert.Equal(t, 5*time.Minute, c.FeedCooldown)
+	assert.Equal(t, config.Rate{N: 60, Period: time.Minute}, c.RateLimits.Recommendations)
+	assert.Equal(t, config.Rate{N: 300, Period: time.Minute}, c.RateLimits.Swipes)
+	assert.Equal(t, config.Rate{N: 20, Period: time.Minute}, c.RateLimits.Batch)
+	assert.Equal(t, config.Rate{N: 600, Period: time.Minute}, c.RateLimits.Default)
+	assert.False(t, c.RateLimits.FailClosed)
+	assert.Empty(t, c.CORSAllowedOrigins)
+
+	w, err := config.Load(env(nil), config.RoleWorker)
+	require.NoError(t, err, "the worker checks no tokens")
+	assert.Equal(t, "127.0.0.1:9091", w.OpsAddr)
+}
+
+func TestOverrides(t *testing.T) {
+	c, err := config.Load(env(map[string]string{
+		"AUTH_JWKS_URL": "https://id.example.com/.well-known/jwks.json", "AUTH_ISSUER": "https://id.example.com/",
+		"AUTH_AUDIENCE": "matching", "FEED_COOLDOWN": "3s", "RATE_LIMIT_BATCH": "5/s",
+		"RATE_LIMIT_FAIL_CLOSED": "1", "CORS_ALLOWED_ORIGINS": "https://a.example.com, https://b.example.com",
+		"LOG_LEVEL": "debug", "OPS_ADDR": "127.0.0.1:9999",
+	}), config.RoleAPI)
+	require.NoError(t, err)
+	assert.Equal(t, 3*time.Second, c.FeedCooldown)
+	assert.Equal(t, config.Rate{N: 5, Period: time.Second}, c.RateLimits.Batch)
+	assert.True(t, c.RateLimits.FailClosed)
+	assert.Equal(t, []string{"https://a.example.com", "https://b.example.com"}, c.CORSAllowedOrigins)
+	assert.Equal(t, "127.0.0.1:9999", c.OpsAddr)
+}
+
+func TestEveryProblemOnOneLine(t *testing.T) {
+	_, err := config.Load(env(map[string]string{
+		"AUTH_HS256_SECRET": "short", "FEED_CACHE_TTL": "-1m", "RATE_LIMIT_DEFAULT": "0/min", "REDIS_URL": "http://x",
+	}), config.RoleAPI)
+	require.Error(t, err)
+	msg := err.Error()
+	assert.NotContains(t, msg, "\n")
+	for _, name := range []string{"AUTH_HS256_SECRET", "FEED_CACHE_TTL", "RATE_LIMIT_DEFAULT", "REDIS_URL"} {
+		assert.Contains(t, msg, name)
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]config.Rate{"60/min": {60, time.Minute}, "10/s": {10, time.Second}, " 7/m ": {7, time.Minute}} {
+		got, err := config.ParseRate(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got)
+	}
+	for _, bad := range []string{"", "60", "x/min", "-1/min", "10/h", "0/s"} {
+		_, err := config.ParseRate(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestLogValueRedactsSecrets(t *testing.T) {
+	c, err := config.Load(env(map[string]string{"AUTH_HS256_SECRET": secret,
+		"DATABASE_URL": "postgres://app:hunter2@db:5432/matching"}), config.RoleAPI)
+	require.NoError(t, err)
+	s := c.LogValue().String()
+	assert.False(t, strings.Contains(s, "hunter2"), s)
+	assert.False(t, strings.Contains(s, secret), s)
+}
