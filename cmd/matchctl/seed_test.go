@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/catalog"
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/testutil"
+)
+
+// runSeedCmd runs matchctl with args against databaseURL and returns the
+// exit code and both outputs.
+func runSeedCmd(t *testing.T, databaseURL string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	getenv := func(k string) string {
+		if k == "DATABASE_URL" {
+			return databaseURL
+		}
+		return ""
+	}
+	var out, errOut bytes.Buffer
+	code := run(ctx, args, getenv, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestSeedFillsAnEmptyCatalogueOnce(t *testing.T) {
+	dbURL := testutil.NewDBURL(t)
+	ctx := context.Background()
+	pool, err := store.Open(ctx, dbURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+
+	code, out, errOut := runSeedCmd(t, dbURL, "seed")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Regexp(t, `^seeded 6500 schools in 50 states and DC \(seed 1: 6500 new, 0 updated, 0 unchanged\) in \d+\.\ds\n$`, out)
+	t.Logf("%s", out)
+
+	n, err := st.CountSchools(ctx)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, n, 6000)
+
+	rows, err := pool.Query(ctx, `SELECT state, count(*) FROM schools WHERE active AND source = 'seed' GROUP BY state`)
+	require.NoError(t, err)
+	perState := map[string]int{}
+	for rows.Next() {
+		var state string
+		var c int
+		require.NoError(t, rows.Scan(&state, &c))
+		perState[state] = c
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, perState, len(domain.States))
+	for _, s := range domain.States {
+		assert.GreaterOrEqual(t, perState[s.Code], 5, "schools in %s", s.Code)
+	}
+
+	version, err := st.CatalogVersion(ctx)
+	require.NoError(t, err)
+
+	// A second run sees the catalogue and does nothing.
+	code, out, errOut = runSeedCmd(t, dbURL, "seed")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Equal(t, "catalogue already has 6500 schools; nothing to do\n", out)
+	again, err := st.CatalogVersion(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, version, again, "a no-op run changes no row")
+
+	// --force with the same seed upserts everything and changes nothing.
+	code, out, errOut = runSeedCmd(t, dbURL, "seed", "--force")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Contains(t, out, "(seed 1: 0 new, 0 updated, 6500 unchanged)")
+	again, err = st.CatalogVersion(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, version, again, "re-seeding with the same seed is idempotent")
+
+	// The stored catalogue reads back exactly as generated.
+	loaded, err := st.ActiveSchools(ctx)
+	require.NoError(t, err)
+	require.Len(t, loaded, catalog.DefaultSeedCount)
+	byID := make(map[string]domain.School, len(loaded))
+	for _, s := range loaded {
+		assert.False(t, s.UpdatedAt.IsZero())
+		s.UpdatedAt = time.Time{}
+		byID[s.ID] = s
+	}
+	for _, want := range catalog.Generate(catalog.DefaultSeedCount, 1) {
+		got, ok := byID[want.ID]
+		if !assert.True(t, ok, "school %s (%s) missing", want.ID, want.Name) {
+			continue
+		}
+		if !assert.Equal(t, want, got) {
+			break
+		}
+	}
+}
+
+func TestSeedForceWithAnotherSeedUpdates(t *testing.T) {
+	dbURL := testutil.NewDBURL(t)
+
+	code, _, errOut := runSeedCmd(t, dbURL, "seed", "--count", "300", "--seed", "5")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+
+	code, out, errOut := runSeedCmd(t, dbURL, "seed", "--count", "300", "--seed", "6", "--force")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Contains(t, out, "seeded 300 schools in 50 states and DC (seed 6: 0 new, 300 updated, 0 unchanged)")
+}
+
+func TestSeedUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"seed", "--count", "0"},
+		{"seed", "--count", "x"},
+		{"seed", "--seed", "-1"},
+		{"seed", "extra"},
+		{"seed", "--nope"},
+	} {
+		// The database is never reached; the URL is only parsed.
+		code, out, errOut := runSeedCmd(t, "postgres://nobody@127.0.0.1:1/none?sslmode=disable", args...)
+		assert.Equal(t, 2, code, "%v: out %q err %q", args, out, errOut)
+		assert.Contains(t, errOut, "usage: matchctl seed", "%v", args)
+	}
+}
