@@ -1,0 +1,164 @@
+// Command worker runs the service's background tasks from the asynq queues,
+// relays the transactional outbox to those queues, and serves its own
+// operations port.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/collegematch/matching/internal/buildinfo"
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/config"
+	"github.com/collegematch/matching/internal/metrics"
+	"github.com/collegematch/matching/internal/ops"
+	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/tasks"
+)
+
+const (
+	// concurrency is the number of tasks one worker runs at once. Most task
+	// time is spent waiting (PostgreSQL, Redis, webhook subscribers with a
+	// 10 s timeout), so it is well above the core count.
+	concurrency = 20
+	// shutdownTimeout is how long running tasks get to finish on shutdown;
+	// the ones still running then go back to their queue.
+	shutdownTimeout = 20 * time.Second
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// go-redis has one logger per process, so it is set here, not in run.
+	redis.SetLogger(redisLogger{slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("service", "worker", "component", "redis")})
+	if err := run(ctx, os.Getenv, os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the task server, the outbox relay and the ops server, and
+// stops them when ctx ends. ready, when not nil, receives the bound ops
+// address once it listens (tests use it with a ":0" address).
+func run(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- string) error {
+	cfg, err := config.Load(getenv, config.RoleWorker)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("service", "worker")
+	log.InfoContext(ctx, "starting", "version", buildinfo.Version, "config", cfg)
+
+	pool, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	db := store.New(pool)
+
+	// One Redis client serves the task server, the relay's enqueues and the
+	// readiness check; asynq leaves a client it was given open.
+	rdb, err := cache.Open(cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	queue := asynq.NewClientFromRedisClient(rdb)
+	defer queue.Close()
+
+	reg := metrics.NewRegistry()
+	taskMetrics := tasks.NewTaskMetrics(reg)
+
+	// Topics are routed here together with the handlers of the tasks they
+	// produce (see tasks.Handler.Register); until then the relay marks their
+	// rows and counts them as unroutable.
+	router := tasks.NewRouter()
+	relay := tasks.NewRelay(log.With("component", "outbox_relay"), outboxSource{db}, queue, router,
+		tasks.NewRelayMetrics(reg), tasks.RelayConfig{})
+
+	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
+		Concurrency:     concurrency,
+		Queues:          tasks.QueuePriorities(),
+		ShutdownTimeout: shutdownTimeout,
+		Logger:          asynqLogger{log.With("component", "asynq")},
+		LogLevel:        asynqLevel(cfg.LogLevel),
+		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
+			id, _ := asynq.GetTaskID(ctx)
+			retried, _ := asynq.GetRetryCount(ctx)
+			maxRetry, _ := asynq.GetMaxRetry(ctx)
+			level := slog.LevelWarn
+			if retried >= maxRetry || errors.Is(err, asynq.SkipRetry) {
+				level = slog.LevelError // no attempt left: the task is archived
+			}
+			log.Log(ctx, level, "task failed", "task_type", t.Type(), "task_id", id,
+				"retried", retried, "max_retry", maxRetry, "err", err)
+		}),
+	})
+	mux := asynq.NewServeMux()
+	mux.Use(taskMetrics.Middleware)
+	tasks.NewHandler(tasks.Deps{Log: log, Relay: relay}).Register(mux)
+
+	checks := []ops.Check{
+		{Name: "postgres", Check: db.Ping},
+		{Name: "redis", Check: func(ctx context.Context) error { return cache.Ping(ctx, rdb) }},
+	}
+	opsSrv := ops.Server(cfg.OpsAddr, ops.Handler(reg, checks, cfg.PProf))
+	ln, err := net.Listen("tcp", cfg.OpsAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.OpsAddr, err)
+	}
+
+	// Start does not need Redis to answer yet: the server keeps retrying, the
+	// relay keeps rows unpublished, and /readyz reports the outage.
+	if err := srv.Start(mux); err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("start task server: %w", err)
+	}
+	log.InfoContext(ctx, "task server started", "concurrency", concurrency, "queues", tasks.QueuePriorities())
+
+	relayCtx, stopRelay := context.WithCancel(ctx)
+	relayDone := make(chan struct{})
+	go func() {
+		defer close(relayDone)
+		relay.Run(relayCtx)
+	}()
+
+	errc := make(chan error, 1)
+	go func() {
+		if err := opsSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	log.InfoContext(ctx, "listening", "addr", ln.Addr().String())
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err = <-errc:
+		log.Error("ops server failed", "err", err)
+	}
+	stopRelay()
+	<-relayDone
+	srv.Shutdown() // waits up to shutdownTimeout for running tasks
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := opsSrv.Shutdown(shutdownCtx); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	log.Info("stopped")
+	return err
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/testutil"
+)
+
+// syncBuffer collects the worker's log while it runs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type worker struct {
+	ops    string // ops address
+	logs   *syncBuffer
+	cancel context.CancelFunc
+	done   chan struct{} // closed when run has returned err
+	err    error
+}
+
+// start runs the worker with env until the test ends or stop is called.
+func start(t *testing.T, env map[string]string) *worker {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &worker{logs: &syncBuffer{}, cancel: cancel, done: make(chan struct{})}
+	ready := make(chan string, 1)
+	go func() {
+		defer close(w.done)
+		w.err = run(ctx, func(k string) string { return env[k] }, w.logs, ready)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-w.done:
+		case <-time.After(30 * time.Second):
+		}
+		if t.Failed() {
+			t.Log(w.logs.String())
+		}
+	})
+	select {
+	case w.ops = <-ready:
+	case <-w.done:
+		t.Fatalf("worker stopped at start: %v\n%s", w.err, w.logs.String())
+	case <-time.After(15 * time.Second):
+		t.Fatal("worker did not get ready")
+	}
+	return w
+}
+
+// stop cancels the worker and requires it to return cleanly within limit.
+func (w *worker) stop(t *testing.T, limit time.Duration) {
+	t.Helper()
+	began := time.Now()
+	w.cancel()
+	select {
+	case <-w.done:
+		require.NoError(t, w.err)
+		t.Logf("stopped in %v", time.Since(began).Round(time.Millisecond))
+	case <-time.After(limit):
+		t.Fatalf("worker did not stop within %v", limit)
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func writeEvent(t *testing.T, dbURL, topic string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var id int64
+	require.NoError(t, pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		id, err = store.InsertOutbox(ctx, tx, topic, "", map[string]int{"n": 1})
+		return err
+	}))
+	return id
+}
+
+func published(t *testing.T, dbURL string, id int64) bool {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var ok bool
+	require.NoError(t, conn.QueryRow(ctx, `SELECT published_at IS NOT NULL FROM outbox WHERE id = $1`, id).Scan(&ok))
+	return ok
+}
+
+func TestRunServesOpsRelaysAndStopsOnCancel(t *testing.T) {
+	dbURL := testutil.NewDBURL(t)
+	rdb := testutil.NewRedis(t, testutil.RedisDBCmdWorker)
+	// Written before the worker starts; no route serves this topic.
+	early := writeEvent(t, dbURL, "mystery.happened")
+
+	w := start(t, map[string]string{
+		"DATABASE_URL": dbURL,
+		"REDIS_URL":    testutil.RedisURLFor(t, testutil.RedisDBCmdWorker),
+		"OPS_ADDR":     "127.0.0.1:0",
+		"LOG_LEVEL":    "debug",
+	})
+	base := "http://" + w.ops
+
+	code, body := get(t, base+"/livez")
+	assert.Equal(t, http.StatusOK, code)
+	code, body = get(t, base+"/readyz")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.JSONEq(t, `{"postgres":"ok","redis":"ok"}`, body)
+
+	// The relay's pass at start marks the row and counts it.
+	require.Eventually(t, func() bool { return published(t, dbURL, early) }, 5*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool {
+		_, m := get(t, base+"/metrics")
+		return strings.Contains(m, `matching_outbox_unroutable_total{reason="unknown_topic"} 1`) &&
+			strings.Contains(m, "matching_outbox_backlog 0")
+	}, 5*time.Second, 50*time.Millisecond)
+	// And keeps running: a later row is picked up within a tick or two.
+	later := writeEvent(t, dbURL, "mystery.happened")
+	require.Eventually(t, func() bool { return published(t, dbURL, later) }, 5*time.Second, 20*time.Millisecond)
+
+	_, m := get(t, base+"/metrics")
+	for _, name := range []string{
+		"matching_outbox_relay_errors_total", "matching_outbox_oldest_unpublished_age_seconds",
+		"go_goroutines", "process_cpu_seconds_total",
+	} {
+		assert.Contains(t, m, name)
+	}
+
+	// The task server runs the relay task from the queue.
+	queue := asynq.NewClientFromRedisClient(rdb)
+	defer queue.Close()
+	_, err := queue.Enqueue(tasks.NewOutboxRelayTask())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, m := get(t, base+"/metrics")
+		return strings.Contains(m, `matching_tasks_processed_total{result="ok",type="outbox:relay"} 1`)
+	}, 10*time.Second, 50*time.Millisecond)
+
+	w.stop(t, 5*time.Second)
+	_, err = net.DialTimeout("tcp", w.ops, time.Second)
+	assert.Error(t, err, "the ops port is closed after stop")
+
+	// Every log line is JSON from the worker.
+	sc := bufio.NewScanner(strings.NewReader(w.logs.String()))
+	lines := 0
+	for sc.Scan() {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &rec), "log line %q", sc.Text())
+		assert.Equal(t, "worker", rec["service"])
+		lines++
+	}
+	assert.Positive(t, lines)
+	assert.Contains(t, w.logs.String(), `"topic":"mystery.happened"`)
+}
+
+func TestRunStartsWithoutRedisAndReportsIt(t *testing.T) {
+	dbURL := testutil.NewDBURL(t)
+	w := start(t, map[string]string{
+		"DATABASE_URL": dbURL,
+		"REDIS_URL":    "redis://127.0.0.1:1/0",
+		"OPS_ADDR":     "127.0.0.1:0",
+	})
+	code, body := get(t, "http://"+w.ops+"/readyz")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	var checks map[string]string
+	require.NoError(t, json.Unmarshal([]byte(body), &checks))
+	assert.Equal(t, "ok", checks["postgres"])
+	assert.True(t, strings.HasPrefix(checks["redis"], "down"), checks["redis"])
+	w.stop(t, 15*time.Second)
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	env := map[string]string{"REDIS_URL": "http://127.0.0.1:6379", "OPS_ADDR": "127.0.0.1:0"}
+	err := run(context.Background(), func(k string) string { return env[k] }, io.Discard, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "REDIS_URL")
+}

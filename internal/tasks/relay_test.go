@@ -1,0 +1,466 @@
+package tasks_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/testutil"
+)
+
+// The relay runs against a fresh PostgreSQL database and this package's
+// Redis DB, which every test flushes: these tests do not run in parallel.
+
+var endpoints = []string{"https://a.example/hook", "https://b.example/hook"}
+
+// storeSource is the same thin adapter cmd/worker uses.
+type storeSource struct{ *store.Store }
+
+func (s storeSource) RelayOutbox(ctx context.Context, limit int, hand func(context.Context, []tasks.OutboxRow) ([]int64, error)) (int, error) {
+	return s.Store.RelayOutbox(ctx, limit, func(ctx context.Context, rows []store.OutboxRow) ([]int64, error) {
+		out := make([]tasks.OutboxRow, len(rows))
+		for i, r := range rows {
+			out[i] = tasks.OutboxRow(r)
+		}
+		return hand(ctx, out)
+	})
+}
+
+type env struct {
+	db      *store.Store
+	rdb     *redis.Client
+	queue   *asynq.Client
+	insp    *asynq.Inspector
+	router  *tasks.Router
+	reg     *prometheus.Registry
+	metrics *tasks.RelayMetrics
+}
+
+// newEnv routes swipe.recorded to the student's student:learn task and one
+// webhook:deliver task per endpoint, as the service will.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	rdb := testutil.NewRedis(t, testutil.RedisDBTasks)
+	e := &env{
+		db:     store.New(testutil.NewDB(t)),
+		rdb:    rdb,
+		queue:  asynq.NewClientFromRedisClient(rdb),
+		insp:   asynq.NewInspectorFromRedisClient(rdb),
+		router: tasks.NewRouter(),
+		reg:    prometheus.NewRegistry(),
+	}
+	e.metrics = tasks.NewRelayMetrics(e.reg)
+	e.router.Add(tasks.TopicSwipeRecorded, tasks.LearnRoute)
+	e.router.Add(tasks.TopicSwipeRecorded, func(row tasks.OutboxRow) ([]tasks.Job, error) {
+		var jobs []tasks.Job
+		for _, ep := range endpoints {
+			task, err := tasks.NewWebhookDeliverTask(row.ID, ep)
+			if err != nil {
+				return nil, err
+			}
+			jobs = append(jobs, tasks.Job{ID: webhookID(row.ID, ep), Task: task})
+		}
+		return jobs, nil
+	})
+	return e
+}
+
+func webhookID(outboxID int64, endpoint string) string {
+	return tasks.OutboxTaskID(outboxID, tasks.TypeWebhookDeliver, tasks.EndpointKey(endpoint))
+}
+
+func (e *env) relay(t *testing.T, q tasks.Enqueuer, cfg tasks.RelayConfig) *tasks.Relay {
+	return tasks.NewRelay(testutil.Logger(t), storeSource{e.db}, q, e.router, e.metrics, cfg)
+}
+
+type event struct {
+	topic, student string
+}
+
+// write records events as the write side does, in one transaction.
+func (e *env) write(t *testing.T, events ...event) []int64 {
+	t.Helper()
+	var ids []int64
+	err := pgx.BeginFunc(context.Background(), e.db.Pool(), func(tx pgx.Tx) error {
+		for _, ev := range events {
+			id, err := store.InsertOutbox(context.Background(), tx, ev.topic, ev.student, map[string]string{"school_id": uuid.NewString()})
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return ids
+}
+
+func swipes(n int) []event {
+	evs := make([]event, n)
+	for i := range evs {
+		evs[i] = event{tasks.TopicSwipeRecorded, uuid.NewString()}
+	}
+	return evs
+}
+
+func (e *env) unpublished(t *testing.T) []int64 {
+	t.Helper()
+	rows, err := e.db.Pool().Query(context.Background(), `SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id`)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	return ids
+}
+
+// queued returns the tasks of queue in the given state, by id.
+func (e *env) queued(t *testing.T, queue, state string) map[string]*asynq.TaskInfo {
+	t.Helper()
+	list := e.insp.ListPendingTasks
+	if state == "completed" {
+		list = e.insp.ListCompletedTasks
+	}
+	infos, err := list(queue, asynq.PageSize(1000))
+	if errors.Is(err, asynq.ErrQueueNotFound) {
+		return map[string]*asynq.TaskInfo{}
+	}
+	require.NoError(t, err)
+	out := make(map[string]*asynq.TaskInfo, len(infos))
+	for _, ti := range infos {
+		out[ti.ID] = ti
+	}
+	return out
+}
+
+// value reads one sample of a counter or gauge from reg.
+func value(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue metrics
+				}
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
+func TestRelayHandsOverEachRowOnceUnderItsDerivedID(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	evs := swipes(5)
+	ids := e.write(t, evs...)
+	relay := e.relay(t, e.queue, tasks.RelayConfig{BatchSize: 2})
+
+	handed, err := relay.Drain(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 5, handed)
+	assert.Empty(t, e.unpublished(t))
+
+	learn := e.queued(t, tasks.QueueCritical, "pending")
+	hooks := e.queued(t, tasks.QueueDefault, "pending")
+	require.Len(t, learn, 5)
+	require.Len(t, hooks, 10)
+	for i, id := range ids {
+		ti := learn[tasks.OutboxTaskID(id, tasks.TypeStudentLearn)]
+		require.NotNil(t, ti, "learn task of row %d", id)
+		assert.Equal(t, tasks.TypeStudentLearn, ti.Type)
+		var p tasks.StudentLearnPayload
+		require.NoError(t, json.Unmarshal(ti.Payload, &p))
+		assert.Equal(t, tasks.StudentLearnPayload{StudentID: evs[i].student, OutboxID: id}, p)
+		assert.Equal(t, tasks.Retention, ti.Retention)
+		assert.Equal(t, 10, ti.MaxRetry)
+		for _, ep := range endpoints {
+			hi := hooks[webhookID(id, ep)]
+			require.NotNil(t, hi, "webhook task of row %d for %s", id, ep)
+			var wp tasks.WebhookDeliverPayload
+			require.NoError(t, json.Unmarshal(hi.Payload, &wp))
+			assert.Equal(t, tasks.WebhookDeliverPayload{OutboxID: id, Endpoint: ep}, wp)
+			assert.Equal(t, 8, hi.MaxRetry, "9 attempts in all")
+		}
+	}
+	assert.Equal(t, 5.0, value(t, e.reg, "matching_outbox_relayed_total", "topic", tasks.TopicSwipeRecorded))
+	assert.Equal(t, 5.0, value(t, e.reg, "matching_outbox_tasks_total", "type", tasks.TypeStudentLearn, "result", "enqueued"))
+	assert.Equal(t, 10.0, value(t, e.reg, "matching_outbox_tasks_total", "type", tasks.TypeWebhookDeliver, "result", "enqueued"))
+	assert.Zero(t, value(t, e.reg, "matching_outbox_backlog"))
+
+	// A second pass finds nothing to do.
+	handed, err = relay.Drain(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, handed)
+	assert.Len(t, e.queued(t, tasks.QueueCritical, "pending"), 5)
+
+	// Let a worker complete every task, then hand the rows over again, as
+	// after a crash between enqueue and marking: the completed tasks, kept
+	// for Retention, refuse their ids, so nothing runs twice.
+	srv := asynq.NewServerFromRedisClient(e.rdb, asynq.Config{
+		Concurrency: 4, Queues: tasks.QueuePriorities(), Logger: quietLogger{}, LogLevel: asynq.FatalLevel,
+	})
+	var mu sync.Mutex
+	ran := map[string]int{}
+	require.NoError(t, srv.Start(asynq.HandlerFunc(func(ctx context.Context, task *asynq.Task) error {
+		id, _ := asynq.GetTaskID(ctx)
+		mu.Lock()
+		ran[id]++
+		mu.Unlock()
+		return nil
+	})))
+	require.Eventually(t, func() bool {
+		return len(e.queued(t, tasks.QueueCritical, "completed")) == 5 && len(e.queued(t, tasks.QueueDefault, "completed")) == 10
+	}, 15*time.Second, 50*time.Millisecond)
+
+	_, err = e.db.Pool().Exec(ctx, `UPDATE outbox SET published_at = NULL`)
+	require.NoError(t, err)
+	handed, err = relay.Drain(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 5, handed)
+	assert.Empty(t, e.unpublished(t))
+	assert.Equal(t, 5.0, value(t, e.reg, "matching_outbox_tasks_total", "type", tasks.TypeStudentLearn, "result", "duplicate"))
+	assert.Equal(t, 10.0, value(t, e.reg, "matching_outbox_tasks_total", "type", tasks.TypeWebhookDeliver, "result", "duplicate"))
+
+	time.Sleep(300 * time.Millisecond) // room for a wrongly queued task to run
+	srv.Shutdown()
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Len(t, ran, 15)
+	for id, n := range ran {
+		assert.Equal(t, 1, n, "task %s ran %d times", id, n)
+	}
+	assert.Empty(t, e.queued(t, tasks.QueueCritical, "pending"))
+}
+
+// recorder counts every enqueue attempt per task id.
+type recorder struct {
+	next tasks.Enqueuer
+	mu   sync.Mutex
+	ids  map[string]int
+}
+
+func (r *recorder) EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error) {
+	for _, o := range opts {
+		if o.Type() == asynq.TaskIDOpt {
+			r.mu.Lock()
+			r.ids[o.Value().(string)]++
+			r.mu.Unlock()
+		}
+	}
+	return r.next.EnqueueContext(ctx, task, opts...)
+}
+
+func TestConcurrentRelaysHandOverEachRowOnce(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	ids := e.write(t, swipes(120)...)
+	rec := &recorder{next: e.queue, ids: map[string]int{}}
+
+	const relays = 4
+	start := make(chan struct{})
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		total int
+	)
+	for range relays {
+		relay := e.relay(t, rec, tasks.RelayConfig{BatchSize: 7})
+		wg.Go(func() {
+			<-start
+			n, err := relay.Drain(ctx)
+			assert.NoError(t, err)
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	assert.Equal(t, len(ids), total, "every row handed over by exactly one relay")
+	assert.Empty(t, e.unpublished(t))
+	assert.Len(t, rec.ids, 3*len(ids))
+	for id, n := range rec.ids {
+		assert.Equal(t, 1, n, "task %s was enqueued %d times", id, n)
+	}
+	assert.Len(t, e.queued(t, tasks.QueueCritical, "pending"), len(ids))
+	assert.Len(t, e.queued(t, tasks.QueueDefault, "pending"), 2*len(ids))
+	assert.Zero(t, value(t, e.reg, "matching_outbox_tasks_total", "type", tasks.TypeStudentLearn, "result", "duplicate"))
+}
+
+// failAfter passes n enqueues through, then fails like an unreachable Redis.
+type failAfter struct {
+	next tasks.Enqueuer
+	n    int
+}
+
+func (f *failAfter) EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error) {
+	if f.n == 0 {
+		return nil, errors.New("dial tcp: connection refused")
+	}
+	f.n--
+	return f.next.EnqueueContext(ctx, task, opts...)
+}
+
+func TestRelayKeepsRowsWhileRedisIsDown(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	opt, err := asynq.ParseRedisURI("redis://127.0.0.1:1/0")
+	require.NoError(t, err)
+	down := asynq.NewClient(opt)
+	t.Cleanup(func() { _ = down.Close() })
+
+	ids := e.write(t, swipes(3)...)
+	time.Sleep(20 * time.Millisecond) // so the backlog has an age
+	handed, err := e.relay(t, down, tasks.RelayConfig{}).Drain(ctx)
+	require.Error(t, err)
+	assert.Zero(t, handed)
+	assert.Equal(t, ids, e.unpublished(t), "nothing is marked while Redis cannot take the tasks")
+	assert.Equal(t, 1.0, value(t, e.reg, "matching_outbox_relay_errors_total", "stage", "enqueue"))
+	assert.Equal(t, 3.0, value(t, e.reg, "matching_outbox_backlog"))
+	assert.Greater(t, value(t, e.reg, "matching_outbox_oldest_unpublished_age_seconds"), 0.0)
+	queues, err := e.insp.Queues()
+	require.NoError(t, err)
+	assert.Empty(t, queues)
+
+	// Redis answers for four enqueues, then fails again: the first row (its
+	// three tasks) is handed over, the second is not although its first
+	// task made it, and the third is not tried.
+	_, err = e.relay(t, &failAfter{next: e.queue, n: 4}, tasks.RelayConfig{}).Drain(ctx)
+	require.Error(t, err)
+	assert.Equal(t, ids[1:], e.unpublished(t))
+	assert.Equal(t, 2.0, value(t, e.reg, "matching_outbox_relay_errors_total", "stage", "enqueue"))
+	assert.Equal(t, 1.0, value(t, e.reg, "matching_outbox_relayed_total", "topic", tasks.TopicSwipeRecorded))
+
+	// Redis is back.
+	handed, err = e.relay(t, e.queue, tasks.RelayConfig{}).Drain(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, handed)
+	assert.Empty(t, e.unpublished(t))
+	assert.Len(t, e.queued(t, tasks.QueueCritical, "pending"), 3)
+	assert.Len(t, e.queued(t, tasks.QueueDefault, "pending"), 6)
+	assert.Equal(t, 1.0, value(t, e.reg, "matching_outbox_tasks_total", "type", tasks.TypeStudentLearn, "result", "duplicate"),
+		"the second row's learn task went in before the failure and is not queued again")
+	assert.Zero(t, value(t, e.reg, "matching_outbox_backlog"))
+	assert.Zero(t, value(t, e.reg, "matching_outbox_oldest_unpublished_age_seconds"))
+}
+
+func TestRelayMarksAndCountsUnroutableRows(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	student := uuid.NewString()
+	ids := e.write(t,
+		event{"mystery.happened", student},
+		event{tasks.TopicSwipeRecorded, ""}, // no student: the learn route refuses it
+		event{tasks.TopicSwipeRecorded, student},
+	)
+
+	handed, err := e.relay(t, e.queue, tasks.RelayConfig{}).Drain(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 3, handed)
+	assert.Empty(t, e.unpublished(t), "unroutable rows never block the relay")
+	assert.Equal(t, 1.0, value(t, e.reg, "matching_outbox_unroutable_total", "reason", "unknown_topic"))
+	assert.Equal(t, 1.0, value(t, e.reg, "matching_outbox_unroutable_total", "reason", "invalid"))
+	assert.Equal(t, 1.0, value(t, e.reg, "matching_outbox_relayed_total", "topic", tasks.TopicSwipeRecorded))
+	learn := e.queued(t, tasks.QueueCritical, "pending")
+	assert.Len(t, learn, 1)
+	assert.Contains(t, learn, tasks.OutboxTaskID(ids[2], tasks.TypeStudentLearn))
+	assert.Len(t, e.queued(t, tasks.QueueDefault, "pending"), 2)
+}
+
+func TestRelayRunDrainsAtStartAndOnEveryTick(t *testing.T) {
+	e := newEnv(t)
+	e.write(t, swipes(2)...)
+
+	// An hour between ticks: only the pass at start can hand these over.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.relay(t, e.queue, tasks.RelayConfig{Interval: time.Hour}).Run(ctx) }()
+	require.Eventually(t, func() bool { return len(e.unpublished(t)) == 0 }, 5*time.Second, 20*time.Millisecond)
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		e.relay(t, e.queue, tasks.RelayConfig{Interval: 50 * time.Millisecond}).Run(ctx)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	later := e.write(t, swipes(1)...)
+	require.Eventually(t, func() bool { return len(e.unpublished(t)) == 0 }, 5*time.Second, 20*time.Millisecond)
+	assert.Contains(t, e.queued(t, tasks.QueueCritical, "pending"), tasks.OutboxTaskID(later[0], tasks.TypeStudentLearn))
+	cancel()
+	<-done
+}
+
+func TestHandlerRegistersTheRelayTask(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	ids := e.write(t, swipes(2)...)
+	mux := asynq.NewServeMux()
+	tasks.NewHandler(tasks.Deps{Log: testutil.Logger(t), Relay: e.relay(t, e.queue, tasks.RelayConfig{})}).Register(mux)
+
+	require.NoError(t, mux.ProcessTask(ctx, tasks.NewOutboxRelayTask()))
+	assert.Empty(t, e.unpublished(t))
+	assert.Contains(t, e.queued(t, tasks.QueueCritical, "pending"), tasks.OutboxTaskID(ids[0], tasks.TypeStudentLearn))
+
+	// Handlers not written yet are not registered.
+	learn, err := tasks.NewStudentLearnTask(uuid.NewString(), ids[0])
+	require.NoError(t, err)
+	assert.Error(t, mux.ProcessTask(ctx, learn))
+
+	// A failing pass fails the task, so asynq reports it.
+	opt, err := asynq.ParseRedisURI("redis://127.0.0.1:1/0")
+	require.NoError(t, err)
+	down := asynq.NewClient(opt)
+	t.Cleanup(func() { _ = down.Close() })
+	e.write(t, swipes(1)...)
+	broken := asynq.NewServeMux()
+	tasks.NewHandler(tasks.Deps{Log: testutil.Logger(t), Relay: e.relay(t, down, tasks.RelayConfig{})}).Register(broken)
+	assert.Error(t, broken.ProcessTask(ctx, tasks.NewOutboxRelayTask()))
+	assert.Len(t, e.unpublished(t), 1)
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Debug(...any) {}
+func (quietLogger) Info(...any)  {}
+func (quietLogger) Warn(...any)  {}
+func (quietLogger) Error(...any) {}
+func (quietLogger) Fatal(args ...any) {
+	panic(fmt.Sprint(args...))
+}

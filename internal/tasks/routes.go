@@ -1,0 +1,43 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hibiken/asynq"
+)
+
+// LearnRoute makes an event about a student produce that student's
+// student:learn task. Wire it for a topic together with the student:learn
+// handler, never before: a task nobody handles is retried and then archived.
+func LearnRoute(row OutboxRow) ([]Job, error) {
+	if row.StudentID == "" {
+		return nil, errors.New("event has no student id")
+	}
+	t, err := NewStudentLearnTask(row.StudentID, row.ID)
+	if err != nil {
+		return nil, err
+	}
+	return []Job{{ID: OutboxTaskID(row.ID, TypeStudentLearn), Task: t}}, nil
+}
+
+// Enqueuer is the part of *asynq.Client the outbox needs.
+type Enqueuer interface {
+	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
+}
+
+// Enqueue queues job under its id. A job whose id the queue already holds
+// (pending, running, retrying, or completed within Retention) was handed
+// over before: that is success, reported as duplicate.
+func Enqueue(ctx context.Context, q Enqueuer, job Job) (duplicate bool, err error) {
+	_, err = q.EnqueueContext(ctx, job.Task, asynq.TaskID(job.ID))
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, asynq.ErrTaskIDConflict):
+		return true, nil
+	default:
+		return false, fmt.Errorf("enqueue %s: %w", job.ID, err)
+	}
+}
