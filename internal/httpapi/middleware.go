@@ -241,11 +241,11 @@ func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Ha
 					return
 				}
 				r.Body = limitedBody{bytes.NewReader(b)}
-				var peek struct {
-					StudentID any `json:"student_id"`
-				}
-				if json.Unmarshal(b, &peek) == nil {
-					id, _ = peek.StudentID.(string)
+				var repeated bool
+				if id, repeated = bodyStudentID(b); repeated {
+					respondErr(w, r, log, domain.Invalid("student_id is given more than once",
+						map[string]string{"student_id": "is given more than once"}))
+					return
 				}
 			}
 			if id != "" && !isUUID(id) {
@@ -266,6 +266,35 @@ func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Ha
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), studentKey{}, id)))
 		})
 	}
+}
+
+// bodyStudentID returns the top-level student_id of a JSON body when it is
+// a string. Every key encoding/json would match to student_id counts (it
+// compares names case-insensitively); repeated reports more than one, which
+// the caller refuses: decoders disagree on which one wins, and the id that
+// is authorized must be the id the handler acts on.
+func bodyStudentID(b []byte) (id string, repeated bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", false
+	}
+	seen := 0
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return "", false
+		}
+		if key, _ := tok.(string); strings.EqualFold(key, "student_id") {
+			seen++
+			id = ""
+			_ = json.Unmarshal(v, &id)
+		}
+	}
+	return id, seen > 1
 }
 
 // Limiter counts a request against a group's allowance for key.
@@ -289,8 +318,12 @@ func rateLimit(log *slog.Logger, l Limiter, m *metrics.HTTP, group ratelimit.Gro
 					return
 				}
 				m.RateLimitFailure.WithLabelValues(string(group), "allowed").Inc()
-				log.WarnContext(r.Context(), "rate limiter unavailable, allowing request",
-					"group", group, "request_id", RequestIDFrom(r.Context()), "err", err)
+				// One line per failed Redis call, not per request let through
+				// while the limiter waits to retry Redis.
+				if !errors.Is(err, ratelimit.ErrUnavailable) {
+					log.WarnContext(r.Context(), "rate limiter unavailable, allowing requests",
+						"group", group, "request_id", RequestIDFrom(r.Context()), "err", err)
+				}
 				next.ServeHTTP(w, r)
 				return
 			}
