@@ -19,10 +19,6 @@ import (
 	"github.com/collegematch/matching/internal/store"
 )
 
-// seedCatalogueSource is the School.Source of the generated catalogue
-// (`matchctl seed`).
-const seedCatalogueSource = "seed"
-
 const (
 	importBatchSize     = 500
 	importProgressEvery = 3 * time.Second
@@ -211,7 +207,7 @@ func (imp *scorecardImport) finish(ctx context.Context, w io.Writer, path string
 	var seedOff, closedOff, pruned int
 	var err error
 	if imp.loaded() > 0 {
-		if seedOff, err = imp.st.DeactivateSchoolsNotIn(ctx, seedCatalogueSource, []string{}); err != nil {
+		if seedOff, err = imp.st.DeactivateSchoolsNotIn(ctx, catalog.SourceSeed, []string{}); err != nil {
 			return err
 		}
 	}

@@ -55,6 +55,16 @@ func runSeed(ctx context.Context, e env, args []string) error {
 		return err
 	}
 
+	if *force {
+		bySource, err := st.ActiveSchoolsBySource(ctx)
+		if err != nil {
+			return err
+		}
+		if imported := existing - bySource[catalog.SourceSeed]; imported > 0 {
+			return fmt.Errorf("the catalogue holds %d imported schools; --force would mix generated schools with real ones", imported)
+		}
+	}
+
 	schools := catalog.Generate(*count, *seed)
 	var total store.UpsertResult
 	for lo := 0; lo < len(schools); lo += seedBatchSize {
@@ -66,6 +76,19 @@ func runSeed(ctx context.Context, e env, args []string) error {
 		total.Inserted += res.Inserted
 		total.Updated += res.Updated
 		total.Unchanged += res.Unchanged
+	}
+
+	// A smaller --force catalogue retires the generated schools it no longer has.
+	ids := make([]string, len(schools))
+	for i, s := range schools {
+		ids[i] = s.ID
+	}
+	retired, err := st.DeactivateSchoolsNotIn(ctx, catalog.SourceSeed, ids)
+	if err != nil {
+		return err
+	}
+	if retired > 0 {
+		fmt.Fprintf(e.stdout, "retired %d generated schools beyond --count %d\n", retired, *count)
 	}
 
 	states, dc := map[string]bool{}, false

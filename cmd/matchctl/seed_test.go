@@ -129,3 +129,40 @@ func TestSeedUsage(t *testing.T) {
 		assert.Contains(t, errOut, "usage: matchctl seed", "%v", args)
 	}
 }
+
+func TestSeedForceSmallerCatalogueRetiresTheRest(t *testing.T) {
+	dbURL := testutil.NewDBURL(t)
+	code, _, errOut := runSeedCmd(t, dbURL, "seed", "--count", "300")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+
+	code, out, errOut := runSeedCmd(t, dbURL, "seed", "--count", "200", "--force")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Contains(t, out, "retired 100 generated schools")
+
+	pool, err := store.Open(context.Background(), dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	n, err := store.New(pool).CountSchools(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 200, n)
+}
+
+func TestSeedForceRefusesToMixWithImportedSchools(t *testing.T) {
+	dbURL := testutil.NewDBURL(t)
+	pool, err := store.Open(context.Background(), dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	unit := int32(100654)
+	_, err = store.New(pool).UpsertSchools(context.Background(), []domain.School{{
+		ID: "5f0e8d4c-2c1b-5a7e-9f8d-000000100654", UnitID: &unit, Name: "Alabama A & M University",
+		State: "AL", Region: domain.RegionSouth, Source: "scorecard", Active: true,
+	}})
+	require.NoError(t, err)
+
+	code, _, errOut := runSeedCmd(t, dbURL, "seed", "--force", "--count", "300")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "1 imported schools")
+	n, err := store.New(pool).CountSchools(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "nothing generated was added")
+}

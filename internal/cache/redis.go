@@ -21,6 +21,9 @@ func Open(redisURL string) (*redis.Client, error) {
 	opt.ReadTimeout = time.Second
 	opt.WriteTimeout = time.Second
 	opt.PoolTimeout = 2 * time.Second
+	// A request's deadline bounds its Redis calls too, so a Redis that accepts
+	// connections but never answers cannot hold a request past its own budget.
+	opt.ContextTimeoutEnabled = true
 	return redis.NewClient(opt), nil
 }
 

@@ -223,3 +223,18 @@ type ZipCentroid struct {
 	Lat, Lon float64
 	State    string
 }
+
+// ActiveSchoolsBySource counts active schools per source ("seed", "scorecard").
+func (s *Store) ActiveSchoolsBySource(ctx context.Context) (map[string]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT source, count(*) FROM schools WHERE active GROUP BY source`)
+	if err != nil {
+		return nil, mapErr(err, "schools")
+	}
+	out := map[string]int{}
+	var (
+		src string
+		n   int
+	)
+	_, err = pgx.ForEachRow(rows, []any{&src, &n}, func() error { out[src] = n; return nil })
+	return out, mapErr(err, "schools")
+}
