@@ -55,6 +55,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	}
 	code, body := get(opsAddr+"/livez", "")
 	assert.Equal(t, 200, code)
+	assert.Equal(t, "ok\n", body)
 	code, body = get(opsAddr+"/readyz", "")
 	assert.Equal(t, 200, code, body)
 	assert.Contains(t, body, `"postgres":"ok"`)
