@@ -16,8 +16,8 @@ import (
 // rows it sees as tasks.OutboxRow (the store does not import tasks).
 type outboxSource struct{ *store.Store }
 
-func (s outboxSource) RelayOutbox(ctx context.Context, limit int, hand func(context.Context, []tasks.OutboxRow) ([]int64, error)) (int, error) {
-	return s.Store.RelayOutbox(ctx, limit, func(ctx context.Context, rows []store.OutboxRow) ([]int64, error) {
+func (s outboxSource) RelayOutbox(ctx context.Context, topics []string, limit int, hand func(context.Context, []tasks.OutboxRow) ([]int64, error)) (int, error) {
+	return s.Store.RelayOutbox(ctx, topics, limit, func(ctx context.Context, rows []store.OutboxRow) ([]int64, error) {
 		out := make([]tasks.OutboxRow, len(rows))
 		for i, r := range rows {
 			out[i] = tasks.OutboxRow(r)

@@ -81,8 +81,10 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	taskMetrics := tasks.NewTaskMetrics(reg)
 
 	// Topics are routed here together with the handlers of the tasks they
-	// produce (see tasks.Handler.Register); until then the relay marks their
-	// rows and counts them as unroutable.
+	// produce (see tasks.Handler.Register). Until a topic is, this worker
+	// leaves its rows unpublished for a worker that routes it and reports
+	// them in matching_outbox_unrouted_backlog. The relay also deletes
+	// published rows after RelayConfig.Retention.
 	router := tasks.NewRouter()
 	relay := tasks.NewRelay(log.With("component", "outbox_relay"), outboxSource{db}, queue, router,
 		tasks.NewRelayMetrics(reg), tasks.RelayConfig{})

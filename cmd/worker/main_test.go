@@ -128,11 +128,36 @@ func published(t *testing.T, dbURL string, id int64) bool {
 	return ok
 }
 
+func exec(t *testing.T, dbURL, sql string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql, args...)
+	require.NoError(t, err)
+}
+
+func exists(t *testing.T, dbURL string, id int64) bool {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var ok bool
+	require.NoError(t, conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE id = $1)`, id).Scan(&ok))
+	return ok
+}
+
 func TestRunServesOpsRelaysAndStopsOnCancel(t *testing.T) {
 	dbURL := testutil.NewDBURL(t)
 	rdb := testutil.NewRedis(t, testutil.RedisDBCmdWorker)
-	// Written before the worker starts; no route serves this topic.
+	// Written before the worker starts; no route of this worker serves the
+	// topic (a newer build's, say), so it must stay for a worker that does.
 	early := writeEvent(t, dbURL, "mystery.happened")
+	// Handed over eight days ago: past the retention.
+	expired := writeEvent(t, dbURL, "mystery.happened")
+	exec(t, dbURL, `UPDATE outbox SET published_at = now() - interval '8 days' WHERE id = $1`, expired)
 
 	w := start(t, map[string]string{
 		"DATABASE_URL": dbURL,
@@ -148,16 +173,25 @@ func TestRunServesOpsRelaysAndStopsOnCancel(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code, body)
 	assert.JSONEq(t, `{"postgres":"ok","redis":"ok"}`, body)
 
-	// The relay's pass at start marks the row and counts it.
-	require.Eventually(t, func() bool { return published(t, dbURL, early) }, 5*time.Second, 20*time.Millisecond)
+	// The relay's pass at start leaves the row unpublished and reports it;
+	// the retention pass at start deletes the expired row.
 	require.Eventually(t, func() bool {
 		_, m := get(t, base+"/metrics")
-		return strings.Contains(m, `matching_outbox_unroutable_total{reason="unknown_topic"} 1`) &&
-			strings.Contains(m, "matching_outbox_backlog 0")
+		return strings.Contains(m, "matching_outbox_unrouted_backlog 1") &&
+			strings.Contains(m, "matching_outbox_backlog 1") &&
+			strings.Contains(m, "matching_outbox_deleted_total 1")
 	}, 5*time.Second, 50*time.Millisecond)
-	// And keeps running: a later row is picked up within a tick or two.
+	assert.False(t, published(t, dbURL, early))
+	assert.False(t, exists(t, dbURL, expired))
+	// And keeps running: a later row is counted within a tick or two, and
+	// left unpublished as well.
 	later := writeEvent(t, dbURL, "mystery.happened")
-	require.Eventually(t, func() bool { return published(t, dbURL, later) }, 5*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool {
+		_, m := get(t, base+"/metrics")
+		return strings.Contains(m, "matching_outbox_unrouted_backlog 2") && strings.Contains(m, "matching_outbox_backlog 2")
+	}, 5*time.Second, 50*time.Millisecond)
+	assert.False(t, published(t, dbURL, early))
+	assert.False(t, published(t, dbURL, later))
 
 	_, m := get(t, base+"/metrics")
 	for _, name := range []string{
@@ -191,7 +225,9 @@ func TestRunServesOpsRelaysAndStopsOnCancel(t *testing.T) {
 		lines++
 	}
 	assert.Positive(t, lines)
-	assert.Contains(t, w.logs.String(), `"topic":"mystery.happened"`)
+	assert.Contains(t, w.logs.String(), `"unrouted":{"mystery.happened":1}`)
+	assert.Equal(t, 1, strings.Count(w.logs.String(), "no route for"), "warned once while the unrouted topics stayed the same")
+	assert.Equal(t, 0, strings.Count(w.logs.String(), `"unknown_topic"`))
 }
 
 func TestRunStartsWithoutRedisAndReportsIt(t *testing.T) {

@@ -38,10 +38,16 @@ func InsertOutbox(ctx context.Context, tx pgx.Tx, topic, studentID string, paylo
 	return id, mapErr(err, "outbox event")
 }
 
-// RelayOutbox claims up to limit unpublished rows, oldest id first, and
-// passes them to hand, which hands them to the queue and returns the ids it
-// handed over. Those rows are marked published in the same transaction that
-// claimed them.
+// RelayOutbox claims up to limit unpublished rows of the given topics,
+// oldest id first, and passes them to hand, which hands them to the queue
+// and returns the ids it handed over. Those rows are marked published in
+// the same transaction that claimed them.
+//
+// Only rows of topics are claimed, and with no topics nothing is: a relay
+// passes the topics its router serves, so a row no route of this worker
+// serves (a topic a newer build writes while an older worker still runs in
+// a rolling deploy) is never claimed here, let alone marked without its
+// tasks; it waits, unpublished, for a relay that routes it.
 //
 // The claim is SELECT ... FOR UPDATE SKIP LOCKED, so concurrent relays (one
 // per worker replica) take disjoint rows and never hand over the same row
@@ -51,9 +57,12 @@ func InsertOutbox(ctx context.Context, tx pgx.Tx, topic, studentID string, paylo
 // claimed is the number of rows passed to hand. When hand fails, the ids it
 // returned are still marked and RelayOutbox returns hand's error unchanged;
 // any other error means no row was marked.
-func (s *Store) RelayOutbox(ctx context.Context, limit int, hand func(ctx context.Context, rows []OutboxRow) ([]int64, error)) (claimed int, err error) {
+func (s *Store) RelayOutbox(ctx context.Context, topics []string, limit int, hand func(ctx context.Context, rows []OutboxRow) ([]int64, error)) (claimed int, err error) {
 	if limit <= 0 {
 		return 0, fmt.Errorf("store: outbox batch size %d is not positive", limit)
+	}
+	if len(topics) == 0 {
+		return 0, nil
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -64,11 +73,11 @@ func (s *Store) RelayOutbox(ctx context.Context, limit int, hand func(ctx contex
 	const claim = `
 SELECT id, topic, coalesce(student_id::text, ''), payload, created_at
 FROM outbox
-WHERE published_at IS NULL
+WHERE published_at IS NULL AND topic = ANY($1)
 ORDER BY id
-LIMIT $1
+LIMIT $2
 FOR UPDATE SKIP LOCKED`
-	rows, err := tx.Query(ctx, claim, limit)
+	rows, err := tx.Query(ctx, claim, topics, limit)
 	if err != nil {
 		return 0, mapErr(err, "outbox")
 	}
@@ -126,16 +135,78 @@ WHERE id IN (
 	return mapErr(err, "outbox")
 }
 
-// OutboxBacklog reports how many rows are not yet handed over and when the
-// oldest of them was written (the zero time when there are none).
-func (s *Store) OutboxBacklog(ctx context.Context) (count int, oldest time.Time, err error) {
-	const q = `SELECT count(*), min(created_at) FROM outbox WHERE published_at IS NULL`
-	var first *time.Time
-	if err := s.pool.QueryRow(ctx, q).Scan(&count, &first); err != nil {
-		return 0, time.Time{}, mapErr(err, "outbox")
+// OutboxBacklog reports how many rows are not yet handed over, when the
+// oldest of them was written (the zero time when there are none), and how
+// many of them, by topic, have a topic outside routed: rows the caller's
+// relay will never claim, which only a relay that routes their topic hands
+// over.
+func (s *Store) OutboxBacklog(ctx context.Context, routed []string) (count int, oldest time.Time, unrouted map[string]int, err error) {
+	// One row per topic: topics are few, so this costs what a plain count of
+	// the unpublished rows costs.
+	const q = `SELECT topic, count(*), min(created_at) FROM outbox WHERE published_at IS NULL GROUP BY topic`
+	rows, err := s.pool.Query(ctx, q)
+	if err != nil {
+		return 0, time.Time{}, nil, mapErr(err, "outbox")
 	}
-	if first != nil {
-		oldest = *first
+	defer rows.Close()
+	unrouted = map[string]int{}
+	for rows.Next() {
+		var (
+			topic string
+			n     int
+			first time.Time
+		)
+		if err := rows.Scan(&topic, &n, &first); err != nil {
+			return 0, time.Time{}, nil, mapErr(err, "outbox")
+		}
+		count += n
+		if oldest.IsZero() || first.Before(oldest) {
+			oldest = first
+		}
+		if !slices.Contains(routed, topic) {
+			unrouted[topic] += n
+		}
 	}
-	return count, oldest, nil
+	if err := rows.Err(); err != nil {
+		return 0, time.Time{}, nil, mapErr(err, "outbox")
+	}
+	return count, oldest, unrouted, nil
+}
+
+// DeletePublishedOutbox deletes up to limit rows, oldest id first, that
+// were published more than olderThan ago and that no webhook_deliveries row
+// references, and reports how many it deleted. Callers repeat it until it
+// deletes fewer than limit: each call is one short statement, so retention
+// never holds many locks or one long transaction.
+//
+// A published row has done its work (its tasks are queued and, with the
+// queue's own retention, long done), but a delivery record still points at
+// its event, so that row is kept while one does. Rows another transaction
+// holds (a delivery being recorded for it, a concurrent deletion by another
+// replica) are skipped, not waited for; the next pass takes them. Unpublished
+// rows are never deleted, however old.
+func (s *Store) DeletePublishedOutbox(ctx context.Context, olderThan time.Duration, limit int) (deleted int, err error) {
+	if limit <= 0 {
+		return 0, fmt.Errorf("store: outbox deletion batch size %d is not positive", limit)
+	}
+	if olderThan <= 0 {
+		return 0, fmt.Errorf("store: outbox retention %v is not positive", olderThan)
+	}
+	// The age is measured against the database clock, which also set
+	// published_at, so the worker's clock cannot shorten the retention.
+	const q = `
+DELETE FROM outbox
+WHERE id IN (
+	SELECT o.id FROM outbox o
+	WHERE o.published_at < now() - make_interval(secs => $1)
+	  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.outbox_id = o.id)
+	ORDER BY o.id
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED
+)`
+	tag, err := s.pool.Exec(ctx, q, olderThan.Seconds(), limit)
+	if err != nil {
+		return 0, mapErr(err, "outbox")
+	}
+	return int(tag.RowsAffected()), nil
 }

@@ -66,10 +66,11 @@ func TestInsertOutboxIsPartOfTheWritersTransaction(t *testing.T) {
 		return errAbort
 	})
 	require.ErrorIs(t, err, errAbort)
-	n, oldest, err := db.OutboxBacklog(ctx)
+	n, oldest, unrouted, err := db.OutboxBacklog(ctx, nil)
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	assert.True(t, oldest.IsZero())
+	assert.Empty(t, unrouted)
 
 	before := time.Now()
 	var first, second int64
@@ -83,13 +84,14 @@ func TestInsertOutboxIsPartOfTheWritersTransaction(t *testing.T) {
 	}))
 	assert.Greater(t, second, first)
 
-	n, oldest, err = db.OutboxBacklog(ctx)
+	n, oldest, unrouted, err = db.OutboxBacklog(ctx, []string{"swipe.recorded"})
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
 	assert.WithinDuration(t, before, oldest, 5*time.Second)
+	assert.Equal(t, map[string]int{"catalog.changed": 1}, unrouted)
 
 	var got []store.OutboxRow
-	claimed, err := db.RelayOutbox(ctx, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+	claimed, err := db.RelayOutbox(ctx, []string{"swipe.recorded", "catalog.changed"}, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
 		got = rows
 		return nil, nil
 	})
@@ -129,12 +131,13 @@ func TestInsertOutboxRejectsBadInput(t *testing.T) {
 func TestRelayOutboxMarksOnlyWhatWasHandedOver(t *testing.T) {
 	ctx := context.Background()
 	db := store.New(testutil.NewDB(t))
-	ids := insertEvents(t, db, uuid.NewString(), "a", "b", "c", "d")
+	topics := []string{"a", "b", "c", "d"}
+	ids := insertEvents(t, db, uuid.NewString(), topics...)
 
 	// Hand over the first two, claim an id outside the batch, then fail:
 	// the two are marked and the error comes back as it was.
 	errRedis := errors.New("redis is down")
-	claimed, err := db.RelayOutbox(ctx, 3, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+	claimed, err := db.RelayOutbox(ctx, topics, 3, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
 		assert.Equal(t, ids[:3], rowIDs(rows), "oldest first, limit respected")
 		return []int64{rows[0].ID, rows[1].ID, ids[3]}, errRedis
 	})
@@ -143,28 +146,28 @@ func TestRelayOutboxMarksOnlyWhatWasHandedOver(t *testing.T) {
 	assert.Equal(t, ids[2:], unpublished(t, db), "row 3 was not handed over, row 4 was not in the batch")
 
 	// Nothing handed over: nothing marked.
-	claimed, err = db.RelayOutbox(ctx, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+	claimed, err = db.RelayOutbox(ctx, topics, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
 		return nil, nil
 	})
 	require.NoError(t, err)
 	assert.Equal(t, 2, claimed)
 	assert.Equal(t, ids[2:], unpublished(t, db))
 
-	claimed, err = db.RelayOutbox(ctx, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+	claimed, err = db.RelayOutbox(ctx, topics, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
 		return rowIDs(rows), nil
 	})
 	require.NoError(t, err)
 	assert.Equal(t, 2, claimed)
 	assert.Empty(t, unpublished(t, db))
 
-	claimed, err = db.RelayOutbox(ctx, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+	claimed, err = db.RelayOutbox(ctx, topics, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
 		t.Error("hand called with no rows")
 		return nil, nil
 	})
 	require.NoError(t, err)
 	assert.Zero(t, claimed)
 
-	_, err = db.RelayOutbox(ctx, 0, nil)
+	_, err = db.RelayOutbox(ctx, topics, 0, nil)
 	assert.Error(t, err)
 }
 
@@ -179,7 +182,7 @@ func TestRelayOutboxConcurrentRelaysTakeDisjointRows(t *testing.T) {
 	var aRows, bRows []int64
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_, err := db.RelayOutbox(ctx, 5, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+		_, err := db.RelayOutbox(ctx, []string{"t"}, 5, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
 			aRows = rowIDs(rows)
 			close(aClaimed)
 			select {
@@ -192,7 +195,7 @@ func TestRelayOutboxConcurrentRelaysTakeDisjointRows(t *testing.T) {
 		assert.NoError(t, err)
 	})
 	<-aClaimed
-	_, err := db.RelayOutbox(ctx, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+	_, err := db.RelayOutbox(ctx, []string{"t"}, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
 		bRows = rowIDs(rows)
 		return bRows, nil
 	})
@@ -213,7 +216,7 @@ func TestMarkOutboxPublishedSkipsRowsARelayHolds(t *testing.T) {
 	held, release := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_, err := db.RelayOutbox(ctx, 2, func(context.Context, []store.OutboxRow) ([]int64, error) {
+		_, err := db.RelayOutbox(ctx, []string{"t"}, 2, func(context.Context, []store.OutboxRow) ([]int64, error) {
 			close(held)
 			<-release
 			return nil, errors.New("enqueue failed")
@@ -231,4 +234,142 @@ func TestMarkOutboxPublishedSkipsRowsARelayHolds(t *testing.T) {
 	require.NoError(t, db.MarkOutboxPublished(ctx, ids))
 	require.NoError(t, db.MarkOutboxPublished(ctx, nil))
 	assert.Empty(t, unpublished(t, db))
+}
+
+func TestRelayOutboxClaimsOnlyTheGivenTopics(t *testing.T) {
+	ctx := context.Background()
+	db := store.New(testutil.NewDB(t))
+	// Rows of an unknown topic lead the queue: a claim of one row must still
+	// reach the routed row behind them.
+	ids := insertEvents(t, db, "", "new.topic", "new.topic", "a", "b", "new.topic", "a")
+
+	claimed, err := db.RelayOutbox(ctx, []string{"a"}, 1, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+		assert.Equal(t, []int64{ids[2]}, rowIDs(rows))
+		return rowIDs(rows), nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 1, claimed)
+
+	claimed, err = db.RelayOutbox(ctx, []string{"b", "a"}, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+		assert.Equal(t, []int64{ids[3], ids[5]}, rowIDs(rows), "id order across topics")
+		return rowIDs(rows), nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 2, claimed)
+	assert.Equal(t, []int64{ids[0], ids[1], ids[4]}, unpublished(t, db), "rows of other topics are not claimed, so never marked")
+
+	for _, none := range [][]string{nil, {}} {
+		claimed, err = db.RelayOutbox(ctx, none, 10, func(context.Context, []store.OutboxRow) ([]int64, error) {
+			t.Error("hand called without topics")
+			return nil, nil
+		})
+		require.NoError(t, err)
+		assert.Zero(t, claimed)
+	}
+
+	n, _, unrouted, err := db.OutboxBacklog(ctx, []string{"a", "b"})
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	assert.Equal(t, map[string]int{"new.topic": 3}, unrouted)
+
+	claimed, err = db.RelayOutbox(ctx, []string{"new.topic"}, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+		return rowIDs(rows), nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 3, claimed)
+	assert.Empty(t, unpublished(t, db))
+	n, oldest, unrouted, err := db.OutboxBacklog(ctx, []string{"a", "b"})
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	assert.True(t, oldest.IsZero())
+	assert.Empty(t, unrouted)
+}
+
+// age sets when rows were written and published, in the database's clock;
+// a nil publishedAgo leaves them unpublished.
+func age(t *testing.T, db *store.Store, createdAgo time.Duration, publishedAgo *time.Duration, ids ...int64) {
+	t.Helper()
+	var pub *float64
+	if publishedAgo != nil {
+		s := publishedAgo.Seconds()
+		pub = &s
+	}
+	_, err := db.Pool().Exec(context.Background(), `
+UPDATE outbox SET
+	created_at = now() - make_interval(secs => $1),
+	published_at = now() - make_interval(secs => $2)
+WHERE id = ANY($3)`, createdAgo.Seconds(), pub, ids)
+	require.NoError(t, err)
+}
+
+func outboxIDs(t *testing.T, db *store.Store) []int64 {
+	t.Helper()
+	rows, err := db.Pool().Query(context.Background(), `SELECT id FROM outbox ORDER BY id`)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	return ids
+}
+
+func TestDeletePublishedOutboxKeepsRecentUnpublishedAndReferencedRows(t *testing.T) {
+	ctx := context.Background()
+	db := store.New(testutil.NewDB(t))
+	const day = 24 * time.Hour
+	ids := insertEvents(t, db, "", "t", "t", "t", "t", "t", "t", "t", "t")
+	old, recent := 8*day, 6*day
+	age(t, db, 9*day, &old, ids[0], ids[2], ids[3], ids[5], ids[7]) // expired
+	age(t, db, 9*day, &recent, ids[1])                              // published 6 days ago
+	age(t, db, 9*day, nil, ids[4])                                  // written long ago, never published
+	// ids[6] is new and unpublished.
+	_, err := db.Pool().Exec(ctx, `
+INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event)
+VALUES ($1, 'https://a.example/hook', 'msg_1', 'swipe.recorded')`, ids[3])
+	require.NoError(t, err)
+
+	// Two per statement: four expired rows are free, ids[3] has a delivery.
+	var total []int
+	for {
+		n, err := db.DeletePublishedOutbox(ctx, 7*day, 2)
+		require.NoError(t, err)
+		total = append(total, n)
+		if n < 2 {
+			break
+		}
+	}
+	assert.Equal(t, []int{2, 2, 0}, total)
+	assert.Equal(t, []int64{ids[1], ids[3], ids[4], ids[6]}, outboxIDs(t, db))
+
+	// A shorter retention takes the row published 6 days ago as well.
+	n, err := db.DeletePublishedOutbox(ctx, 5*day, 100)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.Equal(t, []int64{ids[3], ids[4], ids[6]}, outboxIDs(t, db))
+
+	_, err = db.DeletePublishedOutbox(ctx, 0, 100)
+	assert.Error(t, err, "a zero retention would delete every published row")
+	_, err = db.DeletePublishedOutbox(ctx, day, 0)
+	assert.Error(t, err)
+	assert.Equal(t, []int64{ids[3], ids[4], ids[6]}, outboxIDs(t, db))
+}
+
+func TestDeletePublishedOutboxSkipsRowsAnotherTransactionHolds(t *testing.T) {
+	ctx := context.Background()
+	db := store.New(testutil.NewDB(t))
+	ids := insertEvents(t, db, "", "t", "t")
+	old := 30 * 24 * time.Hour
+	age(t, db, old, &old, ids...)
+
+	tx, err := db.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SELECT id FROM outbox WHERE id = $1 FOR KEY SHARE`, ids[0])
+	require.NoError(t, err)
+
+	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	n, err := db.DeletePublishedOutbox(dctx, 24*time.Hour, 10)
+	require.NoError(t, err, "must not wait for the held row")
+	assert.Equal(t, 1, n)
+	require.NoError(t, tx.Rollback(ctx))
+	assert.Equal(t, []int64{ids[0]}, outboxIDs(t, db))
 }

@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,8 +34,8 @@ var endpoints = []string{"https://a.example/hook", "https://b.example/hook"}
 // storeSource is the same thin adapter cmd/worker uses.
 type storeSource struct{ *store.Store }
 
-func (s storeSource) RelayOutbox(ctx context.Context, limit int, hand func(context.Context, []tasks.OutboxRow) ([]int64, error)) (int, error) {
-	return s.Store.RelayOutbox(ctx, limit, func(ctx context.Context, rows []store.OutboxRow) ([]int64, error) {
+func (s storeSource) RelayOutbox(ctx context.Context, topics []string, limit int, hand func(context.Context, []tasks.OutboxRow) ([]int64, error)) (int, error) {
+	return s.Store.RelayOutbox(ctx, topics, limit, func(ctx context.Context, rows []store.OutboxRow) ([]int64, error) {
 		out := make([]tasks.OutboxRow, len(rows))
 		for i, r := range rows {
 			out[i] = tasks.OutboxRow(r)
@@ -373,27 +377,256 @@ func TestRelayKeepsRowsWhileRedisIsDown(t *testing.T) {
 	assert.Zero(t, value(t, e.reg, "matching_outbox_oldest_unpublished_age_seconds"))
 }
 
-func TestRelayMarksAndCountsUnroutableRows(t *testing.T) {
+// logRecorder keeps the relay's log records so tests can count them.
+type logRecorder struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler            { return l }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, r)
+	return nil
+}
+
+// count returns how many records of level have a message containing msg.
+func (l *logRecorder) count(level slog.Level, msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.recs {
+		if r.Level == level && strings.Contains(r.Message, msg) {
+			n++
+		}
+	}
+	return n
+}
+
+const unroutedWarning = "no route for"
+
+func TestRelayLeavesUnroutedRowsForARelayThatRoutesThem(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	student := uuid.NewString()
 	ids := e.write(t,
-		event{"mystery.happened", student},
+		event{"mystery.happened", student},  // a topic a newer build writes and routes
 		event{tasks.TopicSwipeRecorded, ""}, // no student: the learn route refuses it
 		event{tasks.TopicSwipeRecorded, student},
+		event{"mystery.happened", student},
 	)
 
-	handed, err := e.relay(t, e.queue, tasks.RelayConfig{}).Drain(ctx)
+	// An older worker: it routes swipe.recorded only. One row per batch, so
+	// the unrouted row at the head must not stop it from reaching the rest.
+	logs := &logRecorder{}
+	old := tasks.NewRelay(slog.New(logs), storeSource{e.db}, e.queue, e.router, e.metrics, tasks.RelayConfig{BatchSize: 1})
+	handed, err := old.Drain(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, 3, handed)
-	assert.Empty(t, e.unpublished(t), "unroutable rows never block the relay")
-	assert.Equal(t, 1.0, value(t, e.reg, "matching_outbox_unroutable_total", "reason", "unknown_topic"))
+	assert.Equal(t, 2, handed, "the invalid row and the routed one")
+	assert.Equal(t, []int64{ids[0], ids[3]}, e.unpublished(t), "rows of a topic without a route stay unpublished")
 	assert.Equal(t, 1.0, value(t, e.reg, "matching_outbox_unroutable_total", "reason", "invalid"))
 	assert.Equal(t, 1.0, value(t, e.reg, "matching_outbox_relayed_total", "topic", tasks.TopicSwipeRecorded))
+	assert.Equal(t, 2.0, value(t, e.reg, "matching_outbox_unrouted_backlog"))
+	assert.Equal(t, 2.0, value(t, e.reg, "matching_outbox_backlog"), "the backlog counts every unpublished row")
+	assert.Positive(t, value(t, e.reg, "matching_outbox_oldest_unpublished_age_seconds"))
 	learn := e.queued(t, tasks.QueueCritical, "pending")
 	assert.Len(t, learn, 1)
 	assert.Contains(t, learn, tasks.OutboxTaskID(ids[2], tasks.TypeStudentLearn))
 	assert.Len(t, e.queued(t, tasks.QueueDefault, "pending"), 2)
+	assert.Equal(t, 1, logs.count(slog.LevelWarn, unroutedWarning))
+
+	// Later passes leave them alone too, and do not warn again.
+	for range 3 {
+		handed, err = old.Drain(ctx)
+		require.NoError(t, err)
+		assert.Zero(t, handed)
+	}
+	assert.Equal(t, []int64{ids[0], ids[3]}, e.unpublished(t))
+	assert.Equal(t, 1, logs.count(slog.LevelWarn, unroutedWarning), "warned once, not on every pass")
+
+	// A newer worker routes the topic and hands the rows over.
+	newer := tasks.NewRouter()
+	newer.Add("mystery.happened", tasks.LearnRoute)
+	newReg := prometheus.NewRegistry()
+	handed, err = tasks.NewRelay(testutil.Logger(t), storeSource{e.db}, e.queue, newer, tasks.NewRelayMetrics(newReg), tasks.RelayConfig{}).Drain(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, handed)
+	assert.Empty(t, e.unpublished(t))
+	assert.Equal(t, 2.0, value(t, newReg, "matching_outbox_relayed_total", "topic", "mystery.happened"))
+	learn = e.queued(t, tasks.QueueCritical, "pending")
+	assert.Contains(t, learn, tasks.OutboxTaskID(ids[0], tasks.TypeStudentLearn))
+	assert.Contains(t, learn, tasks.OutboxTaskID(ids[3], tasks.TypeStudentLearn))
+	assert.Zero(t, value(t, newReg, "matching_outbox_unrouted_backlog"))
+
+	// The older worker sees them gone, says so once, and warns again when
+	// a new one arrives.
+	_, err = old.Drain(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, value(t, e.reg, "matching_outbox_unrouted_backlog"))
+	assert.Zero(t, value(t, e.reg, "matching_outbox_backlog"))
+	assert.Equal(t, 1, logs.count(slog.LevelInfo, "no outbox rows of unrouted topics left"))
+	e.write(t, event{"mystery.happened", student})
+	_, err = old.Drain(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, value(t, e.reg, "matching_outbox_unrouted_backlog"))
+	assert.Equal(t, 2, logs.count(slog.LevelWarn, unroutedWarning))
+}
+
+// countingSource counts the claims a relay makes.
+type countingSource struct {
+	tasks.OutboxSource
+	claims atomic.Int32
+}
+
+func (c *countingSource) RelayOutbox(ctx context.Context, topics []string, limit int, hand func(context.Context, []tasks.OutboxRow) ([]int64, error)) (int, error) {
+	c.claims.Add(1)
+	return c.OutboxSource.RelayOutbox(ctx, topics, limit, hand)
+}
+
+func TestRelayWithoutRoutesClaimsNothing(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	ids := e.write(t, swipes(3)...)
+	src := &countingSource{OutboxSource: storeSource{e.db}}
+
+	handed, err := tasks.NewRelay(testutil.Logger(t), src, e.queue, tasks.NewRouter(), e.metrics, tasks.RelayConfig{}).Drain(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, handed)
+	assert.Zero(t, src.claims.Load(), "no topic, no claiming transaction")
+	assert.Equal(t, ids, e.unpublished(t))
+	assert.Equal(t, 3.0, value(t, e.reg, "matching_outbox_backlog"))
+	assert.Equal(t, 3.0, value(t, e.reg, "matching_outbox_unrouted_backlog"))
+	queues, err := e.insp.Queues()
+	require.NoError(t, err)
+	assert.Empty(t, queues)
+}
+
+// allTopics claims rows of extra topics too, as if the router had lost a
+// route between the claim and the hand-over.
+type allTopics struct {
+	storeSource
+	extra []string
+}
+
+func (a allTopics) RelayOutbox(ctx context.Context, topics []string, limit int, hand func(context.Context, []tasks.OutboxRow) ([]int64, error)) (int, error) {
+	return a.storeSource.RelayOutbox(ctx, append(slices.Clone(topics), a.extra...), limit, hand)
+}
+
+func TestRelayNeverMarksARowItCannotRoute(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	student := uuid.NewString()
+	ids := e.write(t, event{"mystery.happened", student}, event{tasks.TopicSwipeRecorded, student})
+
+	src := allTopics{storeSource{e.db}, []string{"mystery.happened"}}
+	handed, err := tasks.NewRelay(testutil.Logger(t), src, e.queue, e.router, e.metrics, tasks.RelayConfig{}).Drain(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, handed)
+	assert.Equal(t, ids[:1], e.unpublished(t), "the row without a route stays, the one behind it goes")
+	assert.Zero(t, value(t, e.reg, "matching_outbox_unroutable_total", "reason", "invalid"))
+}
+
+// setAge backdates rows in the database's clock; a nil publishedAgo leaves
+// them unpublished.
+func (e *env) setAge(t *testing.T, createdAgo time.Duration, publishedAgo *time.Duration, ids ...int64) {
+	t.Helper()
+	var pub *float64
+	if publishedAgo != nil {
+		s := publishedAgo.Seconds()
+		pub = &s
+	}
+	_, err := e.db.Pool().Exec(context.Background(), `
+UPDATE outbox SET
+	created_at = now() - make_interval(secs => $1),
+	published_at = now() - make_interval(secs => $2)
+WHERE id = ANY($3)`, createdAgo.Seconds(), pub, ids)
+	require.NoError(t, err)
+}
+
+func (e *env) outboxIDs(t *testing.T) []int64 {
+	t.Helper()
+	rows, err := e.db.Pool().Query(context.Background(), `SELECT id FROM outbox ORDER BY id`)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	return ids
+}
+
+func TestRelayPrunesOnlyExpiredUnreferencedPublishedRows(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	const day = 24 * time.Hour
+	ids := e.write(t, swipes(9)...)
+	expired, kept := 8*day, 6*day
+	e.setAge(t, 9*day, &expired, ids[0], ids[1], ids[2], ids[4], ids[5], ids[6])
+	e.setAge(t, 9*day, &kept, ids[3])
+	e.setAge(t, 30*day, nil, ids[7]) // never handed over: never deleted
+	// ids[8] is new and unpublished. A delivery record still needs ids[5].
+	_, err := e.db.Pool().Exec(ctx, `
+INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event)
+VALUES ($1, $2, 'msg_1', 'swipe.recorded')`, ids[5], endpoints[0])
+	require.NoError(t, err)
+
+	// Default retention (7 days), two rows per statement: five rows in three
+	// statements.
+	relay := e.relay(t, e.queue, tasks.RelayConfig{PruneBatchSize: 2})
+	deleted, err := relay.Prune(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 5, deleted)
+	assert.Equal(t, []int64{ids[3], ids[5], ids[7], ids[8]}, e.outboxIDs(t))
+	assert.Equal(t, 5.0, value(t, e.reg, "matching_outbox_deleted_total"))
+
+	deleted, err = relay.Prune(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, deleted)
+
+	// Retention is configurable: at 5 days the row published 6 days ago
+	// goes too. Below the floor it is raised to 2 days, so a row published
+	// a day ago is kept.
+	a, b := 3*day, 1*day
+	e.setAge(t, 4*day, &a, ids[8])
+	fresh := e.write(t, swipes(1)...)
+	e.setAge(t, 2*day, &b, fresh...)
+	deleted, err = e.relay(t, e.queue, tasks.RelayConfig{Retention: 5 * day}).Prune(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, deleted)
+	assert.Equal(t, []int64{ids[5], ids[7], ids[8], fresh[0]}, e.outboxIDs(t))
+	deleted, err = e.relay(t, e.queue, tasks.RelayConfig{Retention: time.Minute}).Prune(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, deleted, "the row published 3 days ago, not the one published a day ago")
+	assert.Equal(t, []int64{ids[5], ids[7], fresh[0]}, e.outboxIDs(t))
+	assert.Equal(t, 7.0, value(t, e.reg, "matching_outbox_deleted_total"))
+}
+
+func TestRelayRunPrunesAtStartAndEveryPruneInterval(t *testing.T) {
+	e := newEnv(t)
+	const day = 24 * time.Hour
+	expired := 10 * day
+	first := e.write(t, swipes(2)...)
+	e.setAge(t, 11*day, &expired, first...)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.relay(t, e.queue, tasks.RelayConfig{Interval: time.Hour, PruneInterval: 100 * time.Millisecond}).Run(ctx)
+	}()
+	require.Eventually(t, func() bool { return len(e.outboxIDs(t)) == 0 }, 5*time.Second, 20*time.Millisecond)
+
+	later := e.write(t, swipes(1)...)
+	e.setAge(t, 11*day, &expired, later...)
+	require.Eventually(t, func() bool { return len(e.outboxIDs(t)) == 0 }, 5*time.Second, 20*time.Millisecond)
+	assert.Equal(t, 3.0, value(t, e.reg, "matching_outbox_deleted_total"))
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
 }
 
 func TestRelayRunDrainsAtStartAndOnEveryTick(t *testing.T) {

@@ -3,6 +3,8 @@ package tasks
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -54,13 +56,10 @@ func (r *Router) Add(topic string, fn RouteFunc) {
 	r.routes[topic] = append(r.routes[topic], fn)
 }
 
-// Topics lists the topics that have routes.
+// Topics lists the topics that have routes, sorted. The relay claims only
+// rows of these topics.
 func (r *Router) Topics() []string {
-	out := make([]string, 0, len(r.routes))
-	for t := range r.routes {
-		out = append(out, t)
-	}
-	return out
+	return slices.Sorted(maps.Keys(r.routes))
 }
 
 // ErrUnknownTopic is returned by Route for a topic no route serves.
