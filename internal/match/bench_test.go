@@ -1,0 +1,65 @@
+package match
+
+import (
+	"testing"
+	"time"
+
+	"github.com/collegematch/matching/internal/domain"
+)
+
+// benchStudent is a typical complete profile: SAT, home, budget, income,
+// two majors and stated preferences.
+func benchStudent() domain.Student {
+	sat, budget, income, maxd := 1280, 22000, 65000, 400
+	lat, lon := 39.95, -75.16
+	return domain.Student{
+		ID: "bench", SAT: &sat, HomeLat: &lat, HomeLon: &lon, State: "PA", Budget: &budget,
+		FamilyIncome: &income, MaxDistanceMiles: &maxd,
+		IntendedMajors: []domain.Major{"computer", "mathematics"}, PreferredSize: "medium", PreferredSetting: "suburb",
+	}
+}
+
+func benchRank(b *testing.B, n int) {
+	cat := NewCatalog(newGen(42, 0.15, false).schools(n))
+	p := NewProfile(benchStudent())
+	w := SeedWeights(p)
+	dst := Rank(nil, p, w, cat)
+	defer lockThread()()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0, ok := threadCPU()
+	for b.Loop() {
+		dst = Rank(dst, p, w, cat)
+	}
+	reportCPU(b, cpu0, ok, n)
+}
+
+// reportCPU adds the thread's CPU time per op (and per school) to the
+// wall-clock figures: on a shared machine the wall clock also counts time
+// spent waiting for a core.
+func reportCPU(b *testing.B, cpu0 time.Duration, ok bool, perOp int) {
+	cpu1, ok1 := threadCPU()
+	if !ok || !ok1 || b.N == 0 {
+		return
+	}
+	ns := float64((cpu1 - cpu0).Nanoseconds()) / float64(b.N)
+	b.ReportMetric(ns, "cpu-ns/op")
+	if perOp > 0 {
+		b.ReportMetric(ns/float64(perOp), "cpu-ns/school")
+	}
+}
+
+func BenchmarkRank6500(b *testing.B)  { benchRank(b, 6500) }
+func BenchmarkRank65000(b *testing.B) { benchRank(b, 65000) }
+
+func BenchmarkDetail(b *testing.B) {
+	cat := NewCatalog(newGen(42, 0.15, false).schools(6500))
+	p := NewProfile(benchStudent())
+	w := SeedWeights(p)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		_ = Detail(p, w, cat, i%cat.Len())
+		i++
+	}
+}

@@ -1,0 +1,141 @@
+package match
+
+import (
+	"github.com/collegematch/matching/internal/domain"
+)
+
+// Component and factor keys of match detail.
+const (
+	ComponentAcademic  = "academic"
+	ComponentFinancial = "financial"
+	ComponentCampus    = "campus"
+	ComponentOutcomes  = "outcomes"
+
+	FactorSATMatch        = "sat_match"
+	FactorSelectivityFit  = "selectivity_fit"
+	FactorProgramStrength = "program_strength"
+	FactorAffordability   = "affordability"
+	FactorAidAvailability = "aid_availability"
+	FactorValueScore      = "value_score"
+	FactorSizeFit         = "size_fit"
+	FactorLocationFit     = "location_fit"
+	FactorSettingFit      = "setting_fit"
+	FactorGraduationRate  = "graduation_rate"
+	FactorEmployment      = "employment"
+	FactorEarnings        = "earnings"
+)
+
+// Component is one family of match detail: its score and named factors,
+// each in [0,1].
+type Component struct {
+	Score   float64            `json:"score"`
+	Factors map[string]float64 `json:"factors"`
+}
+
+// Components are the four families.
+type Components struct {
+	Academic  Component `json:"academic"`
+	Financial Component `json:"financial"`
+	Campus    Component `json:"campus"`
+	Outcomes  Component `json:"outcomes"`
+}
+
+// MatchDetail is the full breakdown of one student-school match. Its JSON
+// tags give the match detail shape; Index and Distance are for the caller.
+type MatchDetail struct {
+	Index         int            `json:"-"` // index of the school in Catalog.Schools
+	OverallScore  float64        `json:"overall_score"`
+	Grade         string         `json:"grade"`
+	Components    Components     `json:"components"`
+	Explanation   string         `json:"explanation"`
+	Reasons       []string       `json:"match_reasons"`
+	AdmissionBand string         `json:"admission_band"`
+	NetPrice      NetPrice       `json:"net_price"`
+	Confidence    float64        `json:"confidence"`
+	Distance      float64        `json:"-"` // miles, -1 when unknown
+	MatchedMajors []domain.Major `json:"matched_majors"`
+}
+
+// Detail computes everything about one school for a student: the score and
+// components (identical to what Rank gives that school), every factor, the
+// grade, admission band, net price, reasons and explanation. idx must be in
+// range.
+func Detail(p Profile, w Weights, cat *Catalog, idx int) MatchDetail {
+	v := newView(p, w, cat, idx)
+	b := &v.b
+	o := outcomesOf(v.s)
+	return MatchDetail{
+		Index:        idx,
+		OverallScore: b.score,
+		Grade:        Grade(b.score),
+		Components: Components{
+			Academic: Component{Score: b.academic, Factors: map[string]float64{
+				FactorSATMatch: b.satMatch, FactorSelectivityFit: b.selFit, FactorProgramStrength: b.program}},
+			Financial: Component{Score: b.financial, Factors: map[string]float64{
+				FactorAffordability: b.afford, FactorAidAvailability: b.aid, FactorValueScore: b.value}},
+			Campus: Component{Score: b.campus, Factors: map[string]float64{
+				FactorSizeFit: b.size, FactorLocationFit: b.loc, FactorSettingFit: b.setting}},
+			Outcomes: Component{Score: b.outcomes, Factors: map[string]float64{
+				FactorGraduationRate: o.grad, FactorEmployment: o.employ, FactorEarnings: o.earn}},
+		},
+		Explanation:   v.explanation(),
+		Reasons:       v.reasons(),
+		AdmissionBand: v.band,
+		NetPrice:      v.price,
+		Confidence:    b.confidence,
+		Distance:      b.distance,
+		MatchedMajors: MatchedMajors(p, cat, idx),
+	}
+}
+
+// MatchedMajors lists the student's intended majors the school awards
+// degrees in, in the student's order; empty (not nil) when none do or the
+// school does not report degrees by field.
+func MatchedMajors(p Profile, cat *Catalog, idx int) []domain.Major {
+	out := []domain.Major{}
+	if !cat.feat[idx].hasPrograms {
+		return out
+	}
+	for _, m := range p.Majors {
+		if j := majorIndex(m); j >= 0 && cat.programs[j][idx] > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Reasons are the short match_reasons (and shape B explanations) lines for
+// a school: up to four positives, the most relevant first, then neutral
+// facts when fewer than three lines were found, then at most one caveat
+// (the most relevant: over budget, beyond the max distance, below the
+// middle 50%, no degrees in the major, ...). Each line states a figure from
+// the data. A school with little data may get fewer than three lines.
+func Reasons(p Profile, w Weights, cat *Catalog, idx int) []string {
+	return newView(p, w, cat, idx).reasons()
+}
+
+// Explanation is the match detail paragraph for a school.
+func Explanation(p Profile, w Weights, cat *Catalog, idx int) string {
+	return newView(p, w, cat, idx).explanation()
+}
+
+// view is one scored school with what the wording needs.
+type view struct {
+	p     Profile
+	w     Weights
+	sc    scorer
+	b     breakdown
+	s     *domain.School
+	f     *features
+	cold  *coldFeatures
+	band  string
+	price NetPrice
+}
+
+func newView(p Profile, w Weights, cat *Catalog, idx int) *view {
+	v := &view{p: p, w: w.Sanitize(), sc: newScorer(p, w, cat), s: &cat.Schools[idx], f: &cat.feat[idx], cold: &cat.cold[idx]}
+	v.sc.score(v.f, idx, &v.b)
+	v.band = AdmissionBand(p, cat, idx)
+	v.price = netPrice(&v.sc, &v.b, v.s.Source)
+	return v
+}

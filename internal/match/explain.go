@@ -1,0 +1,541 @@
+package match
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/collegematch/matching/internal/domain"
+)
+
+// Reason polarity.
+const (
+	caveat   = -1
+	neutral  = 0
+	positive = 1
+)
+
+type reason struct {
+	text string
+	pol  int
+	rel  float64 // how much the factor behind it moves this match
+}
+
+// Reason selection limits.
+const (
+	maxPositive = 4
+	minReasons  = 3
+)
+
+// reasons picks the match_reasons lines: up to four positives by relevance,
+// then neutral facts if fewer than three lines were found, then the single
+// most relevant caveat.
+func (v *view) reasons() []string {
+	cands := v.candidates()
+	slices.SortStableFunc(cands, func(a, b reason) int { return cmp.Compare(b.rel, a.rel) })
+	var pos, neu, cav []string
+	for _, r := range cands {
+		switch r.pol {
+		case positive:
+			if len(pos) < maxPositive {
+				pos = append(pos, r.text)
+			}
+		case caveat:
+			if len(cav) < 1 {
+				cav = append(cav, r.text)
+			}
+		default:
+			neu = append(neu, r.text)
+		}
+	}
+	out := pos
+	for _, t := range neu {
+		if len(out)+len(cav) >= minReasons {
+			break
+		}
+		out = append(out, t)
+	}
+	out = append(out, cav...)
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// candidates are every reason line the data supports, with polarity and relevance.
+func (v *view) candidates() []reason {
+	b, sc, f, s, fw := &v.b, &v.sc, v.f, v.s, &v.sc.fw
+	rel := func(family, within, factor float64) float64 { return family * within * math.Abs(factor-Neutral) }
+	var out []reason
+	add := func(text string, pol int, r float64) { out = append(out, reason{text, pol, r}) }
+
+	// Test scores against the middle 50%.
+	if c, ok := v.comparison(); ok && v.p.Basis != BasisGPA {
+		pol := positive
+		if c.pos < 0 {
+			pol = caveat
+		}
+		add(c.student+" is "+c.where()+" this school's middle 50% ("+c.school+")", pol, rel(fw.Academic, sc.wSAT, b.satMatch))
+	}
+	// Selectivity.
+	if v.cold.admRate >= 0 {
+		a := v.cold.admRate
+		r := rel(fw.Academic, sc.wSel, b.selFit)
+		switch {
+		case a < 0.25:
+			add("Very selective: admits "+pct(a)+" of applicants", caveat, r)
+		default:
+			add("Admits "+pct(a)+" of applicants", neutral, r)
+		}
+	}
+	// Programs.
+	if sc.nMaj > 0 && f.hasPrograms {
+		r := rel(fw.Academic, sc.wProg, b.program)
+		name := domain.MajorName(domain.Majors[b.bestMajor].Key)
+		switch {
+		case b.bestShare <= 0:
+			add("No degrees awarded in "+v.majorList(2), caveat, r)
+		case b.program >= 0.6:
+			add("Strong in "+name+" ("+pct(b.bestShare)+" of degrees)", positive, r)
+		case b.program < 0.3:
+			add("Few degrees in "+name+" ("+pct(b.bestShare)+" of degrees)", caveat, r)
+		default:
+			add(name+" is "+pct(b.bestShare)+" of degrees", neutral, r)
+		}
+	}
+	// Price.
+	if v.price.Known() {
+		r := rel(fw.Financial, sc.wAff, b.afford)
+		text := v.priceLead()
+		pol := neutral
+		switch {
+		case v.p.HasBudget:
+			clause, over := budgetClause(b.price, v.p.Budget)
+			text += ", " + clause
+			pol = positive
+			if over {
+				pol = caveat
+			}
+		case b.afford >= 0.8:
+			pol = positive
+		case b.afford < 0.5:
+			pol = caveat
+		}
+		if b.priceSrc == srcBand && !v.p.HasBudget {
+			text += " for families earning " + incomeBandLabels[sc.band]
+		}
+		add(text, pol, r)
+	}
+	// Aid.
+	if b.aid >= 0.65 {
+		r := rel(fw.Financial, sc.wAid, b.aid)
+		switch {
+		case v.cold.pell >= 0.35:
+			add(pct(v.cold.pell)+" of students receive Pell grants", positive, r)
+		case v.cold.loan >= 0 && v.cold.loan <= 0.3:
+			add("Only "+pct(v.cold.loan)+" of students take federal loans", positive, r)
+		}
+	}
+	// Value and earnings: one line, whichever says more.
+	earn, earnK := earnings10(s)
+	o := outcomesOf(s)
+	if earnK > 0 {
+		when := "ten"
+		if earnK < 1 {
+			earn, when = float64(*s.Earnings6yr), "six"
+		}
+		rEarn := rel(fw.Outcomes, outEarningsWeight, o.earn)
+		rVal := rel(fw.Financial, sc.wVal, b.value)
+		switch {
+		case (b.priceSrc == srcBand || b.priceSrc == srcAverage) && b.value >= 0.7 && rVal > rEarn:
+			add("Strong value: former students earn a median "+money(earn)+" on a net price of about "+money(b.price), positive, rVal)
+		case o.earn >= 0.6:
+			add("Former students earn a median "+money(earn)+" "+when+" years after enrolling", positive, rEarn)
+		case o.earn <= 0.25:
+			add("Former students earn a median "+money(earn)+" "+when+" years after enrolling", caveat, rEarn)
+		default:
+			add("Former students earn a median "+money(earn)+" "+when+" years after enrolling", neutral, rEarn)
+		}
+	}
+	// Distance.
+	if b.distance >= 0 {
+		r := rel(fw.Campus, sc.wLoc, b.loc)
+		if b.distance <= sc.maxDist {
+			add(capitalize(v.milesText()+" from home"), positive, r)
+		} else {
+			add(capitalize(v.milesText()+" from home, beyond your "+strconv.Itoa(int(math.Round(sc.maxDist)))+"-mile range"), caveat, r)
+		}
+	}
+	// Size, when the student has a size preference.
+	if f.hasSize && v.statesSize() {
+		r := rel(fw.Campus, sc.wSize, b.size)
+		n := int(*s.Size)
+		switch {
+		case b.size >= 0.8:
+			add(capitalize(article(sizeWord(n)))+" "+sizeWord(n)+" school ("+commas(n)+" undergraduates), as you prefer", positive, r)
+		case b.size <= 0.35 && float64(f.sizeScale) > sc.sizePref:
+			add("Larger than you prefer ("+commas(n)+" undergraduates)", caveat, r)
+		case b.size <= 0.35:
+			add("Smaller than you prefer ("+commas(n)+" undergraduates)", caveat, r)
+		}
+	}
+	// Setting.
+	if sc.setting >= 0 && f.setting >= 0 {
+		r := rel(fw.Campus, sc.wSet, b.setting)
+		switch {
+		case b.setting >= 1:
+			add("A "+settingAdj[f.setting]+" campus, as you prefer", positive, r)
+		case b.setting <= 0.35:
+			add("A "+settingAdj[f.setting]+" campus, not the "+settingAdj[sc.setting]+" setting you prefer", caveat, r)
+		}
+	}
+	// Graduation.
+	if o.gradK > 0 {
+		r := rel(fw.Outcomes, outGradWeight, o.grad)
+		if g, ok := rate(s.GradRate); ok {
+			switch {
+			case g >= 0.6:
+				add(pct(g)+" of students graduate", positive, r)
+			case g < 0.4:
+				add("Only "+pct(g)+" of students graduate", caveat, r)
+			default:
+				add(pct(g)+" of students graduate", neutral, r)
+			}
+		} else if ret, ok := rate(s.RetentionRate); ok {
+			pol := neutral
+			if ret >= 0.85 {
+				pol = positive
+			}
+			add(pct(ret)+" of first-year students return for a second year", pol, r)
+		}
+	}
+	if b.confidence < 0.4 {
+		add("Limited data is available for this school", caveat, 0)
+	}
+	return out
+}
+
+// explanation is the match detail paragraph.
+func (v *view) explanation() string {
+	b, f, s := &v.b, v.f, v.s
+	var parts []string
+	say := func(p ...string) { parts = append(parts, strings.Join(p, "")) }
+
+	say(Grade(b.score), " match (", strconv.Itoa(Percent(b.score)), "%): ", article(v.band), " ", v.band, " school for you.")
+
+	// Academic.
+	admits := ""
+	if v.cold.admRate >= 0 {
+		admits = "admits " + pct(v.cold.admRate) + " of applicants"
+	}
+	c, hasCmp := v.comparison()
+	switch {
+	case hasCmp && v.p.Basis == BasisGPA:
+		say("With no test score on file, your GPA of ", gpa(v.p.GPA), " is read as about ", strconv.Itoa(v.p.SAT),
+			" on the SAT, ", c.where(), " this school's middle 50% (", c.school, ")", join(", and it ", admits), ".")
+	case hasCmp:
+		say(c.student, " is ", c.where(), " this school's middle 50% (", c.school, ")", join(", and it ", admits), ".")
+	case v.p.Basis == BasisNone:
+		say("Add a test score or GPA to see how you compare academically", join("; this school ", admits), ".")
+	default:
+		say("This school reports no SAT or ACT range", join("; it ", admits), ".")
+	}
+	if v.sc.nMaj > 0 {
+		switch {
+		case !f.hasPrograms:
+			say("It does not report degrees by field.")
+		case b.bestShare <= 0:
+			say("It awards no degrees in ", v.majorList(3), ".")
+		default:
+			say(pct(b.bestShare), " of its degrees are in ", domain.MajorName(domain.Majors[b.bestMajor].Key), ".")
+		}
+	}
+
+	// Financial.
+	if v.price.Known() {
+		what := "net price"
+		if b.priceSrc == srcTuitionIn || b.priceSrc == srcTuitionOut {
+			what = "price"
+		}
+		budget := ""
+		if v.p.HasBudget {
+			clause, _ := budgetClause(b.price, v.p.Budget)
+			budget = ", " + clause
+		}
+		say("Based on the ", v.price.Source, ", the estimated ", what, " is about ", money(b.price), " a year", budget, ".")
+	} else {
+		say("This school reports no price.")
+	}
+	switch pell, loan := v.cold.pell, v.cold.loan; {
+	case pell >= 0 && loan >= 0:
+		say(capitalize(pct(pell)), " of students receive Pell grants and ", pct(loan), " take federal loans.")
+	case pell >= 0:
+		say(capitalize(pct(pell)), " of students receive Pell grants.")
+	case loan >= 0:
+		say(capitalize(pct(loan)), " of students take federal loans.")
+	}
+
+	// Campus.
+	if b.distance >= 0 {
+		within := "within"
+		if b.distance > v.sc.maxDist {
+			within = "beyond"
+		}
+		say("It is ", v.milesText(), " from home, ", within, " your ", strconv.Itoa(int(math.Round(v.sc.maxDist))), "-mile range.")
+	}
+	switch {
+	case f.hasSize && f.setting >= 0:
+		n := int(*s.Size)
+		say("It is ", article(sizeWord(n)), " ", sizeWord(n), " school (", commas(n), " undergraduates) ", settingPlace[f.setting], ".")
+	case f.hasSize:
+		n := int(*s.Size)
+		say("It is ", article(sizeWord(n)), " ", sizeWord(n), " school (", commas(n), " undergraduates).")
+	case f.setting >= 0:
+		say("It is ", settingPlace[f.setting], ".")
+	}
+
+	// Outcomes.
+	grad := ""
+	if g, ok := rate(s.GradRate); ok {
+		grad = pct(g) + " of students graduate"
+	} else if r, ok := rate(s.RetentionRate); ok {
+		grad = pct(r) + " of first-year students return for a second year"
+	}
+	earnText := ""
+	if e, k := earnings10(s); k == 1 {
+		earnText = "former students earn a median " + money(e) + " ten years after enrolling"
+	} else if k > 0 {
+		earnText = "former students earn a median " + money(float64(*s.Earnings6yr)) + " six years after enrolling"
+	}
+	switch {
+	case grad != "" && earnText != "":
+		say(capitalize(grad), ", and ", earnText, ".")
+	case grad != "":
+		say(capitalize(grad), ".")
+	case earnText != "":
+		say(capitalize(earnText), ".")
+	}
+
+	if b.confidence < 0.6 {
+		say("Some data is missing for this school, so parts of this match are estimates.")
+	}
+	return strings.Join(parts, " ")
+}
+
+// scoreComparison is the student's test score against the school's range,
+// worded in the scale the two share.
+type scoreComparison struct {
+	student string // "Your SAT of 1380"
+	school  string // "1210-1340" or "ACT 27-31"
+	pos     int    // -1 below the 25th percentile, 0 within, 1 above the 75th
+}
+
+func (c scoreComparison) where() string {
+	switch c.pos {
+	case -1:
+		return "below"
+	case 1:
+		return "above"
+	}
+	return "within"
+}
+
+func (v *view) comparison() (scoreComparison, bool) {
+	f, s, p := v.f, v.s, v.p
+	if !f.hasRange || p.Basis == BasisNone {
+		return scoreComparison{}, false
+	}
+	actLo, actHi, hasACT := 0, 0, s.ACT25 != nil && s.ACT75 != nil && *s.ACT25 > 0 && *s.ACT75 > 0
+	if hasACT {
+		actLo, actHi = int(min(*s.ACT25, *s.ACT75)), int(max(*s.ACT25, *s.ACT75))
+	}
+	if p.Basis == BasisACT && hasACT {
+		return scoreComparison{
+			student: "Your ACT of " + strconv.Itoa(p.ACT),
+			school:  "ACT " + strconv.Itoa(actLo) + "-" + strconv.Itoa(actHi),
+			pos:     position(float64(p.ACT), float64(actLo), float64(actHi)),
+		}, true
+	}
+	c := scoreComparison{
+		student: "Your SAT of " + strconv.Itoa(p.SAT),
+		school:  strconv.Itoa(int(f.satLo)) + "-" + strconv.Itoa(int(f.satHi)),
+		pos:     position(float64(p.SAT), float64(f.satLo), float64(f.satHi)),
+	}
+	if p.Basis == BasisACT {
+		c.student = "Your ACT of " + strconv.Itoa(p.ACT) + " (about " + strconv.Itoa(p.SAT) + " on the SAT)"
+	}
+	if v.cold.rangeFromACT {
+		c.school = "ACT " + strconv.Itoa(actLo) + "-" + strconv.Itoa(actHi)
+	}
+	return c, true
+}
+
+func position(x, lo, hi float64) int {
+	switch {
+	case x < lo:
+		return -1
+	case x > hi:
+		return 1
+	}
+	return 0
+}
+
+// statesSize reports whether the student has a size preference worth
+// mentioning: stated on the profile, or learned away from the default.
+func (v *view) statesSize() bool {
+	return v.p.PreferredSize != "" || math.Abs(v.w.SizePreference-DefaultWeights().SizePreference) > 0.1
+}
+
+// priceLead opens the price line: "Net price about $14,200 a year".
+func (v *view) priceLead() string {
+	switch v.b.priceSrc {
+	case srcAverage:
+		return "Average net price about " + money(v.b.price) + " a year"
+	case srcTuitionIn:
+		return "In-state tuition about " + money(v.b.price) + " a year"
+	case srcTuitionOut:
+		return "Out-of-state tuition about " + money(v.b.price) + " a year"
+	}
+	return "Net price about " + money(v.b.price) + " a year"
+}
+
+// milesText is the distance as a person would say it: "312 miles", "1,240
+// miles", "less than a mile"; "about 310 miles" when either end is a
+// state's centre rather than a real location.
+func (v *view) milesText() string {
+	d := v.b.distance
+	if v.p.HomeApprox || v.f.locK < 2 {
+		r := int(math.Round(d/10) * 10)
+		if r < 10 {
+			return "less than 10 miles"
+		}
+		return "about " + commas(r) + " miles"
+	}
+	switch r := int(math.Round(d)); {
+	case d < 1:
+		return "less than a mile"
+	case r == 1:
+		return "1 mile"
+	default:
+		return commas(r) + " miles"
+	}
+}
+
+// majorList names up to n of the student's majors: "Engineering or Physics".
+func (v *view) majorList(n int) string {
+	var names []string
+	for _, m := range v.p.Majors {
+		if majorIndex(m) >= 0 && len(names) < n {
+			names = append(names, domain.MajorName(m))
+		}
+	}
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+var (
+	settingAdj   = [4]string{"city", "suburban", "small-town", "rural"}
+	settingPlace = [4]string{"in a city", "in a suburb", "in a town", "in a rural area"}
+)
+
+// sizeWord is small (under 5,000 undergraduates), medium-sized (5,000 to
+// 15,000) or large.
+func sizeWord(n int) string {
+	switch {
+	case n < 5000:
+		return "small"
+	case n <= 15000:
+		return "medium-sized"
+	}
+	return "large"
+}
+
+// budgetClause compares a yearly price with the budget in words that agree
+// with the rounded figure shown next to them: "under your $20,000 budget",
+// "within" when the price shows as the budget itself, "just over" when it
+// is over by less than the rounding, "over" otherwise. over reports whether
+// the price exceeds the budget at all.
+func budgetClause(price float64, budget int) (clause string, over bool) {
+	shown := math.Round(price/100) * 100
+	b := float64(budget)
+	var verb string
+	switch {
+	case price <= b && shown < b:
+		verb = "under"
+	case price <= b:
+		verb = "within"
+	case shown <= b:
+		verb, over = "just over", true
+	default:
+		verb, over = "over", true
+	}
+	return verb + " your " + exact(budget) + " budget", over
+}
+
+// pct formats a share as a whole percent; a share above 0 that rounds to 0
+// is "under 1%".
+func pct(v float64) string {
+	p := int(math.Round(v * 100))
+	if p == 0 && v > 0 {
+		return "under 1%"
+	}
+	return strconv.Itoa(p) + "%"
+}
+
+// money formats an amount to the nearest $100: "$14,200".
+func money(v float64) string { return "$" + commas(int(math.Round(v/100))*100) }
+
+// exact formats a whole-dollar amount: "$20,000".
+func exact(n int) string { return "$" + commas(n) }
+
+// commas formats an integer with thousands separators.
+func commas(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// gpa formats a GPA with at most two decimals: "3.7", "3.85".
+func gpa(g float64) string { return strconv.FormatFloat(math.Round(g*100)/100, 'f', -1, 64) }
+
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// join prefixes s with sep, or returns "" when s is "".
+func join(sep, s string) string {
+	if s == "" {
+		return ""
+	}
+	return sep + s
+}
