@@ -57,8 +57,8 @@ func parseProfile(body []byte) (studentID string, p domain.ProfilePatch, problem
 		}
 	}
 	p.GraduationYear = f.String("graduation_year", false)
-	if p.GraduationYear.Set && !p.GraduationYear.Null && !yearRe.MatchString(p.GraduationYear.Value) {
-		f.bad("graduation_year", `must be a 4-digit year as a string, such as "2027"`)
+	if y := p.GraduationYear; y.Set && !y.Null && (!yearRe.MatchString(y.Value) || y.Value < "1950" || y.Value > "2100") {
+		f.bad("graduation_year", `must be a 4-digit year from 1950 to 2100 as a string, such as "2027"`)
 	}
 	p.GPA = f.Number("gpa", 0, 5)
 

@@ -114,6 +114,8 @@ func TestOnboardingValidation(t *testing.T) {
 		{"email with name", map[string]any{"name": "A", "email": "Ada <a@example.com>", "graduation_year": "2027"}, "email"},
 		{"year as number", map[string]any{"name": "A", "email": "a@example.com", "graduation_year": 2027}, "graduation_year"},
 		{"year two digits", map[string]any{"name": "A", "email": "a@example.com", "graduation_year": "27"}, "graduation_year"},
+		{"year implausible", map[string]any{"name": "A", "email": "a@example.com", "graduation_year": "1850"}, "graduation_year"},
+		{"year far future", map[string]any{"name": "A", "email": "a@example.com", "graduation_year": "3000"}, "graduation_year"},
 		{"gpa too high", withExtra("gpa", 5.5), "gpa"},
 		{"gpa negative", withExtra("gpa", -1), "gpa"},
 		{"gpa string", withExtra("gpa", "3.5"), "gpa"},

@@ -1,0 +1,85 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/metrics"
+)
+
+func TestRecovererTurnsPanicsInto500(t *testing.T) {
+	m := metrics.NewHTTP(prometheus.NewRegistry())
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := requestID(recoverer(log, m)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		panic("boom: secret internals")
+	})))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/x", nil))
+
+	require.Equal(t, 500, rec.Code)
+	var body errorBody
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+	assert.Equal(t, "INTERNAL_ERROR", body.Error.Code)
+	assert.NotContains(t, body.Error.Message, "secret", "internals never leak")
+	assert.Contains(t, body.Error.Message, rec.Header().Get("X-Request-ID"), "the message quotes the request id")
+	var mm dto.Metric
+	require.NoError(t, m.Panics.Write(&mm))
+	assert.Equal(t, 1.0, mm.GetCounter().GetValue())
+}
+
+func TestCORS(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(204) })
+
+	t.Run("off by default", func(t *testing.T) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/health", nil)
+		req.Header.Set("Origin", "https://evil.example.com")
+		cors(nil)(ok).ServeHTTP(rec, req)
+		assert.Empty(t, rec.Header().Get("Access-Control-Allow-Origin"))
+	})
+	t.Run("allowed origin and preflight", func(t *testing.T) {
+		h := cors([]string{"https://app.example.com"})(ok)
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("OPTIONS", "/swipe", nil)
+		req.Header.Set("Origin", "https://app.example.com")
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		h.ServeHTTP(rec, req)
+		assert.Equal(t, 204, rec.Code)
+		assert.Equal(t, "https://app.example.com", rec.Header().Get("Access-Control-Allow-Origin"))
+		assert.Contains(t, rec.Header().Get("Access-Control-Allow-Headers"), "Authorization")
+
+		rec = httptest.NewRecorder()
+		req = httptest.NewRequest("GET", "/health", nil)
+		req.Header.Set("Origin", "https://other.example.com")
+		h.ServeHTTP(rec, req)
+		assert.Empty(t, rec.Header().Get("Access-Control-Allow-Origin"), "other origins get nothing")
+	})
+}
+
+func TestRequestIDAcceptsSaneIncomingIDs(t *testing.T) {
+	h := requestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, RequestIDFrom(r.Context()))
+	}))
+	for in, keep := range map[string]bool{"abc-123": true, "": false, "has space": false, string(make([]byte, 200)): false} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set("X-Request-ID", in)
+		h.ServeHTTP(rec, req)
+		if keep {
+			assert.Equal(t, in, rec.Header().Get("X-Request-ID"))
+		} else {
+			assert.NotEqual(t, in, rec.Header().Get("X-Request-ID"))
+			assert.Len(t, rec.Header().Get("X-Request-ID"), 24)
+		}
+		assert.Equal(t, rec.Header().Get("X-Request-ID"), rec.Body.String())
+	}
+}
