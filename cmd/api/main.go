@@ -22,6 +22,7 @@ import (
 	"github.com/collegematch/matching/internal/httpapi"
 	"github.com/collegematch/matching/internal/metrics"
 	"github.com/collegematch/matching/internal/ops"
+	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
 )
@@ -66,20 +67,39 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	}
 
 	reg := metrics.NewRegistry()
+
+	// The school catalogue is held in memory: loaded before the API listens,
+	// refreshed in the background when the store's catalogue version moves.
+	qm := query.NewMetrics(reg)
+	catalog := query.NewCatalogHolder(db, log, qm, query.DefaultCatalogPoll)
+	if err := catalog.Load(ctx); err != nil {
+		return fmt.Errorf("load the school catalogue: %w", err)
+	}
+	go catalog.Run(ctx)
+	queries := query.New(query.Config{
+		Students: students{db},
+		Feeds:    cache.NewFeeds(rdb, cfg.FeedCacheTTL),
+		Catalogs: catalog,
+		Log:      log,
+		Metrics:  qm,
+	})
+
 	checks := []httpapi.HealthCheck{
 		{Name: "postgres", Check: db.Ping},
 		{Name: "redis", Check: func(ctx context.Context) error { return cache.Ping(ctx, rdb) }},
 	}
 	api := httpapi.NewServer(httpapi.Deps{
-		Log:        log,
-		Metrics:    metrics.NewHTTP(reg),
-		Verifier:   verifier,
-		Limiter:    ratelimit.New(rdb, cfg.RateLimits),
-		RateLimits: cfg.RateLimits,
-		Onboarding: command.NewOnboarding(db),
-		Health:     checks,
-		CORS:       cfg.CORSAllowedOrigins,
-		Version:    buildinfo.Version,
+		Log:          log,
+		Metrics:      metrics.NewHTTP(reg),
+		Verifier:     verifier,
+		Limiter:      ratelimit.NewPipelined(rdb, cfg.RateLimits),
+		RateLimits:   cfg.RateLimits,
+		Onboarding:   command.NewOnboarding(db, command.WithFeedInvalidator(queries)),
+		Queries:      queries,
+		FeedCacheTTL: cfg.FeedCacheTTL,
+		Health:       checks,
+		CORS:         cfg.CORSAllowedOrigins,
+		Version:      buildinfo.Version,
 	})
 	opsChecks := make([]ops.Check, len(checks))
 	for i, c := range checks {

@@ -16,17 +16,37 @@ type StudentStore interface {
 	ZipCentroid(ctx context.Context, zip string) (lat, lon float64, state string, ok bool, err error)
 }
 
+// FeedInvalidator drops a student's precomputed feed once their profile
+// has changed. It is best effort and reports nothing: a feed it could not
+// drop expires with its TTL.
+type FeedInvalidator interface {
+	InvalidateFeed(ctx context.Context, studentID string)
+}
+
 // Onboarding creates and updates student profiles.
 type Onboarding struct {
 	store StudentStore
+	feeds FeedInvalidator // optional
+}
+
+// Option configures Onboarding.
+type Option func(*Onboarding)
+
+// WithFeedInvalidator makes every saved profile invalidate the student's feed.
+func WithFeedInvalidator(f FeedInvalidator) Option {
+	return func(o *Onboarding) { o.feeds = f }
 }
 
 // NewOnboarding builds the onboarding use case.
-func NewOnboarding(store StudentStore) *Onboarding {
+func NewOnboarding(store StudentStore, opts ...Option) *Onboarding {
 	if store == nil {
 		panic("command.NewOnboarding: nil store")
 	}
-	return &Onboarding{store: store}
+	o := &Onboarding{store: store}
+	for _, opt := range opts {
+		opt(o)
+	}
+	return o
 }
 
 // SaveProfile applies patch to the student (a new one when id is unknown)
@@ -70,5 +90,9 @@ func (o *Onboarding) SaveProfile(ctx context.Context, id string, patch domain.Pr
 				map[string]string{"zip": "is not a known ZIP code; send state (or home) as well"})
 		}
 	}
-	return o.store.SaveStudent(ctx, next)
+	saved, created, err := o.store.SaveStudent(ctx, next)
+	if err == nil && !created && o.feeds != nil { // a new student has no feed yet
+		o.feeds.InvalidateFeed(ctx, saved.ID)
+	}
+	return saved, created, err
 }

@@ -225,8 +225,9 @@ func TestStudentTokenActingForAnotherStudent(t *testing.T) {
 	res = api.do(t, "POST", "/v2/onboarding/minimal", mine, profile(strings.ToUpper(me)))
 	require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
 	for _, id := range []string{me, strings.ToUpper(me)} {
+		// Authorized: the answer is about the (incomplete) profile.
 		res = api.do(t, "GET", "/m/recommendations/"+id, mine, nil)
-		requireErrorBody(t, res, http.StatusNotImplemented, "NOT_IMPLEMENTED")
+		requireErrorBody(t, res, http.StatusUnprocessableEntity, "MISSING_PROFILE")
 	}
 }
 
@@ -239,9 +240,9 @@ func TestServiceTokenActsForAnyStudent(t *testing.T) {
 		require.Equal(t, http.StatusCreated, res.Status, "%s", res.Raw)
 		assert.Equal(t, id, res.Body["student_id"])
 		res = api.do(t, "GET", "/m/recommendations/"+id, svc, nil)
-		requireErrorBody(t, res, http.StatusNotImplemented, "NOT_IMPLEMENTED")
+		requireErrorBody(t, res, http.StatusUnprocessableEntity, "MISSING_PROFILE")
 		res = api.do(t, "GET", "/match/"+id+"/"+uuid.NewString(), svc, nil)
-		requireErrorBody(t, res, http.StatusNotImplemented, "NOT_IMPLEMENTED")
+		requireErrorBody(t, res, http.StatusNotFound, "INVALID_SCHOOL_ID")
 	}
 	assert.Zero(t, counterValue(t, api.Registry, "matching_auth_failures_total", map[string]string{"status": "403"}))
 }
@@ -296,7 +297,7 @@ func TestJWKSTokensOverHTTP(t *testing.T) {
 		res := api.do(t, "GET", "/health", rsTok, nil)
 		require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
 		res = api.do(t, "GET", "/m/recommendations/"+student, rsTok, nil)
-		requireErrorBody(t, res, http.StatusNotImplemented, "NOT_IMPLEMENTED")
+		requireErrorBody(t, res, http.StatusNotFound, "INVALID_STUDENT_ID")
 		res = api.do(t, "GET", "/m/recommendations/"+uuid.NewString(), rsTok, nil)
 		requireErrorBody(t, res, http.StatusForbidden, "FORBIDDEN")
 

@@ -7,19 +7,25 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/collegematch/matching/internal/auth"
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/config"
+	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/httpapi"
 	"github.com/collegematch/matching/internal/metrics"
+	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
@@ -30,30 +36,48 @@ var testSecret = []byte("test-secret-test-secret-test-secret-0123")
 // testAPI is a real router over a fresh database and this package's Redis DB.
 type testAPI struct {
 	URL      string
+	Pool     *pgxpool.Pool
 	Store    *store.Store
-	Redis    *redis.Client
+	Redis    redis.UniversalClient
 	Registry *prometheus.Registry
+	Catalog  *query.CatalogHolder
+	Students *countingStudents // the read side's store, counting its calls
 }
 
 type apiOption func(*httpapi.Deps)
 
 func newTestAPI(t *testing.T, opts ...apiOption) *testAPI {
 	t.Helper()
-	pool := testutil.NewDB(t)
-	rdb := testutil.NewRedis(t, testutil.RedisDBHTTPAPI)
+	return newTestAPIOn(t, testutil.NewDB(t), testutil.NewRedis(t, testutil.RedisDBHTTPAPI), opts...)
+}
+
+// newTestAPIOn is a real router over pool and rdb, wired as cmd/api wires
+// it; the catalogue is loaded once now (see seedSchools).
+func newTestAPIOn(t *testing.T, pool *pgxpool.Pool, rdb redis.UniversalClient, opts ...apiOption) *testAPI {
+	t.Helper()
 	db := store.New(pool)
+	log := testutil.Logger(t)
 	verifier, err := auth.NewVerifier(context.Background(), auth.VerifierOptions{HS256Secret: testSecret})
 	require.NoError(t, err)
 	limits, err := config.Load(func(string) string { return "" }, config.RoleCLI)
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
+	qm := query.NewMetrics(reg)
+	catalog := query.NewCatalogHolder(db, log, qm, time.Hour)
+	require.NoError(t, catalog.Load(context.Background()))
+	students := &countingStudents{db: db}
+	queries := query.New(query.Config{
+		Students: students, Feeds: cache.NewFeeds(rdb, 5*time.Minute), Catalogs: catalog, Log: log, Metrics: qm,
+	})
 	d := httpapi.Deps{
-		Log:        testutil.Logger(t),
-		Metrics:    metrics.NewHTTP(reg),
-		Verifier:   verifier,
-		Limiter:    ratelimit.New(rdb, limits.RateLimits),
-		RateLimits: limits.RateLimits,
-		Onboarding: command.NewOnboarding(db),
+		Log:          log,
+		Metrics:      metrics.NewHTTP(reg),
+		Verifier:     verifier,
+		Limiter:      ratelimit.NewPipelined(rdb, limits.RateLimits),
+		RateLimits:   limits.RateLimits,
+		Onboarding:   command.NewOnboarding(db, command.WithFeedInvalidator(queries)),
+		Queries:      queries,
+		FeedCacheTTL: 5 * time.Minute,
 		Health: []httpapi.HealthCheck{
 			{Name: "postgres", Check: db.Ping},
 			{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
@@ -65,7 +89,34 @@ func newTestAPI(t *testing.T, opts ...apiOption) *testAPI {
 	}
 	srv := httptest.NewServer(httpapi.NewServer(d))
 	t.Cleanup(srv.Close)
-	return &testAPI{URL: srv.URL, Store: db, Redis: rdb, Registry: reg}
+	return &testAPI{URL: srv.URL, Pool: pool, Store: db, Redis: rdb, Registry: reg, Catalog: catalog, Students: students}
+}
+
+// countingStudents is the read side's view of the store, counting calls so
+// tests can tell a cached read (no call) from a rebuild.
+type countingStudents struct {
+	db    *store.Store
+	calls atomic.Int64
+}
+
+func (c *countingStudents) StudentState(ctx context.Context, id string) (query.StudentState, error) {
+	c.calls.Add(1)
+	st, err := c.db.StudentState(ctx, id)
+	return query.StudentState{Student: st.Student, Version: st.Version, Weights: st.Weights}, err
+}
+
+func (c *countingStudents) StudentVersion(ctx context.Context, id string) (int64, error) {
+	return c.db.StudentVersion(ctx, id)
+}
+
+// seedSchools stores n generated schools and reloads the catalogue.
+func (a *testAPI) seedSchools(t *testing.T, n int) []domain.School {
+	t.Helper()
+	schools := catalog.Generate(n, 7)
+	_, err := a.Store.UpsertSchools(context.Background(), schools)
+	require.NoError(t, err)
+	require.NoError(t, a.Catalog.Load(context.Background()))
+	return schools
 }
 
 // token mints a student token for sub (a new UUID when empty).

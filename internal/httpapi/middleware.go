@@ -309,33 +309,78 @@ type Limiter interface {
 func rateLimit(log *slog.Logger, l Limiter, m *metrics.HTTP, group ratelimit.Group, failClosed bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			key := studentFrom(r.Context())
-			d, err := l.Allow(r.Context(), group, key)
-			if err != nil {
-				if failClosed {
-					m.RateLimitFailure.WithLabelValues(string(group), "denied").Inc()
-					respondErr(w, r, log, domain.Unavailable("rate limiting", err))
-					return
-				}
-				m.RateLimitFailure.WithLabelValues(string(group), "allowed").Inc()
-				// One line per failed Redis call, not per request let through
-				// while the limiter waits to retry Redis.
-				if !errors.Is(err, ratelimit.ErrUnavailable) {
-					log.WarnContext(r.Context(), "rate limiter unavailable, allowing requests",
-						"group", group, "request_id", RequestIDFrom(r.Context()), "err", err)
-				}
+			d, err := l.Allow(r.Context(), group, studentFrom(r.Context()))
+			if admit(w, r, log, m, group, failClosed, d, err) {
 				next.ServeHTTP(w, r)
+			}
+		})
+	}
+}
+
+// admit applies a rate-limit outcome: it sets the headers and answers 429
+// (or 503 when failing closed) itself, and reports whether the request may
+// proceed.
+func admit(w http.ResponseWriter, r *http.Request, log *slog.Logger, m *metrics.HTTP, group ratelimit.Group,
+	failClosed bool, d ratelimit.Decision, err error) bool {
+	if err != nil {
+		if failClosed {
+			m.RateLimitFailure.WithLabelValues(string(group), "denied").Inc()
+			respondErr(w, r, log, domain.Unavailable("rate limiting", err))
+			return false
+		}
+		m.RateLimitFailure.WithLabelValues(string(group), "allowed").Inc()
+		// One line per failed Redis call, not per request let through
+		// while the limiter waits to retry Redis.
+		if !errors.Is(err, ratelimit.ErrUnavailable) {
+			log.WarnContext(r.Context(), "rate limiter unavailable, allowing requests",
+				"group", group, "request_id", RequestIDFrom(r.Context()), "err", err)
+		}
+		return true
+	}
+	setRateHeaders(w.Header(), d)
+	if !d.Allowed {
+		m.RateLimited.WithLabelValues(string(group)).Inc()
+		secs := int(math.Ceil(d.RetryAfter.Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+		respondErr(w, r, log, &domain.Error{Kind: domain.KindRateLimited, Code: domain.CodeRateLimited,
+			Message: fmt.Sprintf("too many %s requests; retry in %d s", group, max(secs, 1)),
+			Details: map[string]any{"group": string(group), "limit": d.Limit, "retry_after_seconds": max(secs, 1)}})
+		return false
+	}
+	return true
+}
+
+// PrefetchLimiter is a Limiter that can also read one Redis value in the
+// round trip that counts the request (ratelimit.Pipelined).
+type PrefetchLimiter interface {
+	Limiter
+	AllowFetch(ctx context.Context, group ratelimit.Group, key string, f ratelimit.Fetch) (ratelimit.Decision, ratelimit.Fetched, error)
+}
+
+type prefetchKey struct{}
+
+// prefetchedFrom returns what rateLimitPrefetch read for the handler.
+func prefetchedFrom(ctx context.Context) ratelimit.Fetched {
+	f, _ := ctx.Value(prefetchKey{}).(ratelimit.Fetched)
+	return f
+}
+
+// rateLimitPrefetch is rateLimit for a hot read path: it counts the request
+// and reads the value fetch names for the acting student in one Redis
+// round trip, and hands the value to the handler (prefetchedFrom). The
+// failure policy is rateLimit's; a read that did not answer leaves the
+// handler to read (or compute) the value itself.
+func rateLimitPrefetch(log *slog.Logger, l PrefetchLimiter, m *metrics.HTTP, group ratelimit.Group, failClosed bool,
+	fetch func(studentID string) ratelimit.Fetch) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			student := studentFrom(r.Context())
+			d, got, err := l.AllowFetch(r.Context(), group, student, fetch(student))
+			if !admit(w, r, log, m, group, failClosed, d, err) {
 				return
 			}
-			setRateHeaders(w.Header(), d)
-			if !d.Allowed {
-				m.RateLimited.WithLabelValues(string(group)).Inc()
-				secs := int(math.Ceil(d.RetryAfter.Seconds()))
-				w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-				respondErr(w, r, log, &domain.Error{Kind: domain.KindRateLimited, Code: domain.CodeRateLimited,
-					Message: fmt.Sprintf("too many %s requests; retry in %d s", group, max(secs, 1)),
-					Details: map[string]any{"group": string(group), "limit": d.Limit, "retry_after_seconds": max(secs, 1)}})
-				return
+			if got.Done {
+				r = r.WithContext(context.WithValue(r.Context(), prefetchKey{}, got))
 			}
 			next.ServeHTTP(w, r)
 		})

@@ -29,6 +29,7 @@ import (
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/httpapi"
 	"github.com/collegematch/matching/internal/metrics"
+	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/testutil"
 )
@@ -182,6 +183,24 @@ func (oaNoOnboarding) SaveProfile(context.Context, string, domain.ProfilePatch) 
 	return domain.Student{}, false, errors.New("not used")
 }
 
+type oaNoQueries struct{}
+
+func (oaNoQueries) Recommendations(context.Context, string, int, int) (query.RecommendationsPage, error) {
+	return query.RecommendationsPage{}, errors.New("not used")
+}
+
+func (oaNoQueries) MatchDetail(context.Context, string, string) (query.MatchDetailView, error) {
+	return query.MatchDetailView{}, errors.New("not used")
+}
+
+func (oaNoQueries) CompactFeedLocation(string) (string, string) { return "", "" }
+
+func (oaNoQueries) CompactFeed(context.Context, string, query.Prefetched) (query.CompactPage, error) {
+	return query.CompactPage{}, errors.New("not used")
+}
+
+func (oaNoQueries) Schools(context.Context, []string) query.BatchSchools { return query.BatchSchools{} }
+
 func TestOpenAPIRoutesMatchRouter(t *testing.T) {
 	doc := loadOpenAPI(t)
 	verifier, err := auth.NewVerifier(context.Background(), auth.VerifierOptions{HS256Secret: testSecret})
@@ -192,6 +211,7 @@ func TestOpenAPIRoutesMatchRouter(t *testing.T) {
 		Verifier:   verifier,
 		Limiter:    oaAllowAll{},
 		Onboarding: oaNoOnboarding{},
+		Queries:    oaNoQueries{},
 		Version:    "test",
 	})
 	routes, ok := h.(chi.Routes)

@@ -41,14 +41,14 @@ func withUnreachableRedis(t *testing.T) apiOption {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = rdb.Close() })
-	return func(d *httpapi.Deps) { d.Limiter = ratelimit.New(rdb, d.RateLimits) }
+	return func(d *httpapi.Deps) { d.Limiter = ratelimit.NewPipelined(rdb, d.RateLimits) }
 }
 
 // withRates gives the API a limiter on rdb with the given allowances.
 func withRates(rdb redis.UniversalClient, rl config.RateLimits) apiOption {
 	return func(d *httpapi.Deps) {
 		d.RateLimits = rl
-		d.Limiter = ratelimit.New(rdb, rl)
+		d.Limiter = ratelimit.NewPipelined(rdb, rl)
 	}
 }
 

@@ -60,7 +60,7 @@ func deniedSoon(t *testing.T, send func() result, start time.Time) result {
 		if res.Status == http.StatusTooManyRequests {
 			return res
 		}
-		require.Equal(t, http.StatusNotImplemented, res.Status, "%s", res.Raw)
+		require.Equal(t, http.StatusNotFound, res.Status, "%s", res.Raw)
 		require.Less(t, i, extra, "the request over the allowance is refused")
 	}
 }
@@ -84,7 +84,7 @@ func TestRecommendationsRateLimit(t *testing.T) {
 	start := time.Now()
 	for i := 1; i <= 60; i++ {
 		res := api.do(t, "GET", path, mine, nil)
-		requireErrorBody(t, res, http.StatusNotImplemented, "NOT_IMPLEMENTED")
+		requireErrorBody(t, res, http.StatusNotFound, "INVALID_STUDENT_ID")
 		remaining, _ := rateHeaders(t, res, 60)
 		requireRemaining(t, 60-i, remaining, start, "remaining after request %d", i)
 		require.Empty(t, res.Header.Get("Retry-After"))
@@ -117,14 +117,14 @@ func TestRecommendationsRateLimit(t *testing.T) {
 
 	// Another student is unaffected.
 	res = api.do(t, "GET", "/m/recommendations/"+other, token(t, other, false), nil)
-	requireErrorBody(t, res, http.StatusNotImplemented, "NOT_IMPLEMENTED")
+	requireErrorBody(t, res, http.StatusNotFound, "INVALID_STUDENT_ID")
 	remaining, _ = rateHeaders(t, res, 60)
 	assert.Equal(t, 59, remaining)
 
 	// After Retry-After a request is allowed again.
 	time.Sleep(time.Duration(retry) * time.Second)
 	res = api.do(t, "GET", path, mine, nil)
-	requireErrorBody(t, res, http.StatusNotImplemented, "NOT_IMPLEMENTED")
+	requireErrorBody(t, res, http.StatusNotFound, "INVALID_STUDENT_ID")
 }
 
 // Every response of a limited endpoint carries the headers, whatever its
@@ -145,15 +145,17 @@ func TestRateLimitHeadersOnEveryLimitedResponse(t *testing.T) {
 		{"POST", "/v2/onboarding/minimal", profile, 200, 600},
 		{"POST", "/v2/onboarding/minimal", map[string]any{"gpa": "high"}, 400, 600},
 		{"GET", "/v2/onboarding/category-schools", nil, 501, 600},
-		{"POST", "/recommendations", map[string]any{"student_id": me}, 501, 60},
+		{"POST", "/recommendations", map[string]any{"student_id": me}, 422, 60},
+		{"POST", "/recommendations", map[string]any{"student_id": me, "limit": 0}, 400, 60},
 		{"POST", "/v2/recommendations", map[string]any{"student_id": me}, 501, 60},
 		{"POST", "/continuous-feed", map[string]any{"student_id": me}, 501, 60},
-		{"GET", "/match/" + me + "/" + uuid.NewString(), nil, 501, 60},
-		{"GET", "/m/recommendations/" + me, nil, 501, 60},
+		{"GET", "/match/" + me + "/" + uuid.NewString(), nil, 404, 60},
+		{"GET", "/m/recommendations/" + me, nil, 422, 60},
 		{"POST", "/swipe", map[string]any{"student_id": me}, 501, 300},
 		{"POST", "/feedback", map[string]any{"student_id": me}, 501, 300},
 		{"POST", "/v2/onboarding/category-swipe", map[string]any{"student_id": me}, 501, 300},
-		{"POST", "/m/batch/schools", map[string]any{"student_id": me}, 501, 20},
+		{"POST", "/m/batch/schools", map[string]any{"school_ids": []string{uuid.NewString()}}, 200, 20},
+		{"POST", "/m/batch/schools", map[string]any{"student_id": me}, 400, 20},
 		{"POST", "/m/sync/pull", map[string]any{"student_id": me}, 501, 20},
 		{"POST", "/m/sync/push", map[string]any{"student_id": me}, 501, 20},
 	}
@@ -192,7 +194,7 @@ func TestRateLimitSharedAcrossReplicas(t *testing.T) {
 			api = b
 		}
 		res := api.do(t, "GET", path, tok, nil)
-		require.Equal(t, http.StatusNotImplemented, res.Status, "request %d: %s", i, res.Raw)
+		require.Equal(t, http.StatusNotFound, res.Status, "request %d: %s", i, res.Raw)
 		remaining, _ := rateHeaders(t, res, 60)
 		requireRemaining(t, 60-i, remaining, start, "request %d", i)
 	}
@@ -213,11 +215,11 @@ func TestRateLimitKeyIsTheStudent(t *testing.T) {
 
 	for i := 1; i <= 3; i++ {
 		res := api.do(t, "GET", "/m/recommendations/"+s1, svc, nil)
-		require.Equal(t, http.StatusNotImplemented, res.Status, "%s", res.Raw)
+		require.Equal(t, http.StatusNotFound, res.Status, "%s", res.Raw)
 	}
 	requireErrorBody(t, api.do(t, "GET", "/m/recommendations/"+s1, svc, nil), http.StatusTooManyRequests, "RATE_LIMITED")
 	res := api.do(t, "GET", "/m/recommendations/"+s2, svc, nil)
-	require.Equal(t, http.StatusNotImplemented, res.Status, "a second student has a budget of their own: %s", res.Raw)
+	require.Equal(t, http.StatusNotFound, res.Status, "a second student has a budget of their own: %s", res.Raw)
 	remaining, _ := rateHeaders(t, res, 3)
 	assert.Equal(t, 2, remaining)
 
@@ -258,7 +260,7 @@ func TestRateLimitFailOpen(t *testing.T) {
 	start := time.Now()
 	for range 5 {
 		res := api.do(t, "GET", "/m/recommendations/"+me, tok, nil)
-		requireErrorBody(t, res, http.StatusNotImplemented, "NOT_IMPLEMENTED")
+		requireErrorBody(t, res, http.StatusNotFound, "INVALID_STUDENT_ID")
 		assert.Empty(t, res.Header.Get("X-RateLimit-Limit"), "nothing was counted, so no figures are claimed")
 	}
 	res := api.do(t, "POST", "/v2/onboarding/minimal", tok, map[string]any{"name": "Ada", "email": "ada@example.com", "graduation_year": "2027"})

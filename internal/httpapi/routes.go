@@ -17,21 +17,32 @@ func addRoutes(r chi.Router, d Deps) {
 	recs, swipes, batch, def := limit(ratelimit.GroupRecommendations), limit(ratelimit.GroupSwipes),
 		limit(ratelimit.GroupBatch), limit(ratelimit.GroupDefault)
 	todo := notImplemented(d.Log)
+	// The cached compact feed is read in the round trip that counts the
+	// request, when the limiter can pipeline (architecture.md, the hot path).
+	compactLimit := recs
+	if pl, ok := d.Limiter.(PrefetchLimiter); ok {
+		compactLimit = rateLimitPrefetch(d.Log, pl, d.Metrics, ratelimit.GroupRecommendations, d.RateLimits.FailClosed,
+			func(student string) ratelimit.Fetch {
+				key, field := d.Queries.CompactFeedLocation(student)
+				return ratelimit.Fetch{Key: key, Field: field}
+			})
+	}
 
 	r.Group(func(r chi.Router) {
 		r.Use(requireAuth(d.Log, d.Verifier, d.Metrics), actingStudent(d.Log, d.Metrics))
 
-		r.With(recs).Method(http.MethodPost, "/recommendations", todo)
+		r.With(recs).Method(http.MethodPost, "/recommendations", handleRecommendations(d.Log, d.Queries))
 		r.With(recs).Method(http.MethodPost, "/v2/recommendations", todo)
 		r.With(recs).Method(http.MethodPost, "/continuous-feed", todo)
-		r.With(recs).Method(http.MethodGet, "/match/{student_id}/{school_id}", todo)
-		r.With(recs).Method(http.MethodGet, "/m/recommendations/{student_id}", todo)
+		r.With(recs).Method(http.MethodGet, "/match/{student_id}/{school_id}", handleMatchDetail(d.Log, d.Queries))
+		r.With(compactLimit).Method(http.MethodGet, "/m/recommendations/{student_id}",
+			handleCompactRecommendations(d.Log, d.Queries, d.FeedCacheTTL))
 
 		r.With(swipes).Method(http.MethodPost, "/swipe", todo)
 		r.With(swipes).Method(http.MethodPost, "/feedback", todo)
 		r.With(swipes).Method(http.MethodPost, "/v2/onboarding/category-swipe", todo)
 
-		r.With(batch).Method(http.MethodPost, "/m/batch/schools", todo)
+		r.With(batch).Method(http.MethodPost, "/m/batch/schools", handleBatchSchools(d.Log, d.Queries))
 		r.With(batch).Method(http.MethodPost, "/m/sync/pull", todo)
 		r.With(batch).Method(http.MethodPost, "/m/sync/push", todo)
 

@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -30,16 +31,23 @@ type Deps struct {
 	Limiter    Limiter
 	RateLimits config.RateLimits
 	Onboarding Onboarding
-	Health     []HealthCheck
-	CORS       []string // optional
-	Version    string
+	Queries    Queries
+	// FeedCacheTTL is how long clients may cache the compact feed
+	// (Cache-Control max-age); FEED_CACHE_TTL.
+	FeedCacheTTL time.Duration
+	Health       []HealthCheck
+	CORS         []string // optional
+	Version      string
 }
 
 // NewServer builds the public API handler.
 func NewServer(d Deps) http.Handler {
 	switch {
-	case d.Log == nil, d.Metrics == nil, d.Verifier == nil, d.Limiter == nil, d.Onboarding == nil:
+	case d.Log == nil, d.Metrics == nil, d.Verifier == nil, d.Limiter == nil, d.Onboarding == nil, d.Queries == nil:
 		panic("httpapi.NewServer: missing dependency")
+	}
+	if d.FeedCacheTTL <= 0 {
+		d.FeedCacheTTL = 5 * time.Minute
 	}
 	r := chi.NewRouter()
 	r.Use(requestID, observe(d.Log, d.Metrics), recoverer(d.Log, d.Metrics), cors(d.CORS))

@@ -1,0 +1,296 @@
+package cache
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Feed is a student's precomputed, ranked feed: the read model behind
+// POST /recommendations, GET /m/recommendations and the student's side of
+// GET /match. It is written whole and guarded by the versions it was built
+// from (see Feeds.Put).
+type Feed struct {
+	StudentID      string
+	StudentVersion int64 // students.version the feed was built from
+	CatalogVersion int64 // catalogue version the feed was built from
+
+	BuiltAt          time.Time
+	AlgorithmVersion string
+	Phase            string // discovery, refinement or stable
+	TotalSwipes      int
+	TotalCount       int                // schools eligible for the student (the whole ranked list)
+	Weights          map[string]float64 // preference weights the feed was ranked with
+	Profile          []byte             // the scoring view of the profile, opaque here (no name or e-mail)
+
+	Items   []FeedItem // the top of the ranked list, best first
+	Compact Compact    // the compact first page, encoded when the feed was built
+}
+
+// FeedItem is one ranked school. Scores are stored to 1e-4 and distances
+// to 0.1 mile: the precision the API shows, so a value read back is exactly
+// the value that was written when it was already rounded that way.
+type FeedItem struct {
+	SchoolID    uuid.UUID
+	Score       float64 // match_score
+	Academic    float64
+	Financial   float64
+	Campus      float64
+	Outcomes    float64
+	Distance    float64 // miles; negative when unknown
+	Probe       bool
+	Exploration bool
+}
+
+// Compact is a pre-encoded compact page and its strong ETag (quoted).
+type Compact struct {
+	ETag string
+	Body []byte
+}
+
+// ErrNotBuilt means the read model does not exist (never built, expired or
+// invalidated): the caller computes it.
+var ErrNotBuilt = errors.New("read model not built")
+
+// itemSize is the size of one encoded FeedItem: the school's UUID, five
+// scores as uint16 in 1e-4, the distance as uint16 in 0.1 mile
+// (0xFFFF = unknown) and a flags byte.
+const itemSize = 16 + 5*2 + 2 + 1
+
+const (
+	flagProbe       = 1 << 0
+	flagExploration = 1 << 1
+
+	distanceUnknown = math.MaxUint16
+	maxDistance     = (math.MaxUint16 - 1) / 10.0
+)
+
+// headerMagic starts an encoded header; the byte after "F" is the layout.
+var headerMagic = []byte("F1")
+
+// encodeHeader encodes everything but the items and the compact page.
+func encodeHeader(f *Feed) []byte {
+	b := make([]byte, 0, 128+len(f.Profile)+16*len(f.Weights))
+	b = append(b, headerMagic...)
+	b = binary.AppendVarint(b, f.StudentVersion)
+	b = binary.AppendVarint(b, f.CatalogVersion)
+	b = binary.AppendVarint(b, f.BuiltAt.UnixMilli())
+	b = appendString(b, f.AlgorithmVersion)
+	b = appendString(b, f.Phase)
+	b = binary.AppendUvarint(b, uint64(max(f.TotalSwipes, 0)))
+	b = binary.AppendUvarint(b, uint64(max(f.TotalCount, 0)))
+	keys := make([]string, 0, len(f.Weights))
+	for k := range f.Weights {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		b = appendString(b, k)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f.Weights[k]))
+	}
+	b = appendString(b, string(f.Profile))
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decodeHeader fills f from an encoded header.
+func decodeHeader(b []byte, f *Feed) error {
+	if !bytes.HasPrefix(b, headerMagic) {
+		return errors.New("feed header: unknown layout")
+	}
+	d := decoder{b: b[len(headerMagic):]}
+	f.StudentVersion = d.varint()
+	f.CatalogVersion = d.varint()
+	f.BuiltAt = time.UnixMilli(d.varint()).UTC()
+	f.AlgorithmVersion = d.str()
+	f.Phase = d.str()
+	f.TotalSwipes = int(d.uvarint())
+	f.TotalCount = int(d.uvarint())
+	n := d.uvarint()
+	if d.err == nil && n > 64 {
+		d.err = errors.New("too many weights")
+	}
+	f.Weights = make(map[string]float64, n)
+	for range n {
+		k := d.str()
+		f.Weights[k] = math.Float64frombits(d.uint64())
+	}
+	if p := d.str(); p != "" {
+		f.Profile = []byte(p)
+	}
+	if d.err != nil {
+		return fmt.Errorf("feed header: %w", d.err)
+	}
+	return nil
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail() {
+	if d.err == nil {
+		d.err = errors.New("truncated")
+	}
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uint64() uint64 {
+	if len(d.b) < 8 {
+		d.fail()
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) str() string {
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(d.b)) {
+		d.fail()
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+// encodeItems encodes the items as fixed-size records.
+func encodeItems(items []FeedItem) []byte {
+	b := make([]byte, len(items)*itemSize)
+	for i := range items {
+		putItem(b[i*itemSize:(i+1)*itemSize], &items[i])
+	}
+	return b
+}
+
+func putItem(b []byte, it *FeedItem) {
+	copy(b[:16], it.SchoolID[:])
+	for j, v := range [5]float64{it.Score, it.Academic, it.Financial, it.Campus, it.Outcomes} {
+		binary.LittleEndian.PutUint16(b[16+2*j:], unitToFixed(v))
+	}
+	dist := uint16(distanceUnknown)
+	if it.Distance >= 0 && !math.IsNaN(it.Distance) {
+		dist = uint16(math.Round(min(it.Distance, maxDistance) * 10))
+	}
+	binary.LittleEndian.PutUint16(b[26:], dist)
+	var flags byte
+	if it.Probe {
+		flags |= flagProbe
+	}
+	if it.Exploration {
+		flags |= flagExploration
+	}
+	b[28] = flags
+}
+
+// unitToFixed stores a value in [0,1] in units of 1e-4; NaN is 0.
+func unitToFixed(v float64) uint16 {
+	if !(v > 0) {
+		return 0
+	}
+	return uint16(math.Round(min(v, 1) * 1e4))
+}
+
+// decodeItems decodes fixed-size item records.
+func decodeItems(b []byte) ([]FeedItem, error) {
+	if len(b)%itemSize != 0 {
+		return nil, fmt.Errorf("feed items: %d bytes is not a whole number of %d-byte records", len(b), itemSize)
+	}
+	items := make([]FeedItem, len(b)/itemSize)
+	for i := range items {
+		r := b[i*itemSize : (i+1)*itemSize]
+		it := &items[i]
+		copy(it.SchoolID[:], r[:16])
+		vals := [5]*float64{&it.Score, &it.Academic, &it.Financial, &it.Campus, &it.Outcomes}
+		for j, p := range vals {
+			*p = float64(binary.LittleEndian.Uint16(r[16+2*j:])) / 1e4
+		}
+		if d := binary.LittleEndian.Uint16(r[26:]); d == distanceUnknown {
+			it.Distance = -1
+		} else {
+			it.Distance = float64(d) / 10
+		}
+		it.Probe = r[28]&flagProbe != 0
+		it.Exploration = r[28]&flagExploration != 0
+	}
+	return items, nil
+}
+
+// encodeCompact is the stored compact value: a header line with what a
+// reader checks before serving it (the catalogue and algorithm versions it
+// was built with, and the ETag), then the body.
+func encodeCompact(f *Feed) []byte {
+	head := strconv.FormatInt(f.CatalogVersion, 10) + " " + f.AlgorithmVersion + " " + f.Compact.ETag + "\n"
+	b := make([]byte, 0, len(head)+len(f.Compact.Body))
+	return append(append(b, head...), f.Compact.Body...)
+}
+
+// StoredCompact is a compact page as read back from Redis.
+type StoredCompact struct {
+	CatalogVersion   int64
+	AlgorithmVersion string
+	Compact
+}
+
+// ParseCompact reads a stored compact value (the FieldCompact field of
+// FeedKey). The body aliases raw.
+func ParseCompact(raw []byte) (StoredCompact, error) {
+	var out StoredCompact
+	nl := bytes.IndexByte(raw, '\n')
+	if nl < 0 {
+		return out, errors.New("compact feed: no header line")
+	}
+	head := raw[:nl]
+	sp1 := bytes.IndexByte(head, ' ')
+	if sp1 < 0 {
+		return out, errors.New("compact feed: malformed header")
+	}
+	rest := head[sp1+1:]
+	sp2 := bytes.IndexByte(rest, ' ')
+	if sp2 < 0 {
+		return out, errors.New("compact feed: malformed header")
+	}
+	cv, err := strconv.ParseInt(string(head[:sp1]), 10, 64)
+	if err != nil {
+		return out, fmt.Errorf("compact feed: catalogue version: %w", err)
+	}
+	out.CatalogVersion = cv
+	out.AlgorithmVersion = string(rest[:sp2])
+	out.ETag = string(rest[sp2+1:])
+	out.Body = raw[nl+1:]
+	return out, nil
+}

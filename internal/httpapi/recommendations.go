@@ -1,0 +1,202 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/query"
+)
+
+// Queries is the read side (query.Service).
+type Queries interface {
+	Recommendations(ctx context.Context, studentID string, limit, offset int) (query.RecommendationsPage, error)
+	MatchDetail(ctx context.Context, studentID, schoolID string) (query.MatchDetailView, error)
+	CompactFeedLocation(studentID string) (key, field string)
+	CompactFeed(ctx context.Context, studentID string, pf query.Prefetched) (query.CompactPage, error)
+	Schools(ctx context.Context, ids []string) query.BatchSchools
+}
+
+// Paging of POST /recommendations (decisions.md).
+const (
+	defaultLimit = 20
+	maxLimit     = 100
+)
+
+// recommendationsRequest is the body of POST /recommendations. Numbers are
+// kept raw so that each problem is reported against its field.
+type recommendationsRequest struct {
+	StudentID json.RawMessage `json:"student_id"`
+	Limit     json.RawMessage `json:"limit"`
+	Offset    json.RawMessage `json:"offset"`
+}
+
+func (q recommendationsRequest) Valid() map[string]string {
+	problems := map[string]string{}
+	var id string
+	switch {
+	case len(q.StudentID) == 0 || string(q.StudentID) == "null":
+		problems["student_id"] = "is required"
+	case json.Unmarshal(q.StudentID, &id) != nil || !isUUID(id):
+		problems["student_id"] = "must be a UUID"
+	}
+	if _, p := intField(q.Limit, 1, maxLimit, defaultLimit); p != "" {
+		problems["limit"] = p
+	}
+	if _, p := intField(q.Offset, 0, math.MaxInt32, 0); p != "" {
+		problems["offset"] = p
+	}
+	return problems
+}
+
+// intField reads an optional integer in [lo, hi]; absent gives def. The
+// problem is empty when the value is acceptable.
+func intField(raw json.RawMessage, lo, hi, def int) (int, string) {
+	if len(raw) == 0 {
+		return def, ""
+	}
+	want := "must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)
+	if hi == math.MaxInt32 {
+		want = "must be an integer, " + strconv.Itoa(lo) + " or more"
+	}
+	var f float64
+	if string(raw) == "null" || json.Unmarshal(raw, &f) != nil || f != math.Trunc(f) ||
+		f < float64(lo) || f > float64(hi) {
+		return 0, want
+	}
+	return int(f), ""
+}
+
+// handleRecommendations answers POST /recommendations: one page of the
+// student's ranked feed in the union envelope of decisions.md.
+func handleRecommendations(log *slog.Logger, q Queries) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode[recommendationsRequest](r)
+		if err != nil {
+			respondErr(w, r, log, err)
+			return
+		}
+		limit, _ := intField(req.Limit, 1, maxLimit, defaultLimit)
+		offset, _ := intField(req.Offset, 0, math.MaxInt32, 0)
+		page, err := q.Recommendations(r.Context(), studentFrom(r.Context()), limit, offset)
+		if err != nil {
+			respondErr(w, r, log, err)
+			return
+		}
+		encode(w, http.StatusOK, page)
+	})
+}
+
+// handleMatchDetail answers GET /match/{student_id}/{school_id}.
+func handleMatchDetail(log *slog.Logger, q Queries) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		school := chi.URLParam(r, "school_id")
+		if !isUUID(school) {
+			respondErr(w, r, log, domain.Invalid("school_id must be a UUID", map[string]string{"school_id": "must be a UUID"}))
+			return
+		}
+		d, err := q.MatchDetail(r.Context(), studentFrom(r.Context()), strings.ToLower(school))
+		if err != nil {
+			respondErr(w, r, log, err)
+			return
+		}
+		encode(w, http.StatusOK, d)
+	})
+}
+
+// handleCompactRecommendations answers GET /m/recommendations/{student_id}
+// with the stored bytes of the compact first page: no JSON is encoded on a
+// cached read. The value may already have been read with the rate-limit
+// count (rateLimitPrefetch).
+func handleCompactRecommendations(log *slog.Logger, q Queries, ttl time.Duration) http.Handler {
+	cacheControl := "private, max-age=" + strconv.Itoa(int(ttl.Seconds()))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pf := prefetchedFrom(r.Context())
+		page, err := q.CompactFeed(r.Context(), studentFrom(r.Context()),
+			query.Prefetched{Done: pf.Done, Found: pf.Found, Raw: pf.Value})
+		if err != nil {
+			respondErr(w, r, log, err)
+			return
+		}
+		h := w.Header()
+		h.Set("ETag", page.ETag)
+		h.Set("Cache-Control", cacheControl)
+		if etagMatches(r.Header.Get("If-None-Match"), page.ETag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		writeJSON(w, http.StatusOK, page.Body)
+	})
+}
+
+// etagMatches applies If-None-Match (RFC 9110 13.1.2): "*" matches any
+// current representation; otherwise a comma-separated list of entity tags
+// compared weakly (W/"x" matches "x").
+func etagMatches(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	if strings.TrimSpace(header) == "*" {
+		return true
+	}
+	etag = strings.TrimPrefix(etag, "W/")
+	for part := range strings.SplitSeq(header, ",") {
+		if strings.TrimPrefix(strings.TrimSpace(part), "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// maxBatchSchools is the most ids POST /m/batch/schools takes (decisions.md).
+const maxBatchSchools = 100
+
+// batchSchoolsRequest is the body of POST /m/batch/schools.
+type batchSchoolsRequest struct {
+	SchoolIDs []json.RawMessage `json:"school_ids"`
+}
+
+func (q batchSchoolsRequest) Valid() map[string]string {
+	problems := map[string]string{}
+	switch {
+	case q.SchoolIDs == nil:
+		problems["school_ids"] = "is required"
+	case len(q.SchoolIDs) > maxBatchSchools:
+		problems["school_ids"] = "must have at most " + strconv.Itoa(maxBatchSchools) + " entries"
+	default:
+		for i, raw := range q.SchoolIDs {
+			var id string
+			if json.Unmarshal(raw, &id) != nil || !isUUID(id) {
+				problems["school_ids["+strconv.Itoa(i)+"]"] = "must be a UUID"
+			}
+		}
+	}
+	return problems
+}
+
+// handleBatchSchools answers POST /m/batch/schools from the in-memory
+// catalogue: compact records in request order, duplicates once, and the
+// ids not served in missing.
+func handleBatchSchools(log *slog.Logger, q Queries) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode[batchSchoolsRequest](r)
+		if err != nil {
+			respondErr(w, r, log, err)
+			return
+		}
+		ids := make([]string, len(req.SchoolIDs))
+		for i, raw := range req.SchoolIDs {
+			_ = json.Unmarshal(raw, &ids[i]) // checked by Valid
+			ids[i] = strings.ToLower(ids[i])
+		}
+		encode(w, http.StatusOK, q.Schools(r.Context(), ids))
+	})
+}

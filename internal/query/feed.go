@@ -1,0 +1,138 @@
+package query
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"math"
+	"time"
+
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/match"
+)
+
+// Feed sizes.
+const (
+	// DefaultFeedSize is how many ranked items a stored feed keeps: pages
+	// within them are served from Redis, deeper pages are ranked per request.
+	DefaultFeedSize = 1000
+	// CompactPageSize is how many items GET /m/recommendations returns: the
+	// first page of the feed, the default limit of POST /recommendations.
+	CompactPageSize = 20
+)
+
+// FeedInput is everything a feed is built from.
+type FeedInput struct {
+	StudentID      string
+	StudentVersion int64
+	Profile        match.Profile
+	Weights        match.Weights
+	TotalSwipes    int
+	Catalog        *Catalog
+	Size           int // items kept; DefaultFeedSize when 0
+	Now            time.Time
+}
+
+// BuildFeed ranks the catalogue for the student, assembles the feed and
+// encodes its compact first page. It is pure apart from reusing scratch
+// (Rank's buffer, returned for the next call).
+//
+// Scores are rounded to 4 decimals and distances to 0.1 mile here, once:
+// the stored feed, the compact page and every response show the same
+// rounded value, and the compact score s and every grade are derived from
+// it, so s = round(match_score * 100) holds for what a client sees.
+func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored) {
+	size := in.Size
+	if size <= 0 {
+		size = DefaultFeedSize
+	}
+	cat := in.Catalog
+	ranked := match.Rank(scratch, in.Profile, in.Weights, cat.Catalog)
+	phase := PhaseFor(in.TotalSwipes)
+	slots := Assemble(AssembleInput{
+		Ranked: ranked, Catalog: cat.Catalog, Profile: in.Profile, Weights: in.Weights,
+		Phase: phase, TotalSwipes: in.TotalSwipes, Seed: FeedSeed(in.StudentID, in.TotalSwipes), Size: size,
+	}, make([]Slot, 0, min(size, cat.Len())))
+
+	profile, _ := json.Marshal(in.Profile) // plain numbers and strings: cannot fail
+	f := cache.Feed{
+		StudentID:        in.StudentID,
+		StudentVersion:   in.StudentVersion,
+		CatalogVersion:   cat.Version,
+		BuiltAt:          in.Now,
+		AlgorithmVersion: match.AlgorithmVersion,
+		Phase:            phase,
+		TotalSwipes:      in.TotalSwipes,
+		TotalCount:       cat.Len(),
+		Weights:          in.Weights.Sanitize().Map(),
+		Profile:          profile,
+		Items:            feedItems(cat, slots),
+	}
+	n := min(CompactPageSize, len(slots))
+	f.Compact = encodeCompactPage(cat, slots[:n], f.Items[:n])
+	return f, ranked
+}
+
+// feedItems turns assembled slots into stored items, rounded for display.
+func feedItems(cat *Catalog, slots []Slot) []cache.FeedItem {
+	items := make([]cache.FeedItem, len(slots))
+	for i, s := range slots {
+		items[i] = cache.FeedItem{
+			SchoolID: cat.ids[s.Index],
+			Score:    round4(s.Score), Academic: round4(s.Academic), Financial: round4(s.Financial),
+			Campus: round4(s.Campus), Outcomes: round4(s.Outcomes),
+			Distance:    roundMiles(s.Distance),
+			Probe:       s.Probe,
+			Exploration: s.Exploration,
+		}
+	}
+	return items
+}
+
+// round4 rounds a score to the 4 decimals the API shows.
+func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }
+
+// roundMiles rounds a distance to 0.1 mile; unknown (negative) stays -1.
+func roundMiles(d float64) float64 {
+	if d < 0 || math.IsNaN(d) {
+		return -1
+	}
+	return math.Round(d*10) / 10
+}
+
+// compactItem is one item of GET /m/recommendations.
+type compactItem struct {
+	I  string `json:"i"`
+	N  string `json:"n"`
+	S  int    `json:"s"`
+	G  string `json:"g"`
+	C  string `json:"c"`
+	St string `json:"st"`
+	P  bool   `json:"p,omitempty"`
+}
+
+// encodeCompactPage encodes {"r":[...]} for the first slots (items are
+// the same positions, rounded) and its strong ETag, a digest of the body:
+// it changes exactly when the body does.
+func encodeCompactPage(cat *Catalog, slots []Slot, items []cache.FeedItem) cache.Compact {
+	page := struct {
+		R []compactItem `json:"r"`
+	}{R: make([]compactItem, 0, len(items))}
+	for i, it := range items {
+		s := &cat.Schools[slots[i].Index]
+		page.R = append(page.R, compactItem{
+			I: s.ID, N: s.Name, S: match.Percent(it.Score), G: match.Grade(it.Score), C: s.City, St: s.State, P: it.Probe,
+		})
+	}
+	body, _ := json.Marshal(page) // strings and numbers: cannot fail
+	return cache.Compact{ETag: etagOf(body), Body: body}
+}
+
+// etagOf is a strong ETag: 128 bits of the body's SHA-256, base64url.
+func etagOf(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
+}
+
+// CompactPage is a pre-encoded compact page with its ETag.
+type CompactPage = cache.Compact

@@ -1,0 +1,446 @@
+// Package query is the read side: recommendations, the compact mobile
+// feed, match detail and compact school records. It serves students'
+// precomputed feeds from Redis and the school catalogue from memory; a
+// missing feed is built inline from PostgreSQL with the pure core
+// (internal/match) and stored for the next read.
+//
+// It depends on the read-model types of internal/cache (the stored feed
+// document), never on a Redis or PostgreSQL client: cmd/api passes the
+// implementations of the interfaces declared here.
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/match"
+)
+
+// StudentState is a student as the read side loads it from the store.
+type StudentState struct {
+	Student domain.Student
+	Version int64              // students.version
+	Weights map[string]float64 // learned preference weights; nil before any learning
+}
+
+// Students is what the read side needs from PostgreSQL.
+type Students interface {
+	// StudentState loads a student; INVALID_STUDENT_ID when unknown.
+	StudentState(ctx context.Context, id string) (StudentState, error)
+	// StudentVersion is the current version of a student's state.
+	StudentVersion(ctx context.Context, id string) (int64, error)
+}
+
+// FeedStore holds students' precomputed feeds (implemented by cache.Feeds).
+// Reads return cache.ErrNotBuilt when there is no feed.
+type FeedStore interface {
+	Feed(ctx context.Context, studentID string) (cache.Feed, error)
+	Header(ctx context.Context, studentID string) (cache.Feed, error)
+	CompactRaw(ctx context.Context, studentID string) ([]byte, error)
+	Put(ctx context.Context, f cache.Feed) (bool, error)
+	Invalidate(ctx context.Context, studentID string, version int64) error
+	Delete(ctx context.Context, studentID string) error
+	CompactLocation(studentID string) (key, field string)
+}
+
+// Catalogs gives the catalogue currently held (CatalogHolder).
+type Catalogs interface {
+	Current() *Catalog
+}
+
+// Config is what New needs. Every field is required unless marked.
+type Config struct {
+	Students Students
+	Feeds    FeedStore
+	Catalogs Catalogs
+	Log      *slog.Logger
+	Metrics  *Metrics
+	FeedSize int              // items a stored feed keeps; optional, DefaultFeedSize
+	Now      func() time.Time // optional, time.Now
+}
+
+// Service answers the read side's queries.
+type Service struct {
+	students Students
+	feeds    FeedStore
+	catalogs Catalogs
+	log      *slog.Logger
+	m        *Metrics
+	size     int
+	now      func() time.Time
+
+	builds  singleflight.Group // one build per student at a time
+	scratch sync.Pool          // *[]match.Scored, Rank's buffer
+}
+
+// New builds the query service.
+func New(c Config) *Service {
+	if c.Students == nil || c.Feeds == nil || c.Catalogs == nil || c.Log == nil || c.Metrics == nil {
+		panic("query.New: missing dependency")
+	}
+	if c.FeedSize <= 0 {
+		c.FeedSize = DefaultFeedSize
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return &Service{students: c.Students, feeds: c.Feeds, catalogs: c.Catalogs, log: c.Log, m: c.Metrics,
+		size: c.FeedSize, now: c.Now}
+}
+
+// buildTimeout bounds one inline build (load, rank, store), which runs on
+// behalf of every request waiting for it, whichever of them gives up.
+const buildTimeout = 10 * time.Second
+
+// feedState is a feed with the profile and weights it was built from.
+type feedState struct {
+	feed    cache.Feed
+	profile match.Profile
+	weights match.Weights
+}
+
+// MissingProfile is 422 MISSING_PROFILE for an incomplete profile.
+func MissingProfile(studentID string, missing []string) error {
+	return &domain.Error{Kind: domain.KindUnprocessable, Code: domain.CodeMissingProfile,
+		Message: fmt.Sprintf("the student's profile is incomplete; missing: %v", missing),
+		Details: map[string]any{"missing": missing, "student_id": studentID}}
+}
+
+// weightsFor is the student's learned weights, else the profile's seed.
+func weightsFor(st StudentState, p match.Profile) match.Weights {
+	if st.Weights != nil {
+		return match.WeightsFromMap(st.Weights)
+	}
+	return match.SeedWeights(p)
+}
+
+// fresh reports whether a stored feed was built from the catalogue and
+// scoring now in use.
+func fresh(catalogVersion int64, algorithm string, cat *Catalog) bool {
+	return catalogVersion == cat.Version && algorithm == match.AlgorithmVersion
+}
+
+// cacheErr records a failed cache read; it logs only the call that found
+// Redis failing, not every request served while it stays down.
+func (s *Service) cacheErr(ctx context.Context, endpoint, studentID string, err error) {
+	s.m.FeedReads.WithLabelValues(endpoint, "error").Inc()
+	if !errors.Is(err, cache.ErrUnavailable) {
+		s.log.WarnContext(ctx, "feed cache unavailable, computing inline", "endpoint", endpoint,
+			"student_id", studentID, "err", err)
+	}
+}
+
+// cachedFeed returns the student's stored feed when it is there and fresh.
+func (s *Service) cachedFeed(ctx context.Context, endpoint, studentID string, cat *Catalog) (*feedState, bool) {
+	f, err := s.feeds.Feed(ctx, studentID)
+	switch {
+	case errors.Is(err, cache.ErrNotBuilt):
+		s.m.FeedReads.WithLabelValues(endpoint, "miss").Inc()
+		return nil, false
+	case err != nil:
+		s.cacheErr(ctx, endpoint, studentID, err)
+		return nil, false
+	case !fresh(f.CatalogVersion, f.AlgorithmVersion, cat):
+		s.m.FeedReads.WithLabelValues(endpoint, "stale").Inc()
+		return nil, false
+	}
+	var p match.Profile
+	if err := json.Unmarshal(f.Profile, &p); err != nil {
+		s.m.FeedReads.WithLabelValues(endpoint, "stale").Inc()
+		return nil, false
+	}
+	s.m.FeedReads.WithLabelValues(endpoint, "hit").Inc()
+	return &feedState{feed: f, profile: p, weights: match.WeightsFromMap(f.Weights)}, true
+}
+
+// build loads the student, builds the feed on cat and stores it (best
+// effort). Concurrent builds for one student share one run.
+func (s *Service) build(ctx context.Context, studentID string, cat *Catalog) (*feedState, error) {
+	v, err, _ := s.builds.Do(studentID, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), buildTimeout)
+		defer cancel()
+		st, err := s.students.StudentState(ctx, studentID)
+		if err != nil {
+			return nil, err
+		}
+		if missing := st.Student.Missing(); len(missing) > 0 {
+			return nil, MissingProfile(studentID, missing)
+		}
+		p := match.NewProfile(st.Student)
+		fs := &feedState{profile: p, weights: weightsFor(st, p)}
+
+		start := time.Now()
+		scratch := s.getScratch()
+		fs.feed, scratch = BuildFeed(FeedInput{
+			StudentID: studentID, StudentVersion: st.Version, Profile: p, Weights: fs.weights,
+			TotalSwipes: st.Student.SwipeCount, Catalog: cat, Size: s.size, Now: s.now(),
+		}, scratch)
+		s.putScratch(scratch)
+		s.m.FeedBuilds.Observe(time.Since(start).Seconds())
+
+		s.store(ctx, fs.feed)
+		return fs, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*feedState), nil
+}
+
+// store writes a built feed; a failure only costs the next read a rebuild.
+func (s *Service) store(ctx context.Context, f cache.Feed) {
+	stored, err := s.feeds.Put(ctx, f)
+	switch {
+	case err != nil:
+		s.m.FeedWrites.WithLabelValues("error").Inc()
+		if !errors.Is(err, cache.ErrUnavailable) {
+			s.log.WarnContext(ctx, "feed not stored", "student_id", f.StudentID, "err", err)
+		}
+	case stored:
+		s.m.FeedWrites.WithLabelValues("stored").Inc()
+	default:
+		s.m.FeedWrites.WithLabelValues("kept_newer").Inc()
+	}
+}
+
+func (s *Service) getScratch() []match.Scored {
+	if p, ok := s.scratch.Get().(*[]match.Scored); ok {
+		return *p
+	}
+	return nil
+}
+
+func (s *Service) putScratch(b []match.Scored) { s.scratch.Put(&b) }
+
+// Recommendations is one page of the student's ranked feed (POST
+// /recommendations). limit and offset are validated by the caller.
+func (s *Service) Recommendations(ctx context.Context, studentID string, limit, offset int) (RecommendationsPage, error) {
+	cat := s.catalogs.Current()
+	fs, ok := s.cachedFeed(ctx, "recommendations", studentID, cat)
+	for attempt := 0; ; attempt++ {
+		if !ok {
+			var err error
+			if fs, err = s.build(ctx, studentID, cat); err != nil {
+				return RecommendationsPage{}, err
+			}
+		}
+		recs, complete := s.page(studentID, fs, cat, limit, offset)
+		if complete || attempt > 0 {
+			f := &fs.feed
+			return RecommendationsPage{
+				Recommendations: recs,
+				Metadata: Metadata{TotalCount: f.TotalCount, LearningPhase: f.Phase,
+					AlgorithmVersion: f.AlgorithmVersion},
+				LearningState: LearningState{Phase: f.Phase, Progress: round4(Progress(f.TotalSwipes)),
+					PreferenceWeights: roundWeights(f.Weights)},
+				TotalSwipes: f.TotalSwipes,
+			}, nil
+		}
+		// A stored feed named a school this catalogue does not hold (another
+		// replica loaded a newer catalogue first): build on this one.
+		ok = false
+	}
+}
+
+// page renders items [offset, offset+limit) of the feed; complete is false
+// when a stored item's school is not in cat.
+func (s *Service) page(studentID string, fs *feedState, cat *Catalog, limit, offset int) (recs []Recommendation, complete bool) {
+	items := fs.feed.Items
+	end := offset + limit
+	if end > len(items) && len(items) < fs.feed.TotalCount && offset < fs.feed.TotalCount {
+		items = s.deeper(studentID, fs, cat, min(end, fs.feed.TotalCount))
+	}
+	page := items[min(offset, len(items)):min(end, len(items))]
+	recs = make([]Recommendation, 0, len(page))
+	for _, it := range page {
+		idx, ok := cat.Index(it.SchoolID.String())
+		if !ok {
+			return recs, false
+		}
+		recs = append(recs, recommendation(cat, fs.profile, fs.weights, idx, it))
+	}
+	return recs, true
+}
+
+// deeper ranks the feed past the stored items, to n items: the same
+// ranking and assembly as the stored feed, which is a prefix of it.
+func (s *Service) deeper(studentID string, fs *feedState, cat *Catalog, n int) []cache.FeedItem {
+	scratch := s.getScratch()
+	ranked := match.Rank(scratch, fs.profile, fs.weights, cat.Catalog)
+	swipes := fs.feed.TotalSwipes
+	slots := Assemble(AssembleInput{
+		Ranked: ranked, Catalog: cat.Catalog, Profile: fs.profile, Weights: fs.weights,
+		Phase: PhaseFor(swipes), TotalSwipes: swipes, Seed: FeedSeed(studentID, swipes), Size: n,
+	}, make([]Slot, 0, n))
+	items := feedItems(cat, slots)
+	s.putScratch(ranked)
+	return items
+}
+
+// Prefetched is a compact feed value read before the query was called (in
+// the same Redis round trip as the rate-limit count).
+type Prefetched struct {
+	Done  bool   // the read answered; when false, CompactFeed reads Redis itself
+	Found bool   // a value was there
+	Raw   []byte // the stored value when Found
+}
+
+// CompactFeedLocation is the Redis hash and field holding a student's
+// compact feed, for a caller that prefetches it.
+func (s *Service) CompactFeedLocation(studentID string) (key, field string) {
+	return s.feeds.CompactLocation(studentID)
+}
+
+// CompactFeed is the compact first page of the student's feed (GET
+// /m/recommendations), as stored bytes and their ETag. A fresh stored page
+// is returned without touching PostgreSQL or re-encoding anything.
+func (s *Service) CompactFeed(ctx context.Context, studentID string, pf Prefetched) (CompactPage, error) {
+	cat := s.catalogs.Current()
+	raw, found := pf.Raw, pf.Found
+	if !pf.Done {
+		r, err := s.feeds.CompactRaw(ctx, studentID)
+		switch {
+		case err == nil:
+			raw, found = r, true
+		case !errors.Is(err, cache.ErrNotBuilt):
+			s.cacheErr(ctx, "compact", studentID, err)
+			return s.compactBuild(ctx, studentID, cat)
+		}
+	}
+	if !found {
+		s.m.FeedReads.WithLabelValues("compact", "miss").Inc()
+		return s.compactBuild(ctx, studentID, cat)
+	}
+	c, err := cache.ParseCompact(raw)
+	if err != nil || !fresh(c.CatalogVersion, c.AlgorithmVersion, cat) {
+		s.m.FeedReads.WithLabelValues("compact", "stale").Inc()
+		return s.compactBuild(ctx, studentID, cat)
+	}
+	s.m.FeedReads.WithLabelValues("compact", "hit").Inc()
+	return c.Compact, nil
+}
+
+func (s *Service) compactBuild(ctx context.Context, studentID string, cat *Catalog) (CompactPage, error) {
+	fs, err := s.build(ctx, studentID, cat)
+	if err != nil {
+		return cache.Compact{}, err
+	}
+	return fs.feed.Compact, nil
+}
+
+// MatchDetail is the full breakdown of one student-school pair (GET
+// /match/{student_id}/{school_id}). The student's profile and weights come
+// from their stored feed when there is one, else from PostgreSQL; an
+// incomplete profile still gets a detail, in which what the student has
+// not given scores neutral and lowers confidence, and missing says what.
+func (s *Service) MatchDetail(ctx context.Context, studentID, schoolID string) (MatchDetailView, error) {
+	cat := s.catalogs.Current()
+	var (
+		p       match.Profile
+		w       match.Weights
+		missing = []string{}
+		loaded  bool
+	)
+	h, err := s.feeds.Header(ctx, studentID)
+	switch {
+	case err == nil:
+		if json.Unmarshal(h.Profile, &p) == nil {
+			s.m.FeedReads.WithLabelValues("match", "hit").Inc()
+			w, loaded = match.WeightsFromMap(h.Weights), true
+		} else {
+			s.m.FeedReads.WithLabelValues("match", "stale").Inc()
+		}
+	case errors.Is(err, cache.ErrNotBuilt):
+		s.m.FeedReads.WithLabelValues("match", "miss").Inc()
+	default:
+		s.cacheErr(ctx, "match", studentID, err)
+	}
+	if !loaded {
+		st, err := s.students.StudentState(ctx, studentID)
+		if err != nil {
+			return MatchDetailView{}, err
+		}
+		p = match.NewProfile(st.Student)
+		w = weightsFor(st, p)
+		missing = st.Student.Missing()
+	}
+	idx, ok := cat.School(schoolID)
+	if !ok {
+		return MatchDetailView{}, domain.SchoolNotFound(schoolID)
+	}
+	d := match.Detail(p, w, cat.Catalog, idx)
+	score := round4(d.OverallScore)
+	return MatchDetailView{
+		StudentID:    studentID,
+		SchoolID:     cat.Schools[idx].ID,
+		OverallScore: score,
+		Grade:        match.Grade(score),
+		Components: DetailComponents{
+			Academic: detailComponent(d.Components.Academic), Financial: detailComponent(d.Components.Financial),
+			Campus: detailComponent(d.Components.Campus), Outcomes: detailComponent(d.Components.Outcomes),
+		},
+		Explanation:      d.Explanation,
+		MatchReasons:     d.Reasons,
+		AdmissionBand:    d.AdmissionBand,
+		NetPrice:         netPriceView(d.NetPrice),
+		Distance:         distancePtr(roundMiles(d.Distance)),
+		MatchedMajors:    majorNames(d.MatchedMajors),
+		Confidence:       round4(d.Confidence),
+		Missing:          missing,
+		School:           schoolView(cat, p, idx),
+		AlgorithmVersion: match.AlgorithmVersion,
+	}, nil
+}
+
+// Schools returns the active schools among ids in compact form, in the
+// order given, and the ids not served (unknown or inactive) in missing.
+// ids must be UUIDs; duplicates (in any letter case) are returned once.
+func (s *Service) Schools(_ context.Context, ids []string) BatchSchools {
+	cat := s.catalogs.Current()
+	out := BatchSchools{R: make([]CompactSchool, 0, len(ids)), Missing: []string{}}
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		idx, ok := cat.School(id)
+		key := id
+		if ok {
+			key = cat.Schools[idx].ID
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		if ok {
+			out.R = append(out.R, compactSchool(cat, idx))
+		} else {
+			out.Missing = append(out.Missing, id)
+		}
+	}
+	return out
+}
+
+// InvalidateFeed drops a student's stored feed after their profile changed,
+// leaving a tombstone with the new version so that a build started before
+// the change cannot store its stale result. Best effort: a failure is
+// logged, and the feed's TTL bounds how long it can be served.
+func (s *Service) InvalidateFeed(ctx context.Context, studentID string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	v, err := s.students.StudentVersion(ctx, studentID)
+	if err == nil {
+		err = s.feeds.Invalidate(ctx, studentID, v)
+	} else {
+		err = errors.Join(err, s.feeds.Delete(ctx, studentID))
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "feed not invalidated; it expires with its TTL", "student_id", studentID, "err", err)
+	}
+}
