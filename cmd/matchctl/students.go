@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/store"
+)
+
+func init() {
+	register("students", command{
+		usage: "students export|delete ID [--yes]",
+		help: "export a student's stored data as JSON, or erase their personal data and Redis read models " +
+			"(docs/onboarding.md); delete needs --yes when stdin is not a terminal, and if Redis is unreachable " +
+			"it still erases, warns and exits 0: read models then expire by TTL, and running delete again drops them",
+		run: runStudents,
+	})
+}
+
+// redisPurgeTimeout bounds the Redis part of a deletion.
+const redisPurgeTimeout = 30 * time.Second
+
+func runStudents(ctx context.Context, e env, args []string) error {
+	if len(args) == 0 {
+		return usageErr("missing subcommand: export or delete")
+	}
+	sub, rest := args[0], args[1:]
+	var (
+		ids []string
+		yes bool
+	)
+	for _, a := range rest {
+		switch {
+		case a == "--yes" || a == "-yes" || a == "-y":
+			if sub != "delete" {
+				return usageErr("%s takes no flags", sub)
+			}
+			yes = true
+		case strings.HasPrefix(a, "-"):
+			return usageErr("unknown flag %s", a)
+		default:
+			ids = append(ids, a)
+		}
+	}
+	if sub != "export" && sub != "delete" {
+		return usageErr("unknown subcommand %q: use export or delete", sub)
+	}
+	if len(ids) != 1 {
+		return usageErr("%s needs exactly one student ID", sub)
+	}
+	parsed, err := uuid.Parse(ids[0])
+	if err != nil {
+		return usageErr("student ID %q is not a UUID", ids[0])
+	}
+	id := parsed.String() // lower case, as every key and row holds it
+
+	if sub == "delete" && !yes {
+		if err := confirmDelete(e, id); err != nil {
+			return err
+		}
+	}
+
+	pool, err := store.Open(ctx, e.cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	st := store.New(pool)
+
+	if sub == "export" {
+		return exportStudent(ctx, e, st, id)
+	}
+	return deleteStudent(ctx, e, st, id)
+}
+
+// confirmDelete asks on the terminal; without one, --yes is required.
+func confirmDelete(e env, id string) error {
+	if !isTerminal(os.Stdin) {
+		return usageErr("--yes is required when stdin is not a terminal")
+	}
+	fmt.Fprintf(e.stderr, "Erase the personal data of student %s? This cannot be undone. Type yes to confirm: ", id)
+	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read confirmation: %w", err)
+	}
+	if strings.TrimSpace(strings.ToLower(line)) != "yes" {
+		return errors.New("not confirmed; nothing was erased")
+	}
+	return nil
+}
+
+// isTerminal reports whether f is a terminal: a character device other
+// than the null device (which is what cron, systemd and containers started
+// without a TTY give as stdin). Pipes and files are not terminals.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(fi, null)
+}
+
+func exportStudent(ctx context.Context, e env, st *store.Store, id string) error {
+	ex, err := st.ExportStudent(ctx, id)
+	if err != nil {
+		return studentErr(err, id)
+	}
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(ex)
+}
+
+func deleteStudent(ctx context.Context, e env, st *store.Store, id string) error {
+	er, err := st.DeleteStudent(ctx, id)
+	if err != nil {
+		return studentErr(err, id)
+	}
+	w := e.stdout
+	if er.AlreadyErased {
+		fmt.Fprintf(w, "student %s was already erased on %s; erased again\n", id, er.ErasedAt.UTC().Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(w, "erased the personal data of student %s at %s\n", id, er.ErasedAt.UTC().Format(time.RFC3339))
+	}
+	fields := "none left"
+	if len(er.ProfileFields) > 0 {
+		fields = strings.Join(er.ProfileFields, ", ")
+	}
+	fmt.Fprintf(w, "  profile fields erased: %s\n", fields)
+	fmt.Fprintf(w, "  feedback comments erased: %d\n", er.FeedbackComments)
+	fmt.Fprintf(w, "  stored swipe responses erased: %d\n", er.SwipeResponses)
+	fmt.Fprintf(w, "  learned model deleted: %s\n", yesNo(er.LearningState))
+	fmt.Fprintf(w, "  outbox events reduced to ids: %d\n", er.OutboxEvents)
+	fmt.Fprintf(w, "  kept without personal data: %d swipes, %d feedback reasons, %d category preferences\n",
+		er.SwipesKept, er.FeedbackKept, er.CategoryPreferencesKept)
+
+	n, err := dropStudentKeys(ctx, e.cfg.RedisURL, id)
+	if err != nil {
+		fmt.Fprintf(w, "  redis: not reachable (%v); the student's cached read models were not dropped and expire by their TTL; "+
+			"run this command again to drop them now\n", err)
+		fmt.Fprintf(e.stderr, "matchctl students: warning: Redis unreachable, read models of %s not dropped (they expire by TTL)\n", id)
+		return nil
+	}
+	fmt.Fprintf(w, "  redis: dropped %d read-model keys tagged {student:%s}\n", n, id)
+	return nil
+}
+
+// dropStudentKeys unlinks every Redis key of the student: each per-student
+// key of the service (feeds, cooldowns, rate limits) carries the hash tag
+// {student:<id>}.
+func dropStudentKeys(ctx context.Context, redisURL, id string) (int, error) {
+	rdb, err := cache.Open(redisURL)
+	if err != nil {
+		return 0, err
+	}
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(ctx, redisPurgeTimeout)
+	defer cancel()
+	return unlinkMatching(ctx, rdb, "*{student:"+id+"}*")
+}
+
+func unlinkMatching(ctx context.Context, rdb *redis.Client, pattern string) (int, error) {
+	var (
+		cursor uint64
+		n      int
+	)
+	for {
+		keys, next, err := rdb.Scan(ctx, cursor, pattern, 1000).Result()
+		if err != nil {
+			return n, err
+		}
+		if len(keys) > 0 {
+			removed, err := rdb.Unlink(ctx, keys...).Result()
+			if err != nil {
+				return n, err
+			}
+			n += int(removed)
+		}
+		if cursor = next; cursor == 0 {
+			return n, nil
+		}
+	}
+}
+
+// studentErr turns an unknown student into a message that names the id.
+func studentErr(err error, id string) error {
+	var de *domain.Error
+	if errors.As(err, &de) && de.Code == domain.CodeInvalidStudentID {
+		return fmt.Errorf("student %s not found", id)
+	}
+	return err
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

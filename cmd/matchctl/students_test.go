@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/catalog"
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/testutil"
+)
+
+// studentsEnv is a database with two students and a Redis DB holding
+// per-student keys of both.
+type studentsEnv struct {
+	dbURL, redisURL string
+	st              *store.Store
+	rdb             *redis.Client
+	student, other  string
+	school          string
+}
+
+func newStudentsEnv(t *testing.T) *studentsEnv {
+	t.Helper()
+	ctx := context.Background()
+	e := &studentsEnv{
+		dbURL:    testutil.NewDBURL(t),
+		redisURL: testutil.RedisURLFor(t, testutil.RedisDBMatchctl),
+		rdb:      testutil.NewRedis(t, testutil.RedisDBMatchctl),
+		student:  uuid.NewString(),
+		other:    uuid.NewString(),
+	}
+	pool, err := store.Open(ctx, e.dbURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	e.st = store.New(pool)
+
+	schools := catalog.Generate(2, 1)
+	_, err = e.st.UpsertSchools(ctx, schools)
+	require.NoError(t, err)
+	e.school = schools[0].ID
+	for i, id := range []string{e.student, e.other} {
+		gpa, income := 3.4, 64000+i
+		lat, lon := 40.0, -83.0
+		_, _, err := e.st.SaveStudent(ctx, domain.Student{
+			ID: id, Name: []string{"Marisol Ferreira-Okafor", "Other Student"}[i], Email: []string{"marisol@example.com", "other@example.com"}[i],
+			GraduationYear: "2027", GPA: &gpa, HomeLat: &lat, HomeLon: &lon, State: "OH", Zip: "43210", FamilyIncome: &income,
+		})
+		require.NoError(t, err)
+		_, err = pool.Exec(ctx, `INSERT INTO swipes (student_id, school_id, direction, counted) VALUES ($1, $2, 'right', true)`, id, e.school)
+		require.NoError(t, err)
+		_, err = pool.Exec(ctx, `INSERT INTO feedback (student_id, school_id, reason, comment) VALUES ($1, $2, 'too_expensive', 'we cannot afford it, love Marisol')`, id, e.school)
+		require.NoError(t, err)
+		_, err = e.st.SaveCategorySwipe(ctx, id, "community-college", "right")
+		require.NoError(t, err)
+
+		// The service's per-student keys: feed, cooldown set, rate limits.
+		tag := "{student:" + id + "}"
+		require.NoError(t, e.rdb.HSet(ctx, "rm:v1:"+tag+":feed", "sv", 3).Err())
+		require.NoError(t, e.rdb.ZAdd(ctx, "rm:v1:"+tag+":cooldown", redis.Z{Score: 1, Member: e.school}).Err())
+		require.NoError(t, e.rdb.Set(ctx, "rate:"+tag+":swipes", "1", time.Hour).Err())
+	}
+	require.NoError(t, e.rdb.Set(ctx, "rm:v1:catalog", "1", 0).Err())
+	return e
+}
+
+func (e *studentsEnv) getenv(redisURL string) func(string) string {
+	return func(k string) string {
+		switch k {
+		case "DATABASE_URL":
+			return e.dbURL
+		case "REDIS_URL":
+			return redisURL
+		}
+		return ""
+	}
+}
+
+func (e *studentsEnv) run(t *testing.T, args ...string) (int, string, string) {
+	return e.runWithRedis(t, e.redisURL, args...)
+}
+
+func (e *studentsEnv) runWithRedis(t *testing.T, redisURL string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := run(ctx, args, e.getenv(redisURL), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func (e *studentsEnv) keys(t *testing.T) []string {
+	t.Helper()
+	keys, err := e.rdb.Keys(context.Background(), "*").Result()
+	require.NoError(t, err)
+	return keys
+}
+
+func TestStudentsExport(t *testing.T) {
+	e := newStudentsEnv(t)
+	code, out, errOut := e.run(t, "students", "export", e.student)
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+
+	var ex store.StudentExport
+	require.NoError(t, json.Unmarshal([]byte(out), &ex))
+	assert.Equal(t, e.student, ex.StudentID)
+	assert.False(t, ex.Erased)
+	assert.Equal(t, "Marisol Ferreira-Okafor", *ex.Profile.Name)
+	assert.Equal(t, "marisol@example.com", *ex.Profile.Email)
+	assert.Equal(t, 64000, *ex.Profile.FamilyIncome)
+	require.Len(t, ex.Swipes, 1)
+	assert.Equal(t, e.school, ex.Swipes[0].SchoolID)
+	require.Len(t, ex.Feedback, 1)
+	assert.Equal(t, "we cannot afford it, love Marisol", *ex.Feedback[0].Comment)
+	require.Len(t, ex.CategoryPreferences, 1)
+	assert.NotContains(t, out, e.other)
+
+	// An id in upper case is the same student.
+	code, _, errOut = e.run(t, "students", "export", strings.ToUpper(e.student))
+	assert.Equal(t, 0, code, errOut)
+}
+
+func TestStudentsDelete(t *testing.T) {
+	ctx := context.Background()
+	e := newStudentsEnv(t)
+	code, out, errOut := e.run(t, "students", "delete", e.student, "--yes")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Contains(t, out, "erased the personal data of student "+e.student)
+	assert.Contains(t, out, "profile fields erased: name, email, graduation_year, gpa, home_lat, home_lon, state, zip, family_income")
+	assert.Contains(t, out, "feedback comments erased: 1")
+	assert.Contains(t, out, "kept without personal data: 1 swipes, 1 feedback reasons, 1 category preferences")
+	assert.Contains(t, out, "redis: dropped 3 read-model keys tagged {student:"+e.student+"}")
+	t.Logf("%s", out)
+
+	// Postgres: no personal field left, anonymous statistics kept.
+	var (
+		name, email, zip, comment *string
+		gpa                       *float32
+		lat, lon                  *float64
+		income                    *int
+		deleted                   *time.Time
+		swipes                    int
+	)
+	require.NoError(t, e.st.Pool().QueryRow(ctx, `SELECT name, email, zip, gpa, home_lat, home_lon, family_income, deleted_at,
+	(SELECT count(*) FROM swipes WHERE student_id = students.id), (SELECT comment FROM feedback WHERE student_id = students.id)
+FROM students WHERE id = $1`, e.student).Scan(&name, &email, &zip, &gpa, &lat, &lon, &income, &deleted, &swipes, &comment))
+	assert.Nil(t, name)
+	assert.Nil(t, email)
+	assert.Nil(t, zip)
+	assert.Nil(t, gpa)
+	assert.Nil(t, lat)
+	assert.Nil(t, lon)
+	assert.Nil(t, income)
+	assert.Nil(t, comment)
+	assert.NotNil(t, deleted)
+	assert.Equal(t, 1, swipes)
+
+	// Redis: the student's keys are gone; the other student's and shared keys stay.
+	keys := e.keys(t)
+	for _, k := range keys {
+		assert.NotContains(t, k, e.student)
+	}
+	assert.ElementsMatch(t, []string{
+		"rm:v1:{student:" + e.other + "}:feed", "rm:v1:{student:" + e.other + "}:cooldown",
+		"rate:{student:" + e.other + "}:swipes", "rm:v1:catalog",
+	}, keys)
+
+	// The other student is untouched.
+	other, err := e.st.Student(ctx, e.other)
+	require.NoError(t, err)
+	assert.Equal(t, "Other Student", other.Name)
+
+	// The export of an erased student shows the erased state.
+	code, out, errOut = e.run(t, "students", "export", e.student)
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	var ex store.StudentExport
+	require.NoError(t, json.Unmarshal([]byte(out), &ex))
+	assert.True(t, ex.Erased)
+	assert.NotNil(t, ex.Profile.DeletedAt)
+	assert.Nil(t, ex.Profile.Name)
+	assert.Nil(t, ex.Profile.Email)
+	assert.Len(t, ex.Swipes, 1)
+	assert.Nil(t, ex.Feedback[0].Comment)
+	assert.NotContains(t, out, "Marisol")
+
+	// Deleting again is harmless.
+	code, out, errOut = e.run(t, "students", "delete", "--yes", e.student)
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Contains(t, out, "was already erased")
+	assert.Contains(t, out, "profile fields erased: none left")
+	assert.Contains(t, out, "redis: dropped 0 read-model keys")
+}
+
+func TestStudentsDeleteWithRedisDown(t *testing.T) {
+	ctx := context.Background()
+	e := newStudentsEnv(t)
+	code, out, errOut := e.runWithRedis(t, "redis://127.0.0.1:1/0", "students", "delete", e.student, "--yes")
+	require.Equal(t, 0, code, "the erasure is done; stderr: %s", errOut)
+	assert.Contains(t, out, "erased the personal data of student "+e.student)
+	assert.Contains(t, out, "expire by their TTL")
+	assert.Contains(t, errOut, "warning: Redis unreachable")
+
+	s, err := e.st.Student(ctx, e.student)
+	require.NoError(t, err)
+	assert.Empty(t, s.Name)
+	assert.NotNil(t, s.DeletedAt)
+	assert.Len(t, e.keys(t), 7, "nothing dropped")
+
+	// Once Redis is back, running delete again drops the keys.
+	code, out, errOut = e.run(t, "students", "delete", e.student, "--yes")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Contains(t, out, "redis: dropped 3 read-model keys")
+}
+
+func TestStudentsErrors(t *testing.T) {
+	e := newStudentsEnv(t)
+	unknown := uuid.NewString()
+	for _, sub := range []string{"export", "delete"} {
+		args := []string{"students", sub, unknown}
+		if sub == "delete" {
+			args = append(args, "--yes")
+		}
+		code, out, errOut := e.run(t, args...)
+		assert.Equal(t, 1, code, sub)
+		assert.Empty(t, out, sub)
+		assert.Equal(t, "matchctl students: student "+unknown+" not found\n", errOut, sub)
+	}
+	assert.Len(t, e.keys(t), 7, "an unknown id touches nothing")
+
+	for _, args := range [][]string{
+		{"students"},
+		{"students", "show", e.student},
+		{"students", "export"},
+		{"students", "export", "not-a-uuid"},
+		{"students", "export", e.student, e.other},
+		{"students", "export", e.student, "--yes"},
+		{"students", "delete", e.student, "--force"},
+	} {
+		code, _, errOut := e.run(t, args...)
+		assert.Equal(t, 2, code, "%v", args)
+		assert.Contains(t, errOut, "usage: matchctl students export|delete ID [--yes]", "%v", args)
+	}
+
+	if isTerminal(os.Stdin) {
+		t.Log("stdin is a terminal; the --yes requirement is not checked here")
+		return
+	}
+	code, _, errOut := e.run(t, "students", "delete", e.student)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--yes is required when stdin is not a terminal")
+	s, err := e.st.Student(context.Background(), e.student)
+	require.NoError(t, err)
+	assert.Nil(t, s.DeletedAt, "nothing erased without confirmation")
+}

@@ -1,0 +1,616 @@
+package match
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"github.com/collegematch/matching/internal/domain"
+)
+
+// Feed assembly: from a ranked catalogue to the list a student is served,
+// with the rules of decisions.md ("Learning and the feed").
+//
+//   - Probes: the item at 1-based position p (p = offset + index + 1) is a
+//     probe when swipes + p is a multiple of 4. A probe is the best-ranked
+//     school just past one of the student's learned boundaries: pricier
+//     than the budget, more selective than the learned selectivity target,
+//     farther than the max distance, or another size than size_preference.
+//     The four kinds take turns, by probe number.
+//   - Exploration: the phase's rate (30/20/10 %) of the non-probe slots are
+//     exploration picks, never at position 1 of a page. A pick is the school,
+//     among the next ExplorePool of its geographic band below the page's
+//     ranked picks, that a swipe would teach the model most about
+//     (Prediction.Information); each pick lowers the value of similar picks
+//     after it (the variance it would remove is taken off first), so one
+//     page explores several directions.
+//   - Geographic mix, per page: 50 % near (within max_distance_miles), 30 %
+//     beyond (1-2x that), 20 % discovery (farther, in a census region the
+//     student has not swiped in yet). A band with nothing left falls back
+//     to the next band (near, beyond, discovery, near, ...), and schools in
+//     none of the bands are used when all three are empty. A student with
+//     no location has no mix.
+//   - Order: the ranked (exploit) items of a page are in ranked order (best
+//     first), in the page's non-probe, non-exploration slots; probes and
+//     exploration picks sit at their positions.
+//
+// Everything is deterministic: the same input, including the seed (see
+// FeedSeed), gives the same feed.
+
+// Defaults of FeedInput.
+const (
+	DefaultPageSize = 20
+	// ExplorePool is how many of a band's next ranked schools an
+	// exploration pick is chosen from.
+	ExplorePool = 60
+)
+
+// Geographic mix of a page: shares of the near, beyond and discovery bands.
+var geoMix = [3]float64{0.5, 0.3, 0.2}
+
+// GeoBand is a school's place in the geographic mix, relative to the student.
+type GeoBand uint8
+
+const (
+	GeoNear      GeoBand = iota // within max_distance_miles
+	GeoBeyond                   // within 1-2x max_distance_miles
+	GeoDiscovery                // farther, in a census region the student has not swiped in
+	GeoOther                    // farther, in a region already swiped in, or location unknown
+	nGeoBands
+)
+
+// String is the band's name: near, beyond, discovery or other.
+func (g GeoBand) String() string {
+	switch g {
+	case GeoNear:
+		return "near"
+	case GeoBeyond:
+		return "beyond"
+	case GeoDiscovery:
+		return "discovery"
+	}
+	return "other"
+}
+
+// Probe kinds: which learned boundary a probe tests.
+const (
+	ProbePricier       = "pricier"
+	ProbeMoreSelective = "more_selective"
+	ProbeFarther       = "farther"
+	ProbeOtherSize     = "other_size"
+)
+
+var probeKinds = [...]string{ProbePricier, ProbeMoreSelective, ProbeFarther, ProbeOtherSize}
+
+// ExplorationStrategy chooses how exploration slots are filled.
+type ExplorationStrategy uint8
+
+const (
+	// ExploreUncertainty picks what the model would learn most from (the default).
+	ExploreUncertainty ExplorationStrategy = iota
+	// ExploreUniform picks uniformly at random from the same pool; it is
+	// here to measure what uncertainty guidance is worth.
+	ExploreUniform
+)
+
+// FeedInput is everything a feed is assembled from.
+type FeedInput struct {
+	Catalog *Catalog
+	Profile Profile
+	// Model is the student's learned model (the zero Model when none): its
+	// weights set the probe boundaries, its uncertainty the exploration picks.
+	Model Model
+	// Ranked is Rank's result for Profile and Model.Weights(): every school,
+	// best first. Exploit items are taken in this order.
+	Ranked []Scored
+	// Swipes is the student's count of counted swipes (phase, probe rule).
+	Swipes int
+	// Offset is the position before the first item returned: item i is at
+	// position Offset+i+1. The list is the same whatever the offset, so
+	// pages of any size tile it.
+	Offset int
+	// Length is how many items to return (default PageSize); fewer come
+	// back only when the catalogue runs out.
+	Length int
+	// PageSize is the page the mix and the position-1 rule apply to
+	// (default 20).
+	PageSize int
+	// Excluded marks, by catalogue index, schools that must not appear:
+	// swiped ones and those cooling down (see Catalog.Mask). nil excludes
+	// nothing.
+	Excluded []bool
+	// SwipedRegions are the census regions of the schools the student has
+	// swiped (see RegionsOf).
+	SwipedRegions []domain.Region
+	// Seed makes the feed's choices; use FeedSeed(studentID, swipes).
+	Seed uint64
+	// Exploration is the exploration strategy (default ExploreUncertainty).
+	Exploration ExplorationStrategy
+}
+
+// FeedItem is one school of a feed.
+type FeedItem struct {
+	Scored
+	Position      int     // 1-based position in the whole list
+	IsProbe       bool    // served as a probe (is_probe)
+	IsExploration bool    // an exploration pick
+	ProbeKind     string  // the boundary a probe tests; "" otherwise (or when no school was past any boundary)
+	Geo           GeoBand // the school's geographic band
+}
+
+// FeedSeed is the seed of a student's feed: a hash of the student id and
+// swipe count, so the same state gives the same feed and every swipe a new one.
+func FeedSeed(studentID string, swipes int) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(studentID); i++ {
+		h ^= uint64(studentID[i])
+		h *= 1099511628211
+	}
+	return splitmix64(h ^ splitmix64(uint64(int64(swipes))))
+}
+
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// Mask returns a []bool by catalogue index, true for the schools whose ids
+// are listed (unknown ids are ignored): FeedInput.Excluded from the ids of
+// swiped and cooling-down schools.
+func (c *Catalog) Mask(ids []string) []bool {
+	m := make([]bool, c.Len())
+	for _, id := range ids {
+		if i, ok := c.Index(id); ok {
+			m[i] = true
+		}
+	}
+	return m
+}
+
+// RegionsOf lists, once each, the census regions of the schools at the
+// given catalogue indices (out-of-range indices are ignored):
+// FeedInput.SwipedRegions from the swiped schools.
+func RegionsOf(cat *Catalog, indices []int) []domain.Region {
+	var seen [4]bool
+	var out []domain.Region
+	for _, i := range indices {
+		if i < 0 || i >= cat.Len() {
+			continue
+		}
+		if r := regionIndex(schoolRegion(&cat.Schools[i])); r >= 0 && !seen[r] {
+			seen[r] = true
+			out = append(out, regionNames[r])
+		}
+	}
+	return out
+}
+
+var regionNames = [4]domain.Region{domain.RegionNortheast, domain.RegionMidwest, domain.RegionSouth, domain.RegionWest}
+
+func regionIndex(r domain.Region) int {
+	switch r {
+	case domain.RegionNortheast:
+		return 0
+	case domain.RegionMidwest:
+		return 1
+	case domain.RegionSouth:
+		return 2
+	case domain.RegionWest:
+		return 3
+	}
+	return -1
+}
+
+// schoolRegion is the school's census region, from its state when the
+// record has none.
+func schoolRegion(s *domain.School) domain.Region {
+	if s.Region != "" {
+		return s.Region
+	}
+	st, _ := domain.LookupState(s.State)
+	return st.Region
+}
+
+// slot kinds
+const (
+	slotExploit uint8 = iota
+	slotProbe
+	slotExplore
+)
+
+type assembler struct {
+	in      *FeedInput
+	cat     *Catalog
+	m       Model
+	w       Weights
+	le      learnEval
+	rng     *rand.Rand
+	geo     bool // the mix applies (the student has a location)
+	maxDist float64
+	rate    float64
+	acc     float64 // exploration accumulator over non-probe slots
+
+	bands   [nGeoBands][]int32 // positions in Ranked, by band, in ranked order
+	cursor  [nGeoBands]int     // first possibly unused entry of each band
+	pcursor [len(probeKinds)][nGeoBands]int
+	used    []bool // by catalogue index
+	bandOf  []GeoBand
+
+	// probe boundaries
+	budget, priceHi float64
+	selLo, selHi    float64
+	distHi          float64
+	sizeLo, sizeHi  float64
+
+	// exploration
+	vari  [nParams]float64 // variances after the picks made so far
+	cands map[int32]*exploreCand
+}
+
+type exploreCand struct {
+	x [nParams]float64
+	z float64
+	u float64 // seeded jitter in [0,1)
+}
+
+// AssembleFeed assembles a student's feed (see the rules at the top of this
+// file). It returns Length items from position Offset+1, fewer only when no
+// school is left.
+func AssembleFeed(in FeedInput) []FeedItem {
+	cat := in.Catalog
+	if cat == nil || len(in.Ranked) == 0 {
+		return []FeedItem{}
+	}
+	page := in.PageSize
+	if page <= 0 {
+		page = DefaultPageSize
+	}
+	length := in.Length
+	if length <= 0 {
+		length = page
+	}
+	offset := max(0, in.Offset)
+	total := offset + length
+	a := newAssembler(&in)
+	out := make([]FeedItem, 0, total)
+	for start := 0; start < total; start += page {
+		if !a.page(start, min(page, total-start), page, &out) {
+			break
+		}
+	}
+	if len(out) <= offset {
+		return []FeedItem{}
+	}
+	return out[offset:]
+}
+
+func newAssembler(in *FeedInput) *assembler {
+	cat := in.Catalog
+	m := in.Model.orDefault()
+	w := m.Weights()
+	a := &assembler{
+		in: in, cat: cat, m: m, w: w,
+		le:      newLearnEval(in.Profile, w, cat),
+		rng:     rand.New(rand.NewPCG(in.Seed, in.Seed^0x6a09e667f3bcc909)),
+		maxDist: in.Profile.MaxDistanceMiles,
+		rate:    PhaseFor(in.Swipes).ExplorationRate(),
+		used:    make([]bool, cat.Len()),
+		bandOf:  make([]GeoBand, cat.Len()),
+		vari:    m.vari,
+		cands:   map[int32]*exploreCand{},
+	}
+	if !(a.maxDist > 0) || math.IsInf(a.maxDist, 0) {
+		a.maxDist = domain.DefaultMaxDistanceMiles
+	}
+	a.acc = a.rng.Float64()
+	a.geo = a.le.sc.hasHome
+
+	var swiped [4]bool
+	for _, r := range in.SwipedRegions {
+		if i := regionIndex(r); i >= 0 {
+			swiped[i] = true
+		}
+	}
+	for pos := range in.Ranked {
+		i := int(in.Ranked[pos].Index)
+		if i < 0 || i >= cat.Len() || a.used[i] || (i < len(in.Excluded) && in.Excluded[i]) {
+			continue
+		}
+		a.used[i] = true // marks duplicates; cleared below
+		b := GeoOther
+		d := in.Ranked[pos].Distance
+		switch {
+		case d >= 0 && d <= a.maxDist:
+			b = GeoNear
+		case d >= 0 && d <= 2*a.maxDist:
+			b = GeoBeyond
+		default:
+			if r := regionIndex(schoolRegion(&cat.Schools[i])); r >= 0 && !swiped[r] {
+				b = GeoDiscovery
+			}
+		}
+		a.bandOf[i] = b
+		if !a.geo {
+			b = GeoNear // no mix: one list
+		}
+		a.bands[b] = append(a.bands[b], int32(pos))
+	}
+	for b := range a.bands {
+		for _, pos := range a.bands[b] {
+			a.used[in.Ranked[pos].Index] = false
+		}
+	}
+
+	// Probe boundaries, from the learned weights and the profile.
+	sc := &a.le.sc
+	a.budget = max(sc.budget, 500)
+	a.priceHi = a.budget * (1 + 0.15 + 0.45*(1-w.CostWeight))
+	a.selLo, a.selHi = sc.target+0.1, sc.target+0.35
+	a.distHi = a.maxDist * (1.25 + 0.75*(1-w.DistanceWeight))
+	a.sizeLo, a.sizeHi = 0.3, 0.6
+	return a
+}
+
+// geoPattern is the band of each slot of a page of n slots: the bands in
+// the proportions of geoMix, interleaved (largest remaining deficit first),
+// position 1 near.
+func geoPattern(n int) []GeoBand {
+	out := make([]GeoBand, n)
+	var got [3]int
+	for k := range out {
+		best, bestDef := 0, math.Inf(-1)
+		for b := range 3 {
+			if def := geoMix[b]*float64(k+1) - float64(got[b]); def > bestDef+1e-9 {
+				best, bestDef = b, def
+			}
+		}
+		got[best]++
+		out[k] = GeoBand(best)
+	}
+	return out
+}
+
+// chain is the order bands are tried in for a slot of band b.
+func chain(b GeoBand) [nGeoBands]GeoBand {
+	if b >= GeoOther {
+		return [nGeoBands]GeoBand{GeoOther, GeoNear, GeoBeyond, GeoDiscovery}
+	}
+	return [nGeoBands]GeoBand{b, (b + 1) % 3, (b + 2) % 3, GeoOther}
+}
+
+// page fills the slots of one page, positions start+1..start+n, appending
+// to out. It reports false when the catalogue ran out.
+func (a *assembler) page(start, n, pageSize int, out *[]FeedItem) bool {
+	pattern := geoPattern(n)
+	kinds := make([]uint8, n)
+	swipes := max(0, a.in.Swipes)
+	for k := range n {
+		p := start + k + 1
+		switch {
+		case (swipes+p)%4 == 0:
+			kinds[k] = slotProbe
+		default:
+			a.acc += a.rate
+			if a.acc >= 1 && (p-1)%pageSize != 0 {
+				kinds[k] = slotExplore
+				a.acc--
+			}
+		}
+	}
+	if !a.geo {
+		for k := range pattern {
+			pattern[k] = GeoNear
+		}
+	}
+
+	items := make([]FeedItem, n)
+	filled := make([]bool, n)
+	// Ranked picks of the page, band by band, then put in ranked order.
+	var exploit []int32
+	for k := range n {
+		if kinds[k] == slotExploit {
+			if pos, ok := a.next(pattern[k]); ok {
+				a.used[a.in.Ranked[pos].Index] = true
+				exploit = append(exploit, pos)
+			}
+		}
+	}
+	sortPositions(exploit)
+	e := 0
+	for k := range n {
+		if kinds[k] == slotExploit && e < len(exploit) {
+			items[k], filled[k] = a.item(exploit[e]), true
+			e++
+		}
+	}
+	// Probes.
+	for k := range n {
+		if kinds[k] != slotProbe {
+			continue
+		}
+		p := start + k + 1
+		pos, kind, ok := a.probe(pattern[k], (swipes+p)/4)
+		if !ok {
+			pos, ok = a.next(pattern[k])
+		}
+		if ok {
+			items[k], filled[k] = a.item(pos), true
+			items[k].IsProbe, items[k].ProbeKind = true, kind
+		}
+	}
+	// Exploration picks.
+	for k := range n {
+		if kinds[k] != slotExplore {
+			continue
+		}
+		pos, ok := a.explore(pattern[k])
+		if !ok {
+			pos, ok = a.next(pattern[k])
+		}
+		if ok {
+			items[k], filled[k] = a.item(pos), true
+			items[k].IsExploration = true
+		}
+	}
+	for k := range n {
+		if !filled[k] {
+			return false
+		}
+		items[k].Position = len(*out) + 1
+		*out = append(*out, items[k])
+	}
+	return true
+}
+
+// item takes the school at position pos of Ranked.
+func (a *assembler) item(pos int32) FeedItem {
+	s := a.in.Ranked[pos]
+	a.used[s.Index] = true
+	return FeedItem{Scored: s, Geo: a.bandOf[s.Index]}
+}
+
+// next is the best-ranked unused school of band b, falling back along the
+// band chain.
+func (a *assembler) next(b GeoBand) (int32, bool) {
+	for _, c := range chain(b) {
+		list := a.bands[c]
+		for a.cursor[c] < len(list) && a.used[a.in.Ranked[list[a.cursor[c]]].Index] {
+			a.cursor[c]++
+		}
+		if a.cursor[c] < len(list) {
+			return list[a.cursor[c]], true
+		}
+	}
+	return 0, false
+}
+
+// probe is the best-ranked unused school past one of the learned
+// boundaries, preferring band b and, within a band, the kind whose turn it
+// is (ordinal).
+func (a *assembler) probe(b GeoBand, ordinal int) (int32, string, bool) {
+	for _, c := range chain(b) {
+		for t := range probeKinds {
+			kind := (ordinal + t) % len(probeKinds)
+			list := a.bands[c]
+			cur := &a.pcursor[kind][c]
+			for *cur < len(list) {
+				s := &a.in.Ranked[list[*cur]]
+				if !a.used[s.Index] && a.pastBoundary(kind, s) {
+					return list[*cur], probeKinds[kind], true
+				}
+				*cur++
+			}
+		}
+	}
+	return 0, "", false
+}
+
+// pastBoundary reports whether school s is just past the learned boundary
+// of the given kind.
+func (a *assembler) pastBoundary(kind int, s *Scored) bool {
+	i := int(s.Index)
+	f := &a.cat.feat[i]
+	sc := &a.le.sc
+	switch probeKinds[kind] {
+	case ProbePricier:
+		price, src := float64(sc.price[i]), sc.priceSrc[i]
+		if src == srcTuition {
+			price, src = sc.tuition(f)
+		}
+		return src != srcNone && price > a.budget && price <= a.priceHi
+	case ProbeMoreSelective:
+		return f.selK > 0 && float64(f.selLevel) > a.selLo && float64(f.selLevel) <= a.selHi
+	case ProbeFarther:
+		return s.Distance > a.maxDist && s.Distance <= a.distHi
+	case ProbeOtherSize:
+		d := math.Abs(float64(f.sizeScale) - sc.sizePref)
+		return f.hasSize && d >= a.sizeLo && d <= a.sizeHi
+	}
+	return false
+}
+
+// explore picks the exploration school for a slot of band b: among the
+// next ExplorePool unused schools of the band, the one a swipe would teach
+// the model most about (or a uniform pick with ExploreUniform).
+func (a *assembler) explore(b GeoBand) (int32, bool) {
+	for _, c := range chain(b) {
+		list := a.bands[c]
+		for a.cursor[c] < len(list) && a.used[a.in.Ranked[list[a.cursor[c]]].Index] {
+			a.cursor[c]++
+		}
+		var pool [ExplorePool]int32
+		n := 0
+		for j := a.cursor[c]; j < len(list) && n < ExplorePool; j++ {
+			if !a.used[a.in.Ranked[list[j]].Index] {
+				pool[n] = list[j]
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		if a.in.Exploration == ExploreUniform {
+			return pool[a.rng.IntN(n)], true
+		}
+		best, bestV := -1, math.Inf(-1)
+		var bestC *exploreCand
+		for _, pos := range pool[:n] {
+			cand := a.candidate(pos)
+			pr := a.m.predictFrom(cand.x, cand.z, &a.vari)
+			// A little seeded jitter, so that near-ties do not always go the
+			// same way for every student.
+			v := pr.Information * (1 + 0.1*cand.u)
+			if v > bestV {
+				best, bestV, bestC = int(pos), v, cand
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		a.observeVirtually(bestC)
+		return int32(best), true
+	}
+	return 0, false
+}
+
+// candidate is the linearised model at the school at position pos of
+// Ranked, computed once.
+func (a *assembler) candidate(pos int32) *exploreCand {
+	if c, ok := a.cands[pos]; ok {
+		return c
+	}
+	i := int(a.in.Ranked[pos].Index)
+	var b breakdown
+	s, g := a.le.eval(i, &b)
+	x, z, ok := a.m.features(s, g)
+	c := &exploreCand{u: float64(splitmix64(a.in.Seed^uint64(i))>>11) / (1 << 53)}
+	if ok {
+		c.x, c.z = x, z
+	}
+	a.cands[pos] = c
+	return c
+}
+
+// observeVirtually takes off the variance a swipe on the candidate would
+// remove, whatever its direction (the variance update of Model.update does
+// not depend on the outcome), so the next pick looks elsewhere.
+func (a *assembler) observeVirtually(c *exploreCand) {
+	pr := a.m.predictFrom(c.x, c.z, &a.vari)
+	v := pr.Uncertainty * pr.Uncertainty
+	w := pr.Like * (1 - pr.Like)
+	shrink := w / (1 + v*w)
+	for j := range a.vari {
+		sx := a.vari[j] * c.x[j]
+		a.vari[j] = max(minVarFraction*priorVar[j], a.vari[j]-sx*sx*shrink)
+	}
+}
+
+// sortPositions sorts positions of Ranked ascending: ranked order.
+func sortPositions(s []int32) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}

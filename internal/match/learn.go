@@ -1,0 +1,620 @@
+package match
+
+import (
+	"math"
+)
+
+// The learner: an online Bayesian logistic model of a student's swipes.
+//
+// The model says a student likes school s with probability
+//
+//	P(like | s) = sigmoid(k * (S(w, s) - t))
+//
+// where S(w, s) is the match score of s under preference weights w (the
+// service's own scoring, Rank and Score), t is the student's like threshold
+// (how good a school must look before they swipe right) and k is a fixed
+// sharpness. The parameters are the eight weights in logit space,
+// w_i = sigmoid(theta_i), plus t; the posterior over them is a diagonal
+// Gaussian (a mean and a variance per parameter).
+//
+// Each observation is folded in by assumed-density filtering: the score is
+// linearised around the current mean (its gradient in the eight weights is
+// exact, see learnEval), the one-dimensional posterior of the linear
+// predictor is found by a Laplace step (a bracketed Newton solve), and the
+// change is projected back onto the parameters, keeping the covariance
+// diagonal. The cost is one school's score and gradient plus a handful of
+// operations per parameter: it does not depend on how many swipes came
+// before.
+//
+// Because the weights are the likelihood's own parameters, they keep the
+// meaning decisions.md gives them: a student who likes cheap, near schools
+// and rejects expensive, far ones raises cost_weight and distance_weight,
+// since on those schools the score rises with exactly those weights.
+
+// Parameter positions: the eight weights in WeightKeys order, then the
+// like threshold.
+const (
+	pCost = iota
+	pDistance
+	pOutcomes
+	pCampus
+	pProgram
+	pAid
+	pSelectivity
+	pSize
+	pThreshold
+	nParams
+)
+
+// nWeights is the number of preference weights.
+const nWeights = pThreshold
+
+// KeyLikeThreshold names the like threshold in a serialised model.
+const KeyLikeThreshold = "like_threshold"
+
+// Tunables of the learner. They are properties of the service, the same
+// for every student; the learning-quality simulation (internal/simulate)
+// is how they were chosen.
+const (
+	// likeSharpness is k: how sharply the like probability rises with the
+	// match score. 0.1 of score is a factor of e^2.2 in the odds.
+	likeSharpness = 35.0
+
+	// priorVarImportance and priorVarLevel are the prior variances of the
+	// weights in logit space: importances, and the two preferred levels
+	// (academic_selectivity, size_preference).
+	priorVarImportance = 3.0
+	priorVarLevel      = 3.0
+
+	// thresholdPrior and thresholdPriorVar are the prior of the like
+	// threshold: a student likes schools scoring above about 0.7.
+	thresholdPrior    = 0.70
+	thresholdPriorVar = 0.01
+
+	// driftFraction of the prior variance is added back before each update,
+	// so that the model keeps learning when a student's taste moves.
+	driftFraction = 0.004
+
+	// logitLimit bounds a weight's logit: weights stay within
+	// [0.01, 0.99] inside the model (Weights is in [0,1] regardless).
+	logitLimit = 4.595
+
+	// minVarFraction of the prior variance is the least a variance falls to.
+	minVarFraction = 1e-3
+)
+
+// Weights of observations that are not counted swipes. A tap, a detail
+// view and a save are weak positive signals; perfect_match feedback counts
+// as a strong like.
+const (
+	signalWeightTap        = 0.15
+	signalWeightDetailView = 0.25
+	signalWeightSave       = 0.5
+	perfectMatchWeight     = 2.0
+)
+
+// Feedback updates: a reason is a direct, noisy statement about one
+// parameter, "it is higher (lower) than you think by feedbackShift in
+// logit space", with observation variance feedbackNoiseVar. Before it is
+// applied, feedbackReopen of the prior variance is added back to that
+// parameter: the student just told us the model was wrong about it.
+const (
+	feedbackShift    = 1.5
+	feedbackNoiseVar = 0.5
+	feedbackReopen   = 0.25
+)
+
+// priorVar is the prior variance of each parameter.
+var priorVar = [nParams]float64{
+	pCost: priorVarImportance, pDistance: priorVarImportance, pOutcomes: priorVarImportance,
+	pCampus: priorVarImportance, pProgram: priorVarImportance, pAid: priorVarImportance,
+	pSelectivity: priorVarLevel, pSize: priorVarLevel,
+	pThreshold: thresholdPriorVar,
+}
+
+// Model is what the service has learned about one student: a diagonal
+// Gaussian posterior over the preference weights (in logit space) and the
+// like threshold, and how many observations it has folded in. It is a
+// value: every method leaves the receiver unchanged, and Observe returns a
+// new Model. It serialises to JSON (MarshalJSON) with a version.
+//
+// The zero Model is the model of a student nothing is known about: it
+// behaves as NewModel(DefaultWeights()).
+type Model struct {
+	mean  [nParams]float64
+	vari  [nParams]float64
+	valid bool
+
+	swipes   int // counted swipes folded in
+	signals  int // taps, detail views and saves folded in
+	feedback int // feedback reasons folded in
+}
+
+// NewModel returns the model of a student before any swipe, centred on
+// prior: a student's stated preferences (SeedWeights) or, for a student who
+// chose a category at onboarding, that category's weights. Values outside
+// [0,1] are clamped and a NaN takes the default.
+func NewModel(prior Weights) Model {
+	prior = prior.Sanitize()
+	m := Model{valid: true}
+	pw := weightArray(prior)
+	for j := range nWeights {
+		m.mean[j] = logit(pw[j])
+	}
+	m.mean[pThreshold] = thresholdPrior
+	m.vari = priorVar
+	return m
+}
+
+// orDefault is m, or the default model when m is the zero Model.
+func (m Model) orDefault() Model {
+	if !m.valid {
+		return NewModel(DefaultWeights())
+	}
+	return m
+}
+
+// Weights are the preference weights the model believes in: each weight
+// is the logistic of its posterior mean. These are the weights to rank
+// with (Rank) and to report as learning_state.preference_weights.
+func (m Model) Weights() Weights {
+	m = m.orDefault()
+	var a [nWeights]float64
+	for j := range a {
+		a[j] = sigmoid(m.mean[j])
+	}
+	return weightsFromArray(a)
+}
+
+// WeightUncertainty is the posterior standard deviation of each weight on
+// the [0,1] scale (to first order): about 0.25 for a weight nothing is
+// known about, falling as swipes inform it.
+func (m Model) WeightUncertainty() Weights {
+	m = m.orDefault()
+	var a [nWeights]float64
+	for j := range a {
+		w := sigmoid(m.mean[j])
+		a[j] = w * (1 - w) * math.Sqrt(m.vari[j])
+	}
+	return weightsFromArray(a)
+}
+
+// LikeThreshold is the match score above which the model expects the
+// student to like a school (its posterior mean).
+func (m Model) LikeThreshold() float64 { return m.orDefault().mean[pThreshold] }
+
+// Swipes is the number of counted swipes folded into the model. The
+// student's swipe count (which decides the phase) is the store's; this is
+// what the model has seen.
+func (m Model) Swipes() int { return m.swipes }
+
+// Signals is the number of taps, detail views and saves folded in.
+func (m Model) Signals() int { return m.signals }
+
+// FeedbackCount is the number of feedback reasons folded in.
+func (m Model) FeedbackCount() int { return m.feedback }
+
+// Direction is a swipe's direction.
+type Direction int8
+
+const (
+	Dislike Direction = -1 // swipe left
+	Like    Direction = 1  // swipe right
+)
+
+// ParseDirection reads a swipe direction as the API spells it: "right" is
+// Like, "left" is Dislike.
+func ParseDirection(s string) (Direction, bool) {
+	switch s {
+	case "right":
+		return Like, true
+	case "left":
+		return Dislike, true
+	}
+	return 0, false
+}
+
+// String is the API spelling: "right" or "left".
+func (d Direction) String() string {
+	if d == Like {
+		return "right"
+	}
+	return "left"
+}
+
+// Interaction kinds (the swipe's interaction_type). Only InteractionSwipe
+// is counted; the others are weak positive signals.
+const (
+	InteractionSwipe      = "swipe"
+	InteractionTap        = "tap"
+	InteractionDetailView = "detail_view"
+	InteractionSave       = "save"
+)
+
+// Feedback reasons, in the order the client offers them (feedback_options).
+const (
+	ReasonTooExpensive  = "too_expensive"
+	ReasonWrongLocation = "wrong_location"
+	ReasonNotMyMajor    = "not_my_major"
+	ReasonTooSelective  = "too_selective"
+	ReasonPerfectMatch  = "perfect_match"
+)
+
+// FeedbackOptions lists the feedback reasons in the order a swipe response
+// offers them.
+func FeedbackOptions() []string {
+	return []string{ReasonTooExpensive, ReasonWrongLocation, ReasonNotMyMajor, ReasonTooSelective, ReasonPerfectMatch}
+}
+
+// ValidReason reports whether r is one of FeedbackOptions.
+func ValidReason(r string) bool {
+	switch r {
+	case ReasonTooExpensive, ReasonWrongLocation, ReasonNotMyMajor, ReasonTooSelective, ReasonPerfectMatch:
+		return true
+	}
+	return false
+}
+
+// ValidInteraction reports whether s is an interaction_type the learner
+// knows ("" counts as swipe).
+func ValidInteraction(s string) bool {
+	switch s {
+	case "", InteractionSwipe, InteractionTap, InteractionDetailView, InteractionSave:
+		return true
+	}
+	return false
+}
+
+// Observation is one thing a student did about one school: a swipe, a weak
+// signal, or a feedback reason.
+type Observation struct {
+	// Index is the school's index in the Catalog.
+	Index int
+	// Interaction is the swipe's interaction_type: "" or "swipe" for a
+	// counted swipe, or tap, detail_view, save. Ignored when Reason is set.
+	Interaction string
+	// Direction of a counted swipe. Weak signals are positive whatever
+	// their direction.
+	Direction Direction
+	// Reason, when not empty, makes this a feedback observation (one of
+	// FeedbackOptions).
+	Reason string
+}
+
+// SwipeObservation is a counted swipe on school idx.
+func SwipeObservation(idx int, d Direction) Observation {
+	return Observation{Index: idx, Interaction: InteractionSwipe, Direction: d}
+}
+
+// FeedbackObservation is a feedback reason given about school idx.
+func FeedbackObservation(idx int, reason string) Observation {
+	return Observation{Index: idx, Reason: reason}
+}
+
+// Counted reports whether o is a counted swipe.
+func (o Observation) Counted() bool {
+	return o.Reason == "" && (o.Interaction == "" || o.Interaction == InteractionSwipe)
+}
+
+// WeightChangeEpsilon is the least change of a preference weight that
+// Observe reports as a change (updated_weights).
+const WeightChangeEpsilon = 1e-6
+
+// Observe folds one observation into the model and returns the new model;
+// changed reports whether any preference weight moved (by at least
+// WeightChangeEpsilon), which is a swipe response's updated_weights. p must
+// be the profile the feed is ranked for. An observation that cannot be
+// used (a school index out of range, an unknown interaction, reason or
+// direction) returns the model unchanged and false; nothing panics and no
+// weight leaves [0,1].
+//
+//   - A counted swipe is a like (right) or dislike (left) with weight 1.
+//   - tap, detail_view and save are likes with weight 0.15, 0.25 and 0.5.
+//   - too_expensive raises cost_weight, wrong_location raises
+//     distance_weight, not_my_major raises program_weight, too_selective
+//     lowers academic_selectivity, each by a direct update of that weight;
+//     perfect_match is a like with weight 2, which pulls every weight
+//     towards what this school is: its importances towards the families it
+//     is strong in, size_preference and academic_selectivity towards its
+//     size and selectivity.
+func (m Model) Observe(p Profile, cat *Catalog, o Observation) (Model, bool) {
+	m = m.orDefault()
+	if cat == nil || o.Index < 0 || o.Index >= cat.Len() {
+		return m, false
+	}
+	before := m.Weights()
+	var ok bool
+	next := m
+	switch {
+	case o.Reason != "":
+		if next, ok = m.applyReason(p, cat, o.Index, o.Reason); ok {
+			next.feedback++
+		}
+	default:
+		switch o.Interaction {
+		case "", InteractionSwipe:
+			y := 0.0
+			switch o.Direction {
+			case Like:
+				y = 1
+			case Dislike:
+			default:
+				return m, false
+			}
+			if next, ok = m.update(p, cat, o.Index, y, 1); ok {
+				next.swipes++
+			}
+		case InteractionTap, InteractionDetailView, InteractionSave:
+			omega := signalWeightSave
+			switch o.Interaction {
+			case InteractionTap:
+				omega = signalWeightTap
+			case InteractionDetailView:
+				omega = signalWeightDetailView
+			}
+			if next, ok = m.update(p, cat, o.Index, 1, omega); ok {
+				next.signals++
+			}
+		}
+	}
+	if !ok {
+		return m, false
+	}
+	after := next.Weights()
+	ba, aa := weightArray(before), weightArray(after)
+	changed := false
+	for j := range ba {
+		changed = changed || math.Abs(aa[j]-ba[j]) >= WeightChangeEpsilon
+	}
+	return next, changed
+}
+
+// applyReason folds a feedback reason in.
+func (m Model) applyReason(p Profile, cat *Catalog, idx int, reason string) (Model, bool) {
+	switch reason {
+	case ReasonTooExpensive:
+		return m.shift(pCost, +feedbackShift), true
+	case ReasonWrongLocation:
+		return m.shift(pDistance, +feedbackShift), true
+	case ReasonNotMyMajor:
+		return m.shift(pProgram, +feedbackShift), true
+	case ReasonTooSelective:
+		return m.shift(pSelectivity, -feedbackShift), true
+	case ReasonPerfectMatch:
+		return m.update(p, cat, idx, 1, perfectMatchWeight)
+	}
+	return m, false
+}
+
+// shift applies a direct Gaussian observation "parameter j is delta away
+// from its mean" to parameter j.
+func (m Model) shift(j int, delta float64) Model {
+	v := min(priorVar[j], m.vari[j]+feedbackReopen*priorVar[j])
+	gain := v / (v + feedbackNoiseVar)
+	m.mean[j] = clampParam(j, m.mean[j]+gain*delta)
+	m.vari[j] = max(minVarFraction*priorVar[j], v*feedbackNoiseVar/(v+feedbackNoiseVar))
+	return m
+}
+
+// update folds in "the student liked (y=1) or disliked (y=0) school idx",
+// weighted by omega. It reports false, leaving m alone, when a value is
+// not finite.
+func (m Model) update(p Profile, cat *Catalog, idx int, y, omega float64) (Model, bool) {
+	x, zbar, ok := m.linearise(p, cat, idx)
+	if !ok {
+		return m, false
+	}
+	for j := range m.vari {
+		m.vari[j] = min(priorVar[j], m.vari[j]+driftFraction*priorVar[j])
+	}
+	v := 0.0
+	for j := range x {
+		v += m.vari[j] * x[j] * x[j]
+	}
+	zhat := laplaceLogistic(zbar, v, y, omega)
+	ph := sigmoid(zhat)
+	a := omega * ph * (1 - ph)
+	step := omega * (y - ph)
+	shrink := a / (1 + v*a)
+	next := m
+	for j := range x {
+		sx := m.vari[j] * x[j]
+		next.mean[j] = clampParam(j, m.mean[j]+sx*step)
+		next.vari[j] = max(minVarFraction*priorVar[j], m.vari[j]-sx*sx*shrink)
+	}
+	for j := range next.mean {
+		if !finite(next.mean[j]) || !finite(next.vari[j]) {
+			return m, false
+		}
+	}
+	return next, true
+}
+
+// linearise returns the gradient of the linear predictor z = k*(S - t) in
+// the parameters at the posterior mean, and z there.
+func (m Model) linearise(p Profile, cat *Catalog, idx int) (x [nParams]float64, z float64, ok bool) {
+	e := newLearnEval(p, m.Weights(), cat)
+	var b breakdown
+	s, g := e.eval(idx, &b)
+	return m.features(s, g)
+}
+
+// features turns a score and its gradient in the weights into the linear
+// predictor's gradient in the parameters (logit weights and threshold).
+func (m Model) features(s float64, g [nWeights]float64) (x [nParams]float64, z float64, ok bool) {
+	for j := range nWeights {
+		w := sigmoid(m.mean[j])
+		x[j] = likeSharpness * g[j] * w * (1 - w)
+	}
+	x[pThreshold] = -likeSharpness
+	z = likeSharpness * (s - m.mean[pThreshold])
+	ok = finite(z)
+	for _, v := range x {
+		ok = ok && finite(v)
+	}
+	return x, z, ok
+}
+
+// laplaceLogistic finds the mode of N(z; zbar, v) * sigmoid(z)^(omega*y) *
+// sigmoid(-z)^(omega*(1-y)): the root of the decreasing function
+// f(z) = -(z-zbar)/v + omega*(y - sigmoid(z)), which lies between zbar and
+// zbar + v*omega*(y - sigmoid(zbar)). Newton steps that leave the bracket
+// are replaced by bisection.
+func laplaceLogistic(zbar, v, y, omega float64) float64 {
+	if !(v > 0) {
+		return zbar
+	}
+	lo, hi := zbar, zbar+v*omega*(y-sigmoid(zbar))
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	z := zbar
+	for range 40 {
+		s := sigmoid(z)
+		f := -(z-zbar)/v + omega*(y-s)
+		if f > 0 {
+			lo = z
+		} else {
+			hi = z
+		}
+		d := -1/v - omega*s*(1-s)
+		next := z - f/d
+		if !(next > lo && next < hi) {
+			next = (lo + hi) / 2
+		}
+		if math.Abs(next-z) < 1e-10 {
+			return next
+		}
+		z = next
+	}
+	return z
+}
+
+// Prediction is what the model expects of a student and a school.
+type Prediction struct {
+	// Like is the probability that the student likes the school, averaged
+	// over the model's uncertainty (so it stays near 0.5 while the model
+	// knows little).
+	Like float64
+	// Uncertainty is the posterior standard deviation of the log-odds of a
+	// like: how unsure the model is about this school, from its uncertainty
+	// about the parameters the school's score depends on.
+	Uncertainty float64
+	// Information is the expected information a swipe on this school gives
+	// about the parameters, in nats (0.5*log(1 + p(1-p)*Uncertainty^2)):
+	// highest for schools the model is unsure about and whose outcome it
+	// cannot call. Exploration picks the schools that maximise it.
+	Information float64
+}
+
+// Predict is the model's prediction for school idx; a zero Prediction with
+// Like 0.5 when idx is out of range.
+func (m Model) Predict(p Profile, cat *Catalog, idx int) Prediction {
+	m = m.orDefault()
+	if cat == nil || idx < 0 || idx >= cat.Len() {
+		return Prediction{Like: 0.5}
+	}
+	x, z, ok := m.linearise(p, cat, idx)
+	if !ok {
+		return Prediction{Like: 0.5}
+	}
+	return m.predictFrom(x, z, &m.vari)
+}
+
+// predictFrom is the prediction for a school whose linear predictor has
+// gradient x and value z, under variances vari.
+func (m Model) predictFrom(x [nParams]float64, z float64, vari *[nParams]float64) Prediction {
+	v := 0.0
+	for j := range x {
+		v += vari[j] * x[j] * x[j]
+	}
+	like := sigmoid(z / math.Sqrt(1+math.Pi*v/8))
+	return Prediction{Like: like, Uncertainty: math.Sqrt(v), Information: 0.5 * math.Log1p(like*(1-like)*v)}
+}
+
+// PredictLike is the probability that the student likes school idx.
+func (m Model) PredictLike(p Profile, cat *Catalog, idx int) float64 {
+	return m.Predict(p, cat, idx).Like
+}
+
+// PatternBreakProbability is how sure the model must have been of the
+// other direction for a swipe to be a pattern break.
+const PatternBreakProbability = 0.8
+
+// PatternBreak reports whether a swipe in direction d on school idx breaks
+// the pattern: the model (before the swipe is folded in) predicted the
+// other direction with probability at least PatternBreakProbability. With
+// a swipe on a probe, it is when a swipe response sets trigger_feedback.
+func (m Model) PatternBreak(p Profile, cat *Catalog, idx int, d Direction) bool {
+	if cat == nil || idx < 0 || idx >= cat.Len() {
+		return false
+	}
+	like := m.PredictLike(p, cat, idx)
+	switch d {
+	case Like:
+		return 1-like >= PatternBreakProbability
+	case Dislike:
+		return like >= PatternBreakProbability
+	}
+	return false
+}
+
+// Fold builds a model from a prior and a student's history in order,
+// keeping only the latest counted swipe on each school (a repeat swipe's
+// latest direction is what the learner keeps). The online path is Observe,
+// one observation at a time; Fold is for rebuilding, after a repeat swipe
+// changed its direction or a stored model's version is not ModelVersion.
+// Its cost is linear in the history.
+func Fold(prior Weights, p Profile, cat *Catalog, history []Observation) Model {
+	last := map[int]int{}
+	for i, o := range history {
+		if o.Counted() {
+			last[o.Index] = i
+		}
+	}
+	m := NewModel(prior)
+	for i, o := range history {
+		if o.Counted() && last[o.Index] != i {
+			continue
+		}
+		m, _ = m.Observe(p, cat, o)
+	}
+	return m
+}
+
+func sigmoid(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+// logit is the inverse of sigmoid, bounded to the model's logit range.
+func logit(p float64) float64 {
+	p = min(1-1e-9, max(1e-9, p))
+	return max(-logitLimit, min(logitLimit, math.Log(p/(1-p))))
+}
+
+// clampParam keeps a parameter's mean in its range: a weight's logit in
+// [-logitLimit, logitLimit], the like threshold in [0,1].
+func clampParam(j int, v float64) float64 {
+	if j == pThreshold {
+		return min(1, max(0, v))
+	}
+	return max(-logitLimit, min(logitLimit, v))
+}
+
+// weightArray lists w in WeightKeys order.
+func weightArray(w Weights) [nWeights]float64 {
+	return [nWeights]float64{w.CostWeight, w.DistanceWeight, w.OutcomesWeight, w.CampusWeight,
+		w.ProgramWeight, w.AidWeight, w.AcademicSelectivity, w.SizePreference}
+}
+
+// weightsFromArray is the inverse of weightArray.
+func weightsFromArray(a [nWeights]float64) Weights {
+	return Weights{
+		CostWeight: a[pCost], DistanceWeight: a[pDistance], OutcomesWeight: a[pOutcomes], CampusWeight: a[pCampus],
+		ProgramWeight: a[pProgram], AidWeight: a[pAid], AcademicSelectivity: a[pSelectivity], SizePreference: a[pSize],
+	}.Sanitize()
+}
