@@ -1,0 +1,247 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/testutil"
+)
+
+const ttl = 5 * time.Minute
+
+// sampleFeed is a feed of n items built from student version sv and
+// catalogue version cv.
+func sampleFeed(student string, sv, cv int64, n int) cache.Feed {
+	f := cache.Feed{
+		StudentID: student, StudentVersion: sv, CatalogVersion: cv,
+		BuiltAt:          time.UnixMilli(1_790_000_000_123).UTC(),
+		AlgorithmVersion: "1.0.0", Phase: "refinement", TotalSwipes: 17, TotalCount: 6500,
+		Weights: map[string]float64{"cost_weight": 0.6, "size_preference": 0.2, "academic_selectivity": 0.5},
+		Profile: []byte(`{"SAT":1380,"HasHome":true}`),
+		Compact: cache.Compact{ETag: `"abc_DEF-123"`, Body: []byte(`{"r":[{"i":"x","n":"A \"quoted\" name\nwith a newline","s":87}]}`)},
+	}
+	for i := range n {
+		f.Items = append(f.Items, cache.FeedItem{
+			SchoolID: uuid.New(),
+			Score:    float64(9000-i) / 1e4, Academic: 0.1234, Financial: 1, Campus: 0, Outcomes: 0.5,
+			Distance: float64(i) / 10, Probe: i%4 == 3, Exploration: i%5 == 1,
+		})
+	}
+	if n > 2 {
+		f.Items[2].Distance = -1
+		f.Items[1].Distance = 5000.3
+	}
+	return f
+}
+
+func TestFeedRoundTrip(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
+	feeds := cache.NewFeeds(rdb, ttl)
+	ctx := context.Background()
+	student := uuid.NewString()
+
+	_, err := feeds.Feed(ctx, student)
+	require.ErrorIs(t, err, cache.ErrNotBuilt, "a feed never built is not an error, it is not built")
+	_, err = feeds.Header(ctx, student)
+	require.ErrorIs(t, err, cache.ErrNotBuilt)
+	_, err = feeds.CompactRaw(ctx, student)
+	require.ErrorIs(t, err, cache.ErrNotBuilt)
+
+	want := sampleFeed(student, 3, 42, 1000)
+	stored, err := feeds.Put(ctx, want)
+	require.NoError(t, err)
+	require.True(t, stored)
+
+	got, err := feeds.Feed(ctx, student)
+	require.NoError(t, err)
+	want.Compact = cache.Compact{} // Feed does not read the compact page
+	assert.Equal(t, want, got)
+
+	h, err := feeds.Header(ctx, student)
+	require.NoError(t, err)
+	want.Items = nil
+	assert.Equal(t, want, h)
+
+	raw, err := feeds.CompactRaw(ctx, student)
+	require.NoError(t, err)
+	c, err := cache.ParseCompact(raw)
+	require.NoError(t, err)
+	assert.Equal(t, int64(42), c.CatalogVersion)
+	assert.Equal(t, "1.0.0", c.AlgorithmVersion)
+	assert.Equal(t, `"abc_DEF-123"`, c.ETag)
+	assert.Equal(t, sampleFeed(student, 3, 42, 0).Compact.Body, c.Body, "the body comes back byte for byte")
+
+	// Any spelling of the id is one key.
+	key, field := feeds.CompactLocation(student)
+	assert.Equal(t, "rm:v1:{student:"+student+"}:feed", key)
+	assert.Equal(t, "m", field)
+	upper, _ := feeds.CompactLocation(strings.ToUpper(student))
+	assert.Equal(t, key, upper)
+	v, err := rdb.HGet(ctx, key, field).Bytes()
+	require.NoError(t, err)
+	assert.Equal(t, raw, v)
+}
+
+func TestFeedRoundsToStoredPrecision(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
+	feeds := cache.NewFeeds(rdb, ttl)
+	ctx := context.Background()
+	f := sampleFeed(uuid.NewString(), 1, 1, 1)
+	f.Items[0].Score, f.Items[0].Distance = 0.123456, 12.34
+	_, err := feeds.Put(ctx, f)
+	require.NoError(t, err)
+	got, err := feeds.Feed(ctx, f.StudentID)
+	require.NoError(t, err)
+	assert.Equal(t, 0.1235, got.Items[0].Score, "scores are kept to 1e-4")
+	assert.Equal(t, 12.3, got.Items[0].Distance, "distances to 0.1 mile")
+}
+
+func TestFeedNewerVersionWins(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
+	feeds := cache.NewFeeds(rdb, ttl)
+	ctx := context.Background()
+	student := uuid.NewString()
+	put := func(sv, cv int64) bool {
+		t.Helper()
+		f := sampleFeed(student, sv, cv, 3)
+		f.Phase = fmt.Sprintf("sv%d-cv%d", sv, cv)
+		ok, err := feeds.Put(ctx, f)
+		require.NoError(t, err)
+		return ok
+	}
+	phase := func() string {
+		t.Helper()
+		f, err := feeds.Feed(ctx, student)
+		require.NoError(t, err)
+		return f.Phase
+	}
+
+	require.True(t, put(5, 10))
+	assert.False(t, put(4, 99), "an older student version never overwrites a newer one, whatever its catalogue")
+	assert.Equal(t, "sv5-cv10", phase())
+	assert.False(t, put(5, 9), "same student version, older catalogue: kept")
+	assert.Equal(t, "sv5-cv10", phase())
+	assert.True(t, put(5, 10), "the same versions again (a rebuild) are written")
+	assert.True(t, put(5, 11), "a newer catalogue wins")
+	assert.Equal(t, "sv5-cv11", phase())
+	assert.True(t, put(6, 1), "a newer student version wins")
+	assert.Equal(t, "sv6-cv1", phase())
+}
+
+func TestInvalidateLeavesAVersionedTombstone(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
+	feeds := cache.NewFeeds(rdb, ttl)
+	ctx := context.Background()
+	student := uuid.NewString()
+
+	ok, err := feeds.Put(ctx, sampleFeed(student, 2, 1, 3))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, feeds.Invalidate(ctx, student, 3))
+	_, err = feeds.Feed(ctx, student)
+	require.ErrorIs(t, err, cache.ErrNotBuilt)
+	_, err = feeds.CompactRaw(ctx, student)
+	require.ErrorIs(t, err, cache.ErrNotBuilt)
+	_, err = feeds.Header(ctx, student)
+	require.ErrorIs(t, err, cache.ErrNotBuilt)
+
+	// A build that read version 2 before the change finishes late: refused.
+	ok, err = feeds.Put(ctx, sampleFeed(student, 2, 1, 3))
+	require.NoError(t, err)
+	assert.False(t, ok, "a feed of the old version cannot be stored over the tombstone")
+	ok, err = feeds.Put(ctx, sampleFeed(student, 3, 1, 3))
+	require.NoError(t, err)
+	assert.True(t, ok, "a feed of the new version is")
+
+	// An older invalidation does not drop a newer feed.
+	ok, err = feeds.Put(ctx, sampleFeed(student, 7, 1, 3))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, feeds.Invalidate(ctx, student, 6))
+	_, err = feeds.Feed(ctx, student)
+	require.NoError(t, err)
+
+	require.NoError(t, feeds.Delete(ctx, student))
+	_, err = feeds.Feed(ctx, student)
+	require.ErrorIs(t, err, cache.ErrNotBuilt)
+}
+
+func TestEveryKeyHasTheTTL(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
+	feeds := cache.NewFeeds(rdb, 90*time.Second)
+	ctx := context.Background()
+	a, b := uuid.NewString(), uuid.NewString()
+	_, err := feeds.Put(ctx, sampleFeed(a, 1, 1, 10))
+	require.NoError(t, err)
+	require.NoError(t, feeds.Invalidate(ctx, b, 4))
+
+	keys, err := rdb.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	require.Len(t, keys, 2)
+	for _, k := range keys {
+		d, err := rdb.PTTL(ctx, k).Result()
+		require.NoError(t, err)
+		assert.Greater(t, d, 85*time.Second, "%s has the TTL", k)
+		assert.LessOrEqual(t, d, 90*time.Second, "%s has the TTL", k)
+	}
+}
+
+// TestFeedSize measures the stored document: the top 1,000 of a 6,500-school
+// catalogue is what the service keeps per student.
+func TestFeedSize(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
+	feeds := cache.NewFeeds(rdb, ttl)
+	ctx := context.Background()
+	for _, n := range []int{1000, 6500} {
+		f := sampleFeed(uuid.NewString(), 1, 1, n)
+		_, err := feeds.Put(ctx, f)
+		require.NoError(t, err)
+		var total int64
+		for _, field := range []string{"h", "i", "m"} {
+			l, err := rdb.HStrLen(ctx, cache.FeedKey(f.StudentID), field).Result()
+			require.NoError(t, err)
+			total += l
+		}
+		mem, err := rdb.MemoryUsage(ctx, cache.FeedKey(f.StudentID)).Result()
+		require.NoError(t, err)
+		t.Logf("feed of %d items: %d bytes of fields, %d bytes in Redis", n, total, mem)
+		assert.Less(t, total, int64(n*30+1024), "about 29 bytes an item")
+	}
+}
+
+func TestUnreachableRedisFailsFast(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	feeds := cache.NewFeeds(rdb, ttl)
+	ctx := context.Background()
+	start := time.Now()
+	_, err := feeds.Feed(ctx, uuid.NewString())
+	require.Error(t, err)
+	require.False(t, errors.Is(err, cache.ErrNotBuilt), "an outage is not a miss")
+	_, err = feeds.Put(ctx, sampleFeed(uuid.NewString(), 1, 1, 1))
+	require.ErrorIs(t, err, cache.ErrUnavailable, "after a failure Redis is left alone for a while")
+	_, err = feeds.CompactRaw(ctx, uuid.NewString())
+	require.ErrorIs(t, err, cache.ErrUnavailable)
+	assert.Less(t, time.Since(start), time.Second)
+}
+
+func TestParseCompactRejectsGarbage(t *testing.T) {
+	for _, raw := range []string{"", "no header line", "1 1.0.0\n{}", "x 1.0.0 \"e\"\n{}"} {
+		_, err := cache.ParseCompact([]byte(raw))
+		assert.Error(t, err, "%q", raw)
+	}
+	c, err := cache.ParseCompact([]byte("7 1.2.3 \"e\"\n{\"r\":[]}"))
+	require.NoError(t, err)
+	assert.Equal(t, cache.StoredCompact{CatalogVersion: 7, AlgorithmVersion: "1.2.3",
+		Compact: cache.Compact{ETag: `"e"`, Body: []byte(`{"r":[]}`)}}, c)
+}

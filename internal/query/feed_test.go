@@ -1,0 +1,166 @@
+package query_test
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/catalog"
+	"github.com/collegematch/matching/internal/match"
+	"github.com/collegematch/matching/internal/query"
+)
+
+func TestPhaseAndProgress(t *testing.T) {
+	for _, c := range []struct {
+		swipes   int
+		phase    string
+		progress float64
+	}{
+		{0, "discovery", 0}, {10, "discovery", 10.0 / 31}, {11, "refinement", 11.0 / 31},
+		{30, "refinement", 30.0 / 31}, {31, "stable", 1}, {500, "stable", 1}, {-1, "discovery", 0},
+	} {
+		assert.Equal(t, c.phase, query.PhaseFor(c.swipes), "%d swipes", c.swipes)
+		assert.InDelta(t, c.progress, query.Progress(c.swipes), 1e-12, "%d swipes", c.swipes)
+	}
+}
+
+func TestProbePositions(t *testing.T) {
+	var got []int
+	for p := 1; p <= 12; p++ {
+		if query.IsProbePosition(2, p) {
+			got = append(got, p)
+		}
+	}
+	assert.Equal(t, []int{2, 6, 10}, got, "with 2 swipes, positions 2, 6, 10 are probes (2+p a multiple of 4)")
+}
+
+func TestFeedSeedIsTheStudentState(t *testing.T) {
+	id := uuid.NewString()
+	assert.Equal(t, query.FeedSeed(id, 3), query.FeedSeed(id, 3))
+	assert.NotEqual(t, query.FeedSeed(id, 3), query.FeedSeed(id, 4))
+	assert.NotEqual(t, query.FeedSeed(id, 3), query.FeedSeed(uuid.NewString(), 3))
+}
+
+func buildInput(t *testing.T, n, size int) query.FeedInput {
+	t.Helper()
+	cat := query.NewCatalog(catalog.Generate(n, 11), 9)
+	p := match.NewProfile(completeStudent())
+	return query.FeedInput{StudentID: uuid.NewString(), StudentVersion: 4, Profile: p, Weights: match.SeedWeights(p),
+		TotalSwipes: 12, Catalog: cat, Size: size, Now: time.Unix(1_790_000_000, 0)}
+}
+
+func TestBuildFeed(t *testing.T) {
+	in := buildInput(t, 600, 250)
+	f, _ := query.BuildFeed(in, nil)
+
+	assert.Equal(t, in.StudentID, f.StudentID)
+	assert.EqualValues(t, 4, f.StudentVersion)
+	assert.EqualValues(t, 9, f.CatalogVersion)
+	assert.Equal(t, match.AlgorithmVersion, f.AlgorithmVersion)
+	assert.Equal(t, "refinement", f.Phase)
+	assert.Equal(t, 12, f.TotalSwipes)
+	assert.Equal(t, 600, f.TotalCount, "every active school is eligible")
+	assert.Equal(t, in.Weights.Map(), f.Weights)
+	var p match.Profile
+	require.NoError(t, json.Unmarshal(f.Profile, &p))
+	assert.Equal(t, in.Profile, p, "the profile travels with the feed")
+
+	require.Len(t, f.Items, 250)
+	seen := map[uuid.UUID]bool{}
+	ranked := match.Rank(nil, in.Profile, in.Weights, in.Catalog.Catalog)
+	for i, it := range f.Items {
+		require.False(t, seen[it.SchoolID], "every school once")
+		seen[it.SchoolID] = true
+		if i > 0 {
+			require.LessOrEqual(t, it.Score, f.Items[i-1].Score, "best first")
+		}
+		// The ranked order, rounded for display.
+		want := ranked[i]
+		assert.Equal(t, in.Catalog.Schools[want.Index].ID, it.SchoolID.String())
+		assert.Equal(t, math.Round(want.Score*1e4)/1e4, it.Score)
+		assert.Equal(t, math.Round(want.Academic*1e4)/1e4, it.Academic)
+		assert.False(t, it.Probe || it.Exploration, "no probes or exploration picks yet")
+		if want.HasDistance() {
+			assert.Equal(t, math.Round(want.Distance*10)/10, it.Distance)
+		}
+	}
+
+	// The compact page: the first 20, s = round(match_score*100) of the
+	// shown (rounded) score, and its grade.
+	var page struct {
+		R []map[string]any `json:"r"`
+	}
+	require.NoError(t, json.Unmarshal(f.Compact.Body, &page))
+	require.Len(t, page.R, query.CompactPageSize)
+	for i, item := range page.R {
+		it := f.Items[i]
+		idx, ok := in.Catalog.Index(it.SchoolID.String())
+		require.True(t, ok)
+		s := in.Catalog.Schools[idx]
+		assert.Equal(t, s.ID, item["i"])
+		assert.Equal(t, s.Name, item["n"])
+		assert.EqualValues(t, math.Round(it.Score*100), item["s"])
+		assert.Equal(t, match.Grade(it.Score), item["g"])
+		assert.Equal(t, s.City, item["c"])
+		assert.Equal(t, s.State, item["st"])
+		assert.NotContains(t, item, "p", "p is absent on items that are not probes")
+	}
+	assert.Regexp(t, `^"[A-Za-z0-9_-]{22}"$`, f.Compact.ETag)
+}
+
+func TestBuildFeedIsDeterministicAndTheETagFollowsTheBody(t *testing.T) {
+	in := buildInput(t, 300, 100)
+	a, _ := query.BuildFeed(in, nil)
+	b, scratch := query.BuildFeed(in, nil)
+	assert.Equal(t, a, b, "same state, same feed")
+	c, _ := query.BuildFeed(in, scratch)
+	assert.Equal(t, a, c, "reusing Rank's buffer changes nothing")
+
+	in.Weights.CostWeight, in.Weights.DistanceWeight = 1, 0
+	d, _ := query.BuildFeed(in, nil)
+	require.NotEqual(t, a.Compact.Body, d.Compact.Body)
+	assert.NotEqual(t, a.Compact.ETag, d.Compact.ETag, "another body, another ETag")
+}
+
+func TestBuildFeedSmallAndEmptyCatalogues(t *testing.T) {
+	in := buildInput(t, 7, 100)
+	f, _ := query.BuildFeed(in, nil)
+	assert.Len(t, f.Items, 7)
+	assert.Equal(t, 7, f.TotalCount)
+
+	in.Catalog = query.NewCatalog(nil, 1)
+	f, _ = query.BuildFeed(in, nil)
+	assert.Empty(t, f.Items)
+	assert.JSONEq(t, `{"r":[]}`, string(f.Compact.Body))
+}
+
+// Pages of any size tile one list: assembling n items gives the first n of
+// any longer assembly.
+func TestAssembleIsPrefixStable(t *testing.T) {
+	in := buildInput(t, 400, 0)
+	ranked := match.Rank(nil, in.Profile, in.Weights, in.Catalog.Catalog)
+	full := query.Assemble(query.AssembleInput{Ranked: ranked, Catalog: in.Catalog.Catalog, Profile: in.Profile,
+		Weights: in.Weights, Phase: "refinement", TotalSwipes: 12, Seed: 1, Size: 400}, nil)
+	require.Len(t, full, 400)
+	for _, n := range []int{0, 1, 20, 137, 400, 1000} {
+		part := query.Assemble(query.AssembleInput{Ranked: ranked, Catalog: in.Catalog.Catalog, Profile: in.Profile,
+			Weights: in.Weights, Phase: "refinement", TotalSwipes: 12, Seed: 1, Size: n}, nil)
+		if n == 0 {
+			assert.Empty(t, part)
+			continue
+		}
+		assert.Equal(t, full[:min(n, 400)], part, "size %d", n)
+	}
+	idx := make([]int32, len(full))
+	for i, s := range full {
+		idx[i] = s.Index
+	}
+	slices.Sort(idx)
+	assert.Len(t, slices.Compact(idx), 400, "every school once")
+}
