@@ -388,4 +388,3 @@ func TestBatchSchools(t *testing.T) {
 	assert.NotNil(t, empty.R)
 	assert.NotNil(t, empty.Missing)
 }
-
