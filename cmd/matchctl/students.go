@@ -159,7 +159,7 @@ func deleteStudent(ctx context.Context, e env, st *store.Store, id string) error
 
 // dropStudentKeys unlinks every Redis key of the student: each per-student
 // key of the service (feeds, cooldowns, rate limits) carries the hash tag
-// {student:<id>}.
+// {student:<id>}. It returns how many keys it dropped.
 func dropStudentKeys(ctx context.Context, redisURL, id string) (int, error) {
 	rdb, err := cache.Open(redisURL)
 	if err != nil {
@@ -168,7 +168,24 @@ func dropStudentKeys(ctx context.Context, redisURL, id string) (int, error) {
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(ctx, redisPurgeTimeout)
 	defer cancel()
-	return unlinkMatching(ctx, rdb, "*{student:"+id+"}*")
+	return unlinkMatching(ctx, rdb, studentKeyPattern(id))
+}
+
+// studentKeyPattern matches every key tagged with the student's id, in any
+// letter case: the service writes ids in lower case, and a key written
+// otherwise must not escape an erasure.
+func studentKeyPattern(id string) string {
+	var b strings.Builder
+	b.WriteString("*{student:")
+	for _, r := range strings.ToLower(id) {
+		if r >= 'a' && r <= 'f' {
+			b.WriteString("[" + string(r) + strings.ToUpper(string(r)) + "]")
+			continue
+		}
+		b.WriteRune(r)
+	}
+	b.WriteString("}*")
+	return b.String()
 }
 
 func unlinkMatching(ctx context.Context, rdb *redis.Client, pattern string) (int, error) {

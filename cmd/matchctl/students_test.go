@@ -68,7 +68,8 @@ func newStudentsEnv(t *testing.T) *studentsEnv {
 		tag := "{student:" + id + "}"
 		require.NoError(t, e.rdb.HSet(ctx, "rm:v1:"+tag+":feed", "sv", 3).Err())
 		require.NoError(t, e.rdb.ZAdd(ctx, "rm:v1:"+tag+":cooldown", redis.Z{Score: 1, Member: e.school}).Err())
-		require.NoError(t, e.rdb.Set(ctx, "rate:"+tag+":swipes", "1", time.Hour).Err())
+		// Written in upper case: an erasure drops it all the same.
+		require.NoError(t, e.rdb.Set(ctx, "rate:v1:swipes:{student:"+strings.ToUpper(id)+"}", "1", time.Hour).Err())
 	}
 	require.NoError(t, e.rdb.Set(ctx, "rm:v1:catalog", "1", 0).Err())
 	return e
@@ -168,11 +169,11 @@ FROM students WHERE id = $1`, e.student).Scan(&name, &email, &zip, &gpa, &lat, &
 	// Redis: the student's keys are gone; the other student's and shared keys stay.
 	keys := e.keys(t)
 	for _, k := range keys {
-		assert.NotContains(t, k, e.student)
+		assert.NotContains(t, strings.ToLower(k), e.student)
 	}
 	assert.ElementsMatch(t, []string{
 		"rm:v1:{student:" + e.other + "}:feed", "rm:v1:{student:" + e.other + "}:cooldown",
-		"rate:{student:" + e.other + "}:swipes", "rm:v1:catalog",
+		"rate:v1:swipes:{student:" + strings.ToUpper(e.other) + "}", "rm:v1:catalog",
 	}, keys)
 
 	// The other student is untouched.
