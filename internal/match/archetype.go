@@ -125,7 +125,7 @@ type schoolFacts struct {
 	tech         float64 // share of degrees in techFields
 	maxField     float64 // largest single field's share
 
-	techName, twoYearName bool
+	techName bool // no program data, and the name says technical school
 }
 
 func factsOf(s *domain.School) schoolFacts {
@@ -133,10 +133,6 @@ func factsOf(s *domain.School) schoolFacts {
 		public:    s.Control == domain.ControlPublic,
 		nonprofit: s.Control == domain.ControlNonprofit,
 	}
-	name := strings.ToLower(s.Name)
-	f.techName = containsAny(name, techNameWords)
-	f.twoYearName = containsAny(name, twoYearNameWords)
-
 	if lo, hi, ok := schoolRange(s); ok {
 		f.satMid, f.hasSAT = (lo+hi)/2, true
 	}
@@ -147,12 +143,40 @@ func factsOf(s *domain.School) schoolFacts {
 		f.selLevel = strengthOf(f.satMid)
 	}
 
+	total := 0.0
+	for m, v := range s.ProgramShares {
+		if !finite(v) || v <= 0 {
+			continue
+		}
+		g, known := majorGroups[m]
+		if !known {
+			continue
+		}
+		v = clamp01(v)
+		total += v
+		f.maxField = max(f.maxField, v)
+		switch g {
+		case groupArtsSciences:
+			f.artsSciences += v
+		case groupTech:
+			f.tech += v
+		}
+	}
+	f.hasPrograms = total > 0
+	f.artsSciences, f.tech = clamp01(f.artsSciences), clamp01(f.tech)
+
+	// Names are read only where the data is missing.
+	var name string
+	if s.PredDegree == nil || !f.hasPrograms {
+		name = strings.ToLower(s.Name)
+	}
+	f.techName = !f.hasPrograms && containsAny(name, techNameWords)
 	switch {
 	case s.PredDegree != nil:
 		d := *s.PredDegree
 		f.fourYear = d == degreeBachelor || d == degreeGraduate
 		f.twoYear = d == degreeAssociate
-	case f.twoYearName:
+	case containsAny(name, twoYearNameWords):
 		f.twoYear = true
 	default:
 		// Only four-year schools publish admission test ranges.
@@ -164,23 +188,30 @@ func factsOf(s *domain.School) schoolFacts {
 	}
 	f.price, f.hasPrice = typicalNetPrice(s)
 	f.outcomes, _ = outcomesOf(s).family()
-
-	total := 0.0
-	for m, v := range s.ProgramShares {
-		if majorIndex(m) < 0 || !finite(v) || v <= 0 {
-			continue
-		}
-		v = clamp01(v)
-		total += v
-		f.maxField = max(f.maxField, v)
-	}
-	if total > 0 {
-		f.hasPrograms = true
-		f.artsSciences = shareOf(s.ProgramShares, artsAndSciences)
-		f.tech = shareOf(s.ProgramShares, techFields)
-	}
 	return f
 }
+
+// Groups of fields the rules add up.
+const (
+	groupOther uint8 = iota
+	groupArtsSciences
+	groupTech
+)
+
+// majorGroups maps every known field to its group.
+var majorGroups = func() map[domain.Major]uint8 {
+	m := make(map[domain.Major]uint8, len(domain.Majors))
+	for _, mj := range domain.Majors {
+		m[mj.Key] = groupOther
+	}
+	for _, mj := range artsAndSciences {
+		m[mj] = groupArtsSciences
+	}
+	for _, mj := range techFields {
+		m[mj] = groupTech
+	}
+	return m
+}()
 
 // typicalNetPrice is what a typical aided student pays a year: the average
 // net price, else the price of the middle income band, else in-state tuition.
@@ -192,16 +223,6 @@ func typicalNetPrice(s *domain.School) (float64, bool) {
 		return v, true
 	}
 	return dollars(s.TuitionIn)
-}
-
-func shareOf(shares map[domain.Major]float64, fields []domain.Major) float64 {
-	sum := 0.0
-	for _, m := range fields {
-		if v, ok := shares[m]; ok && finite(v) && v > 0 {
-			sum += clamp01(v)
-		}
-	}
-	return clamp01(sum)
 }
 
 func containsAny(s string, words []string) bool {
@@ -384,8 +405,8 @@ type Category struct {
 // different schools whenever the catalogue allows. The result depends only
 // on the catalogue's content. imageBase is passed to SchoolImageURL.
 //
-// It reads every school once (a few milliseconds for 6,500 schools); a
-// caller serving it per request keeps the result per catalogue.
+// It reads every school once (about 10 ms for 6,500 schools); a caller
+// serving it per request keeps the result per catalogue.
 func Categories(cat *Catalog, imageBase string) []Category {
 	out := make([]Category, len(archetypes))
 	type cand struct {
