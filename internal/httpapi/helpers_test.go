@@ -156,6 +156,21 @@ func (r result) errorFields() map[string]any {
 // do sends body (a string is sent as is, anything else as JSON) with the token.
 func (a *testAPI) do(t *testing.T, method, path, tok string, body any) result {
 	t.Helper()
+	return a.send(t, method, path, tok, nil, body)
+}
+
+// doHeaders is do with extra request headers (an empty value is not sent).
+func (a *testAPI) doHeaders(t *testing.T, method, path, tok string, headers map[string]string, body ...any) result {
+	t.Helper()
+	var b any
+	if len(body) > 0 {
+		b = body[0]
+	}
+	return a.send(t, method, path, tok, headers, b)
+}
+
+func (a *testAPI) send(t *testing.T, method, path, tok string, headers map[string]string, body any) result {
+	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -175,6 +190,11 @@ func (a *testAPI) do(t *testing.T, method, path, tok string, body any) result {
 	}
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	for k, v := range headers {
+		if v != "" {
+			req.Header.Set(k, v)
+		}
 	}
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
