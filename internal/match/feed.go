@@ -42,6 +42,9 @@ const (
 	// ExplorePool is how many of a band's next ranked schools an
 	// exploration pick is chosen from.
 	ExplorePool = 60
+	// ProbePool is how many of the best-ranked schools past a boundary a
+	// probe is chosen from.
+	ProbePool = 40
 )
 
 // Geographic mix of a page: shares of the near, beyond and discovery bands.
@@ -244,7 +247,7 @@ type assembler struct {
 	sizeLo, sizeHi  float64
 
 	// exploration
-	vari  [nParams]float64 // variances after the picks made so far
+	cov   [nParams][nParams]float64 // covariance after the picks made so far
 	cands map[int32]*exploreCand
 }
 
@@ -297,7 +300,7 @@ func newAssembler(in *FeedInput) *assembler {
 		rate:    PhaseFor(in.Swipes).ExplorationRate(),
 		used:    make([]bool, cat.Len()),
 		bandOf:  make([]GeoBand, cat.Len()),
-		vari:    m.vari,
+		cov:     m.cov,
 		cands:   map[int32]*exploreCand{},
 	}
 	if !(a.maxDist > 0) || math.IsInf(a.maxDist, 0) {
@@ -490,17 +493,34 @@ func (a *assembler) next(b GeoBand) (int32, bool) {
 // is (ordinal).
 func (a *assembler) probe(b GeoBand, ordinal int) (int32, string, bool) {
 	for _, c := range chain(b) {
+		list := a.bands[c]
+		best, bestKind, bestV := int32(-1), 0, math.Inf(-1)
 		for t := range probeKinds {
 			kind := (ordinal + t) % len(probeKinds)
-			list := a.bands[c]
 			cur := &a.pcursor[kind][c]
 			for *cur < len(list) {
 				s := &a.in.Ranked[list[*cur]]
 				if !a.used[s.Index] && a.pastBoundary(kind, s) {
-					return list[*cur], probeKinds[kind], true
+					break
 				}
 				*cur++
 			}
+			n := 0
+			for j := *cur; j < len(list) && n < ProbePool; j++ {
+				s := &a.in.Ranked[list[j]]
+				if a.used[s.Index] || !a.pastBoundary(kind, s) {
+					continue
+				}
+				n++
+				cand := a.candidate(list[j])
+				if v := a.m.predictFrom(cand.x, cand.z, &a.cov).Information * (1 + 0.1*cand.u); v > bestV {
+					best, bestKind, bestV = list[j], kind, v
+				}
+			}
+		}
+		if best >= 0 {
+			a.observeVirtually(a.candidate(best))
+			return best, probeKinds[bestKind], true
 		}
 	}
 	return 0, "", false
@@ -557,7 +577,7 @@ func (a *assembler) explore(b GeoBand) (int32, bool) {
 		var bestC *exploreCand
 		for _, pos := range pool[:n] {
 			cand := a.candidate(pos)
-			pr := a.m.predictFrom(cand.x, cand.z, &a.vari)
+			pr := a.m.predictFrom(cand.x, cand.z, &a.cov)
 			// A little seeded jitter, so that near-ties do not always go the
 			// same way for every student.
 			v := pr.Information * (1 + 0.1*cand.u)
@@ -596,13 +616,20 @@ func (a *assembler) candidate(pos int32) *exploreCand {
 // remove, whatever its direction (the variance update of Model.update does
 // not depend on the outcome), so the next pick looks elsewhere.
 func (a *assembler) observeVirtually(c *exploreCand) {
-	pr := a.m.predictFrom(c.x, c.z, &a.vari)
+	var u [nParams]float64
+	for i := range nParams {
+		for j := range nParams {
+			u[i] += a.cov[i][j] * c.x[j]
+		}
+	}
+	pr := a.m.predictFrom(c.x, c.z, &a.cov)
 	v := pr.Uncertainty * pr.Uncertainty
 	w := pr.Like * (1 - pr.Like)
 	shrink := w / (1 + v*w)
-	for j := range a.vari {
-		sx := a.vari[j] * c.x[j]
-		a.vari[j] = max(minVarFraction*priorVar[j], a.vari[j]-sx*sx*shrink)
+	for i := range nParams {
+		for j := range nParams {
+			a.cov[i][j] -= u[i] * u[j] * shrink
+		}
 	}
 }
 

@@ -14,17 +14,22 @@ import (
 // service's own scoring, Rank and Score), t is the student's like threshold
 // (how good a school must look before they swipe right) and k is a fixed
 // sharpness. The parameters are the eight weights in logit space,
-// w_i = sigmoid(theta_i), plus t; the posterior over them is a diagonal
-// Gaussian (a mean and a variance per parameter).
+// w_i = sigmoid(theta_i), plus t; the posterior over them is a Gaussian
+// with a full 9x9 covariance.
 //
 // Each observation is folded in by assumed-density filtering: the score is
 // linearised around the current mean (its gradient in the eight weights is
 // exact, see learnEval), the one-dimensional posterior of the linear
 // predictor is found by a Laplace step (a bracketed Newton solve), and the
-// change is projected back onto the parameters, keeping the covariance
-// diagonal. The cost is one school's score and gradient plus a handful of
-// operations per parameter: it does not depend on how many swipes came
-// before.
+// change is projected back onto the parameters (a rank-one update of the
+// covariance). The cost is one school's score and gradient plus 81
+// multiply-adds, fixed by the nine parameters: it does not depend on how
+// many swipes came before (BenchmarkObserve). The covariance is kept full
+// because the parameters are strongly coupled (a higher weight on a family
+// most schools do well in raises every score, as a lower like threshold
+// does); keeping only its diagonal (O(parameters) instead of
+// O(parameters^2), both constant) learned measurably less in the
+// simulation (docs/learning.md).
 //
 // Because the weights are the likelihood's own parameters, they keep the
 // meaning decisions.md gives them: a student who likes cheap, near schools
@@ -57,23 +62,26 @@ const KeyLikeThreshold = "like_threshold"
 // is how they were chosen.
 const (
 	// likeSharpness is k: how sharply the like probability rises with the
-	// match score. 0.1 of score is a factor of e^2.2 in the odds.
+	// match score. 0.1 of score is a factor of e^3.5 in the odds.
 	likeSharpness = 35.0
 
-	// priorVarImportance and priorVarLevel are the prior variances of the
-	// weights in logit space: importances, and the two preferred levels
-	// (academic_selectivity, size_preference).
-	priorVarImportance = 3.0
-	priorVarLevel      = 3.0
+	// Prior variances of the weights in logit space: the spread of each
+	// weight across students. An importance anywhere in [0,1] is a
+	// logit variance of pi^2/3; a preferred size over most of the scale
+	// about 1.5; a preferred selectivity level that mostly stays within
+	// 0.2 of matching the student's strength 0.5.
+	priorVarImportance  = 3.3
+	priorVarSize        = 1.5
+	priorVarSelectivity = 0.5
 
 	// thresholdPrior and thresholdPriorVar are the prior of the like
-	// threshold: a student likes schools scoring above about 0.7.
-	thresholdPrior    = 0.70
-	thresholdPriorVar = 0.01
+	// threshold: a student likes schools scoring above about 0.62.
+	thresholdPrior    = 0.62
+	thresholdPriorVar = 0.0025
 
 	// driftFraction of the prior variance is added back before each update,
 	// so that the model keeps learning when a student's taste moves.
-	driftFraction = 0.004
+	driftFraction = 0.001
 
 	// logitLimit bounds a weight's logit: weights stay within
 	// [0.01, 0.99] inside the model (Weights is in [0,1] regardless).
@@ -99,7 +107,7 @@ const (
 // applied, feedbackReopen of the prior variance is added back to that
 // parameter: the student just told us the model was wrong about it.
 const (
-	feedbackShift    = 1.5
+	feedbackShift    = 1.2
 	feedbackNoiseVar = 0.5
 	feedbackReopen   = 0.25
 )
@@ -108,12 +116,12 @@ const (
 var priorVar = [nParams]float64{
 	pCost: priorVarImportance, pDistance: priorVarImportance, pOutcomes: priorVarImportance,
 	pCampus: priorVarImportance, pProgram: priorVarImportance, pAid: priorVarImportance,
-	pSelectivity: priorVarLevel, pSize: priorVarLevel,
+	pSelectivity: priorVarSelectivity, pSize: priorVarSize,
 	pThreshold: thresholdPriorVar,
 }
 
-// Model is what the service has learned about one student: a diagonal
-// Gaussian posterior over the preference weights (in logit space) and the
+// Model is what the service has learned about one student: a Gaussian
+// posterior over the preference weights (in logit space) and the
 // like threshold, and how many observations it has folded in. It is a
 // value: every method leaves the receiver unchanged, and Observe returns a
 // new Model. It serialises to JSON (MarshalJSON) with a version.
@@ -122,7 +130,7 @@ var priorVar = [nParams]float64{
 // behaves as NewModel(DefaultWeights()).
 type Model struct {
 	mean  [nParams]float64
-	vari  [nParams]float64
+	cov   [nParams][nParams]float64
 	valid bool
 
 	swipes   int // counted swipes folded in
@@ -142,7 +150,9 @@ func NewModel(prior Weights) Model {
 		m.mean[j] = logit(pw[j])
 	}
 	m.mean[pThreshold] = thresholdPrior
-	m.vari = priorVar
+	for j := range nParams {
+		m.cov[j][j] = priorVar[j]
+	}
 	return m
 }
 
@@ -174,7 +184,7 @@ func (m Model) WeightUncertainty() Weights {
 	var a [nWeights]float64
 	for j := range a {
 		w := sigmoid(m.mean[j])
-		a[j] = w * (1 - w) * math.Sqrt(m.vari[j])
+		a[j] = w * (1 - w) * math.Sqrt(m.cov[j][j])
 	}
 	return weightsFromArray(a)
 }
@@ -389,11 +399,24 @@ func (m Model) applyReason(p Profile, cat *Catalog, idx int, reason string) (Mod
 // shift applies a direct Gaussian observation "parameter j is delta away
 // from its mean" to parameter j.
 func (m Model) shift(j int, delta float64) Model {
-	v := min(priorVar[j], m.vari[j]+feedbackReopen*priorVar[j])
-	gain := v / (v + feedbackNoiseVar)
-	m.mean[j] = clampParam(j, m.mean[j]+gain*delta)
-	m.vari[j] = max(minVarFraction*priorVar[j], v*feedbackNoiseVar/(v+feedbackNoiseVar))
+	m.cov[j][j] = min(priorVar[j], m.cov[j][j]+feedbackReopen*priorVar[j])
+	u := m.cov[j] // Sigma e_j (the matrix is symmetric)
+	den := u[j] + feedbackNoiseVar
+	for a := range nParams {
+		m.mean[a] = clampParam(a, m.mean[a]+u[a]*delta/den)
+		for b := range nParams {
+			m.cov[a][b] -= u[a] * u[b] / den
+		}
+	}
+	m.floorVariances()
 	return m
+}
+
+// floorVariances keeps every variance at least minVarFraction of its prior.
+func (m *Model) floorVariances() {
+	for j := range nParams {
+		m.cov[j][j] = max(minVarFraction*priorVar[j], m.cov[j][j])
+	}
 }
 
 // update folds in "the student liked (y=1) or disliked (y=0) school idx",
@@ -404,26 +427,32 @@ func (m Model) update(p Profile, cat *Catalog, idx int, y, omega float64) (Model
 	if !ok {
 		return m, false
 	}
-	for j := range m.vari {
-		m.vari[j] = min(priorVar[j], m.vari[j]+driftFraction*priorVar[j])
+	for j := range nParams {
+		m.cov[j][j] = min(priorVar[j], m.cov[j][j]+driftFraction*priorVar[j])
 	}
+	var u [nParams]float64 // Sigma x
 	v := 0.0
-	for j := range x {
-		v += m.vari[j] * x[j] * x[j]
+	for a := range nParams {
+		for b := range nParams {
+			u[a] += m.cov[a][b] * x[b]
+		}
+		v += x[a] * u[a]
 	}
 	zhat := laplaceLogistic(zbar, v, y, omega)
 	ph := sigmoid(zhat)
-	a := omega * ph * (1 - ph)
+	c := omega * ph * (1 - ph)
 	step := omega * (y - ph)
-	shrink := a / (1 + v*a)
+	shrink := c / (1 + v*c)
 	next := m
-	for j := range x {
-		sx := m.vari[j] * x[j]
-		next.mean[j] = clampParam(j, m.mean[j]+sx*step)
-		next.vari[j] = max(minVarFraction*priorVar[j], m.vari[j]-sx*sx*shrink)
+	for a := range nParams {
+		next.mean[a] = clampParam(a, m.mean[a]+u[a]*step)
+		for b := range nParams {
+			next.cov[a][b] = m.cov[a][b] - u[a]*u[b]*shrink
+		}
 	}
-	for j := range next.mean {
-		if !finite(next.mean[j]) || !finite(next.vari[j]) {
+	next.floorVariances()
+	for a := range nParams {
+		if !finite(next.mean[a]) || !finite(next.cov[a][a]) {
 			return m, false
 		}
 	}
@@ -501,9 +530,11 @@ type Prediction struct {
 	// about the parameters the school's score depends on.
 	Uncertainty float64
 	// Information is the expected information a swipe on this school gives
-	// about the parameters, in nats (0.5*log(1 + p(1-p)*Uncertainty^2)):
-	// highest for schools the model is unsure about and whose outcome it
-	// cannot call. Exploration picks the schools that maximise it.
+	// about the preference weights, in nats (0.5*log(1 + p(1-p)*v), v the
+	// part of the log-odds variance that comes from the weights): highest
+	// for schools whose outcome the model cannot call because it is unsure
+	// of the weights they depend on. Exploration and probes pick the
+	// schools that maximise it.
 	Information float64
 }
 
@@ -518,18 +549,33 @@ func (m Model) Predict(p Profile, cat *Catalog, idx int) Prediction {
 	if !ok {
 		return Prediction{Like: 0.5}
 	}
-	return m.predictFrom(x, z, &m.vari)
+	return m.predictFrom(x, z, &m.cov)
 }
 
 // predictFrom is the prediction for a school whose linear predictor has
-// gradient x and value z, under variances vari.
-func (m Model) predictFrom(x [nParams]float64, z float64, vari *[nParams]float64) Prediction {
-	v := 0.0
-	for j := range x {
-		v += vari[j] * x[j] * x[j]
-	}
+// gradient x and value z, under covariance cov.
+func (m Model) predictFrom(x [nParams]float64, z float64, cov *[nParams][nParams]float64) Prediction {
+	v := quad(cov, &x)
 	like := sigmoid(z / math.Sqrt(1+math.Pi*v/8))
-	return Prediction{Like: like, Uncertainty: math.Sqrt(v), Information: 0.5 * math.Log1p(like*(1-like)*v)}
+	// The information is about the weights: the like threshold is not
+	// what ranking needs to know.
+	xw := x
+	xw[pThreshold] = 0
+	vw := quad(cov, &xw)
+	return Prediction{Like: like, Uncertainty: math.Sqrt(v), Information: 0.5 * math.Log1p(like*(1-like)*vw)}
+}
+
+// quad is x' C x.
+func quad(c *[nParams][nParams]float64, x *[nParams]float64) float64 {
+	v := 0.0
+	for a := range nParams {
+		r := 0.0
+		for b := range nParams {
+			r += c[a][b] * x[b]
+		}
+		v += x[a] * r
+	}
+	return max(0, v)
 }
 
 // PredictLike is the probability that the student likes school idx.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // ModelVersion is the version of a serialised Model and of the update that
@@ -25,41 +26,41 @@ var paramKeys = [nParams]string{
 	KeyProgramWeight, KeyAidWeight, KeyAcademicSelectivity, KeySizePreference, KeyLikeThreshold,
 }
 
-// modelParam is one parameter of a serialised model. Mean is in logit
-// space for the weights, on the score scale for like_threshold.
-type modelParam struct {
-	Mean float64 `json:"mean"`
-	Var  float64 `json:"var"`
-}
-
 type modelJSON struct {
-	Version  int                   `json:"version"`
-	Swipes   int                   `json:"swipes"`
-	Signals  int                   `json:"signals"`
-	Feedback int                   `json:"feedback"`
-	Params   map[string]modelParam `json:"params"`
+	Version  int         `json:"version"`
+	Swipes   int         `json:"swipes"`
+	Signals  int         `json:"signals"`
+	Feedback int         `json:"feedback"`
+	Params   []string    `json:"params"`
+	Mean     []float64   `json:"mean"`
+	Cov      [][]float64 `json:"cov"`
 }
 
 // MarshalJSON encodes the model as
 //
 //	{"version":1,"swipes":12,"signals":2,"feedback":1,
-//	 "params":{"cost_weight":{"mean":0.41,"var":0.62}, ..., "like_threshold":{...}}}
+//	 "params":["cost_weight", ..., "like_threshold"],
+//	 "mean":[...], "cov":[[...], ...]}
 //
-// The zero Model encodes as the default model.
+// params names the parameters in the order of mean and of the rows and
+// columns of cov; the weights' means are in logit space, like_threshold's
+// on the score scale. The zero Model encodes as the default model.
 func (m Model) MarshalJSON() ([]byte, error) {
 	m = m.orDefault()
 	out := modelJSON{Version: ModelVersion, Swipes: m.swipes, Signals: m.signals, Feedback: m.feedback,
-		Params: make(map[string]modelParam, nParams)}
-	for j, k := range paramKeys {
-		out.Params[k] = modelParam{Mean: m.mean[j], Var: m.vari[j]}
+		Params: paramKeys[:], Mean: m.mean[:], Cov: make([][]float64, nParams)}
+	for a := range nParams {
+		out.Cov[a] = m.cov[a][:]
 	}
 	return json.Marshal(out)
 }
 
 // UnmarshalJSON decodes what MarshalJSON wrote. A version other than
-// ModelVersion is ErrModelVersion. A parameter that is missing or not
-// usable (a variance that is not positive, a value out of range) takes its
-// prior, so a decoded model is always safe to use.
+// ModelVersion is ErrModelVersion. Parameters are matched by name; one
+// that is missing or not finite takes its prior, and a covariance that is
+// not a valid one (not symmetric, not positive definite, a variance over
+// its prior) is replaced by its diagonal, clamped; so a decoded model is
+// always safe to use.
 func (m *Model) UnmarshalJSON(b []byte) error {
 	var in modelJSON
 	if err := json.Unmarshal(b, &in); err != nil {
@@ -69,19 +70,75 @@ func (m *Model) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("%w %d (want %d)", ErrModelVersion, in.Version, ModelVersion)
 	}
 	out := NewModel(DefaultWeights())
+	pos := [nParams]int{} // position in the input of each of our parameters, -1 when absent
 	for j, k := range paramKeys {
-		prm, ok := in.Params[k]
-		if !ok {
-			continue
-		}
-		if finite(prm.Mean) {
-			out.mean[j] = clampParam(j, prm.Mean)
-		}
-		if finite(prm.Var) && prm.Var > 0 {
-			out.vari[j] = max(minVarFraction*priorVar[j], min(priorVar[j], prm.Var))
+		pos[j] = -1
+		for i, name := range in.Params {
+			if name == k {
+				pos[j] = i
+			}
 		}
 	}
+	get := func(a, b int) (float64, bool) {
+		i, j := pos[a], pos[b]
+		if i < 0 || j < 0 || i >= len(in.Cov) || j >= len(in.Cov[i]) || !finite(in.Cov[i][j]) {
+			return 0, false
+		}
+		return in.Cov[i][j], true
+	}
+	for a := range nParams {
+		if i := pos[a]; i >= 0 && i < len(in.Mean) && finite(in.Mean[i]) {
+			out.mean[a] = clampParam(a, in.Mean[i])
+		}
+	}
+	var cov [nParams][nParams]float64
+	valid := true
+	for a := range nParams {
+		for b := range nParams {
+			v, ok := get(a, b)
+			valid = valid && ok
+			cov[a][b] = v
+		}
+	}
+	for a := range nParams {
+		valid = valid && cov[a][a] > 0 && cov[a][a] <= priorVar[a]*(1+1e-9)
+		for b := range a {
+			valid = valid && math.Abs(cov[a][b]-cov[b][a]) <= 1e-9*(1+math.Abs(cov[a][b]))
+		}
+	}
+	if valid && positiveDefinite(&cov) {
+		out.cov = cov
+	} else {
+		for a := range nParams {
+			if v, ok := get(a, a); ok && v > 0 {
+				out.cov[a][a] = min(priorVar[a], v)
+			}
+		}
+	}
+	out.floorVariances()
 	out.swipes, out.signals, out.feedback = max(0, in.Swipes), max(0, in.Signals), max(0, in.Feedback)
 	*m = out
 	return nil
+}
+
+// positiveDefinite reports whether c has a Cholesky factorisation.
+func positiveDefinite(c *[nParams][nParams]float64) bool {
+	var l [nParams][nParams]float64
+	for i := range nParams {
+		for j := 0; j <= i; j++ {
+			s := c[i][j]
+			for k := range j {
+				s -= l[i][k] * l[j][k]
+			}
+			if i == j {
+				if !(s > 0) {
+					return false
+				}
+				l[i][i] = math.Sqrt(s)
+			} else {
+				l[i][j] = s / l[j][j]
+			}
+		}
+	}
+	return true
 }
