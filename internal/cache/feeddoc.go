@@ -30,8 +30,35 @@ type Feed struct {
 	Weights          map[string]float64 // preference weights the feed was ranked with
 	Profile          []byte             // the scoring view of the profile, opaque here (no name or e-mail)
 
-	Items   []FeedItem // the top of the ranked list, best first
-	Compact Compact    // the compact first page, encoded when the feed was built
+	// Items are the top of the ranked list, best first, as a builder sets
+	// them. A feed read back leaves Items nil and keeps them encoded:
+	// read them with Len and Range, which decode only what is asked for.
+	Items   []FeedItem
+	Compact Compact // the compact first page, encoded when the feed was built
+
+	encoded []byte // the items as read, fixed-size records
+}
+
+// Len is the number of items.
+func (f *Feed) Len() int {
+	if f.encoded != nil {
+		return len(f.encoded) / itemSize
+	}
+	return len(f.Items)
+}
+
+// Range returns items [from, to), clamped to the items there are.
+func (f *Feed) Range(from, to int) []FeedItem {
+	n := f.Len()
+	from, to = min(max(from, 0), n), min(max(to, 0), n)
+	if from >= to {
+		return []FeedItem{}
+	}
+	if f.encoded == nil {
+		return f.Items[from:to]
+	}
+	items, _ := decodeItems(f.encoded[from*itemSize : to*itemSize]) // whole records: cannot fail
+	return items
 }
 
 // FeedItem is one ranked school. Scores are stored to 1e-4 and distances

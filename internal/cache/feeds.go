@@ -87,8 +87,11 @@ func (s *Feeds) Feed(ctx context.Context, studentID string) (Feed, error) {
 		if err := decodeHeader([]byte(h), &f); err != nil {
 			return err
 		}
-		f.Items, err = decodeItems([]byte(items))
-		return err
+		if len(items)%itemSize != 0 {
+			return fmt.Errorf("feed items: %d bytes is not a whole number of %d-byte records", len(items), itemSize)
+		}
+		f.encoded = []byte(items)
+		return nil
 	})
 	f.StudentID = studentID
 	return f, err

@@ -64,13 +64,26 @@ func TestFeedRoundTrip(t *testing.T) {
 
 	got, err := feeds.Feed(ctx, student)
 	require.NoError(t, err)
+	require.Equal(t, 1000, got.Len())
+	assert.Equal(t, want.Items, got.Range(0, 1000))
+	assert.Equal(t, want.Items[10:30], got.Range(10, 30), "a range decodes just those items")
+	assert.Equal(t, want.Items[990:], got.Range(990, 2000), "clamped to the items there are")
+	assert.Empty(t, got.Range(1000, 1020))
+	assert.Empty(t, got.Range(5, 5))
+	items := want.Items
 	want.Compact = cache.Compact{} // Feed does not read the compact page
+	want.Items = nil
+	got = cache.Feed{StudentID: got.StudentID, StudentVersion: got.StudentVersion, CatalogVersion: got.CatalogVersion,
+		BuiltAt: got.BuiltAt, AlgorithmVersion: got.AlgorithmVersion, Phase: got.Phase, TotalSwipes: got.TotalSwipes,
+		TotalCount: got.TotalCount, Weights: got.Weights, Profile: got.Profile}
 	assert.Equal(t, want, got)
+	want.Items = items
 
 	h, err := feeds.Header(ctx, student)
 	require.NoError(t, err)
 	want.Items = nil
 	assert.Equal(t, want, h)
+	assert.Zero(t, h.Len())
 
 	raw, err := feeds.CompactRaw(ctx, student)
 	require.NoError(t, err)
@@ -102,8 +115,9 @@ func TestFeedRoundsToStoredPrecision(t *testing.T) {
 	require.NoError(t, err)
 	got, err := feeds.Feed(ctx, f.StudentID)
 	require.NoError(t, err)
-	assert.Equal(t, 0.1235, got.Items[0].Score, "scores are kept to 1e-4")
-	assert.Equal(t, 12.3, got.Items[0].Distance, "distances to 0.1 mile")
+	it := got.Range(0, 1)[0]
+	assert.Equal(t, 0.1235, it.Score, "scores are kept to 1e-4")
+	assert.Equal(t, 12.3, it.Distance, "distances to 0.1 mile")
 }
 
 func TestFeedNewerVersionWins(t *testing.T) {

@@ -36,6 +36,7 @@ var testSecret = []byte("test-secret-test-secret-test-secret-0123")
 // testAPI is a real router over a fresh database and this package's Redis DB.
 type testAPI struct {
 	URL      string
+	Handler  http.Handler // the router, for in-process benchmarks
 	Pool     *pgxpool.Pool
 	Store    *store.Store
 	Redis    redis.UniversalClient
@@ -46,14 +47,14 @@ type testAPI struct {
 
 type apiOption func(*httpapi.Deps)
 
-func newTestAPI(t *testing.T, opts ...apiOption) *testAPI {
+func newTestAPI(t testing.TB, opts ...apiOption) *testAPI {
 	t.Helper()
 	return newTestAPIOn(t, testutil.NewDB(t), testutil.NewRedis(t, testutil.RedisDBHTTPAPI), opts...)
 }
 
 // newTestAPIOn is a real router over pool and rdb, wired as cmd/api wires
 // it; the catalogue is loaded once now (see seedSchools).
-func newTestAPIOn(t *testing.T, pool *pgxpool.Pool, rdb redis.UniversalClient, opts ...apiOption) *testAPI {
+func newTestAPIOn(t testing.TB, pool *pgxpool.Pool, rdb redis.UniversalClient, opts ...apiOption) *testAPI {
 	t.Helper()
 	db := store.New(pool)
 	log := testutil.Logger(t)
@@ -87,9 +88,10 @@ func newTestAPIOn(t *testing.T, pool *pgxpool.Pool, rdb redis.UniversalClient, o
 	for _, o := range opts {
 		o(&d)
 	}
-	srv := httptest.NewServer(httpapi.NewServer(d))
+	h := httpapi.NewServer(d)
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &testAPI{URL: srv.URL, Pool: pool, Store: db, Redis: rdb, Registry: reg, Catalog: catalog, Students: students}
+	return &testAPI{URL: srv.URL, Handler: h, Pool: pool, Store: db, Redis: rdb, Registry: reg, Catalog: catalog, Students: students}
 }
 
 // countingStudents is the read side's view of the store, counting calls so
@@ -110,7 +112,7 @@ func (c *countingStudents) StudentVersion(ctx context.Context, id string) (int64
 }
 
 // seedSchools stores n generated schools and reloads the catalogue.
-func (a *testAPI) seedSchools(t *testing.T, n int) []domain.School {
+func (a *testAPI) seedSchools(t testing.TB, n int) []domain.School {
 	t.Helper()
 	schools := catalog.Generate(n, 7)
 	_, err := a.Store.UpsertSchools(context.Background(), schools)
@@ -120,7 +122,7 @@ func (a *testAPI) seedSchools(t *testing.T, n int) []domain.School {
 }
 
 // token mints a student token for sub (a new UUID when empty).
-func token(t *testing.T, sub string, service bool) string {
+func token(t testing.TB, sub string, service bool) string {
 	t.Helper()
 	if sub == "" {
 		sub = uuid.NewString()
@@ -154,13 +156,13 @@ func (r result) errorFields() map[string]any {
 }
 
 // do sends body (a string is sent as is, anything else as JSON) with the token.
-func (a *testAPI) do(t *testing.T, method, path, tok string, body any) result {
+func (a *testAPI) do(t testing.TB, method, path, tok string, body any) result {
 	t.Helper()
 	return a.send(t, method, path, tok, nil, body)
 }
 
 // doHeaders is do with extra request headers (an empty value is not sent).
-func (a *testAPI) doHeaders(t *testing.T, method, path, tok string, headers map[string]string, body ...any) result {
+func (a *testAPI) doHeaders(t testing.TB, method, path, tok string, headers map[string]string, body ...any) result {
 	t.Helper()
 	var b any
 	if len(body) > 0 {
@@ -169,7 +171,7 @@ func (a *testAPI) doHeaders(t *testing.T, method, path, tok string, headers map[
 	return a.send(t, method, path, tok, headers, b)
 }
 
-func (a *testAPI) send(t *testing.T, method, path, tok string, headers map[string]string, body any) result {
+func (a *testAPI) send(t testing.TB, method, path, tok string, headers map[string]string, body any) result {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {

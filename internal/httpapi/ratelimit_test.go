@@ -66,7 +66,7 @@ func deniedSoon(t *testing.T, send func() result, start time.Time) result {
 }
 
 // redisClient is another connection to this package's Redis DB (not flushed).
-func redisClient(t *testing.T) *redis.Client {
+func redisClient(t testing.TB) *redis.Client {
 	t.Helper()
 	opt, err := redis.ParseURL(testutil.RedisURLFor(t, testutil.RedisDBHTTPAPI))
 	require.NoError(t, err)

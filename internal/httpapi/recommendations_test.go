@@ -31,7 +31,7 @@ func completeProfile() map[string]any {
 }
 
 // newStudent creates a student through onboarding and returns its id and token.
-func (a *testAPI) newStudent(t *testing.T, profile map[string]any) (string, string) {
+func (a *testAPI) newStudent(t testing.TB, profile map[string]any) (string, string) {
 	t.Helper()
 	id := uuid.NewString()
 	tok := token(t, id, false)

@@ -47,7 +47,7 @@ func TestFeedSeedIsTheStudentState(t *testing.T) {
 	assert.NotEqual(t, query.FeedSeed(id, 3), query.FeedSeed(uuid.NewString(), 3))
 }
 
-func buildInput(t *testing.T, n, size int) query.FeedInput {
+func buildInput(t testing.TB, n, size int) query.FeedInput {
 	t.Helper()
 	cat := query.NewCatalog(catalog.Generate(n, 11), 9)
 	p := match.NewProfile(completeStudent())

@@ -254,12 +254,14 @@ func (s *Service) Recommendations(ctx context.Context, studentID string, limit, 
 // page renders items [offset, offset+limit) of the feed; complete is false
 // when a stored item's school is not in cat.
 func (s *Service) page(studentID string, fs *feedState, cat *Catalog, limit, offset int) (recs []Recommendation, complete bool) {
-	items := fs.feed.Items
 	end := offset + limit
-	if end > len(items) && len(items) < fs.feed.TotalCount && offset < fs.feed.TotalCount {
-		items = s.deeper(studentID, fs, cat, min(end, fs.feed.TotalCount))
+	var page []cache.FeedItem
+	if n := fs.feed.Len(); end > n && n < fs.feed.TotalCount && offset < fs.feed.TotalCount {
+		items := s.deeper(studentID, fs, cat, min(end, fs.feed.TotalCount))
+		page = items[min(offset, len(items)):min(end, len(items))]
+	} else {
+		page = fs.feed.Range(offset, end)
 	}
-	page := items[min(offset, len(items)):min(end, len(items))]
 	recs = make([]Recommendation, 0, len(page))
 	for _, it := range page {
 		idx, ok := cat.Index(it.SchoolID.String())

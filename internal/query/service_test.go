@@ -236,7 +236,7 @@ func TestInvalidateFeed(t *testing.T) {
 	f, err := e.Feeds.Feed(ctx, st.ID)
 	require.NoError(t, err, "the new version's feed is stored")
 	assert.Greater(t, f.StudentVersion, old.StudentVersion)
-	assert.NotEqual(t, old.Items[0].Distance, f.Items[0].Distance, "distances from the new home")
+	assert.NotEqual(t, old.Range(0, 1)[0].Distance, f.Range(0, 1)[0].Distance, "distances from the new home")
 
 	// An unknown student: nothing to invalidate, and no error surfaces.
 	e.Service.InvalidateFeed(ctx, uuid.NewString())
