@@ -1,45 +1,26 @@
 package query
 
 import (
-	"hash/fnv"
-	"strconv"
-
 	"github.com/collegematch/matching/internal/match"
 )
 
-// Learning phases, by counted swipes.
+// Learning phases, by counted swipes (match.PhaseFor).
 const (
-	PhaseDiscovery  = "discovery"  // 0-10 swipes
-	PhaseRefinement = "refinement" // 11-30
-	PhaseStable     = "stable"     // 31+
+	PhaseDiscovery  = string(match.PhaseDiscovery)  // 0-10 swipes
+	PhaseRefinement = string(match.PhaseRefinement) // 11-30
+	PhaseStable     = string(match.PhaseStable)     // 31+
 )
 
 // PhaseFor is the learning phase of a student with swipes counted swipes.
-func PhaseFor(swipes int) string {
-	switch {
-	case swipes <= 10:
-		return PhaseDiscovery
-	case swipes <= 30:
-		return PhaseRefinement
-	}
-	return PhaseStable
-}
+func PhaseFor(swipes int) string { return string(match.PhaseFor(swipes)) }
 
 // Progress is swipes / 31, capped at 1: how far the student is through
 // learning (stable starts at 31 swipes).
-func Progress(swipes int) float64 {
-	return min(1, float64(max(swipes, 0))/31)
-}
+func Progress(swipes int) float64 { return match.Progress(swipes) }
 
-// FeedSeed is the seed of a student's feed: the same student state (id and
-// swipe count) always gives the same feed.
-func FeedSeed(studentID string, swipes int) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(studentID))
-	h.Write([]byte{0})
-	h.Write(strconv.AppendInt(nil, int64(swipes), 10))
-	return h.Sum64()
-}
+// FeedSeed is the seed of a student's feed (match.FeedSeed): the same
+// student state (id and swipe count) always gives the same feed.
+func FeedSeed(studentID string, swipes int) uint64 { return match.FeedSeed(studentID, swipes) }
 
 // AssembleInput is everything feed assembly may read. It is plain data; no
 // clock, no global random source.
@@ -80,7 +61,9 @@ type Slot struct {
 // exploration picks, never at position 1; and each page mixes 50 % schools
 // within the student's max distance, 30 % within one to two times it and
 // 20 % from census regions the student has not swiped in, falling back to
-// the next band when one is empty.
+// the next band when one is empty. match.AssembleFeed does all of that;
+// calling it here needs the student's learned model (learning_state.model),
+// swiped schools and swiped regions, which the read side does not load yet.
 func Assemble(in AssembleInput, dst []Slot) []Slot {
 	n := min(max(in.Size, 0), len(in.Ranked))
 	dst = dst[:0]
