@@ -11,27 +11,31 @@ import (
 // with the rules of decisions.md ("Learning and the feed").
 //
 //   - Probes: the item at 1-based position p (p = offset + index + 1) is a
-//     probe when swipes + p is a multiple of 4. A probe is the best-ranked
-//     school just past one of the student's learned boundaries: pricier
-//     than the budget, more selective than the learned selectivity target,
-//     farther than the max distance, or another size than size_preference.
-//     The four kinds take turns, by probe number.
+//     probe when swipes + p is a multiple of 4. A probe is a school just past
+//     one of the student's learned boundaries: pricier than the budget (by
+//     up to 15-60 %, less the more cost_weight has grown), more selective
+//     than the learned selectivity target (by 0.1-0.35 in level), farther
+//     than the max distance (up to 1.25-2x, less the more distance_weight
+//     has grown), or another size than size_preference (0.3-0.6 away on the
+//     size scale). Among the ProbePool best-ranked such schools of each kind,
+//     the probe is the one a swipe would teach the model most about.
 //   - Exploration: the phase's rate (30/20/10 %) of the non-probe slots are
 //     exploration picks, never at position 1 of a page. A pick is the school,
-//     among the next ExplorePool of its geographic band below the page's
+//     among the next ExplorePool of its geographic band after the page's
 //     ranked picks, that a swipe would teach the model most about
-//     (Prediction.Information); each pick lowers the value of similar picks
-//     after it (the variance it would remove is taken off first), so one
-//     page explores several directions.
+//     (Prediction.Information, uncertainty-guided). Each probe and pick
+//     takes off the uncertainty its swipe would remove before the next is
+//     chosen, so that one page asks about several things.
 //   - Geographic mix, per page: 50 % near (within max_distance_miles), 30 %
 //     beyond (1-2x that), 20 % discovery (farther, in a census region the
 //     student has not swiped in yet). A band with nothing left falls back
 //     to the next band (near, beyond, discovery, near, ...), and schools in
-//     none of the bands are used when all three are empty. A student with
-//     no location has no mix.
-//   - Order: the ranked (exploit) items of a page are in ranked order (best
-//     first), in the page's non-probe, non-exploration slots; probes and
-//     exploration picks sit at their positions.
+//     none of the bands (farther, in a region already swiped in) are used
+//     when all three are empty. A student with no location has no mix.
+//   - Order: the ranked (exploit) items of a page are in ranked order, best
+//     first, in the page's non-probe, non-exploration slots; probes and
+//     exploration picks sit at their positions. Whole pages are assembled,
+//     so the list is the same whatever the offset and length asked for.
 //
 // Everything is deterministic: the same input, including the seed (see
 // FeedSeed), gives the same feed.
@@ -41,10 +45,10 @@ const (
 	DefaultPageSize = 20
 	// ExplorePool is how many of a band's next ranked schools an
 	// exploration pick is chosen from.
-	ExplorePool = 60
+	ExplorePool = 32
 	// ProbePool is how many of the best-ranked schools past a boundary a
 	// probe is chosen from.
-	ProbePool = 40
+	ProbePool = 8
 )
 
 // Geographic mix of a page: shares of the near, beyond and discovery bands.
@@ -205,6 +209,23 @@ func regionIndex(r domain.Region) int {
 	return -1
 }
 
+// stateRegion is the census region index of each state of domain.States.
+var stateRegion = func() []int8 {
+	out := make([]int8, len(domain.States))
+	for i, s := range domain.States {
+		out[i] = int8(regionIndex(s.Region))
+	}
+	return out
+}()
+
+// region is the census region index of school i, -1 when unknown.
+func (a *assembler) region(i int) int {
+	if st := a.cat.feat[i].state; st >= 0 {
+		return int(stateRegion[st])
+	}
+	return regionIndex(a.cat.Schools[i].Region)
+}
+
 // schoolRegion is the school's census region, from its state when the
 // record has none.
 func schoolRegion(s *domain.School) domain.Region {
@@ -232,13 +253,15 @@ type assembler struct {
 	geo     bool // the mix applies (the student has a location)
 	maxDist float64
 	rate    float64
-	acc     float64 // exploration accumulator over non-probe slots
+	acc     float64   // exploration accumulator over non-probe slots
+	pattern []GeoBand // band of each slot of a page
 
-	bands   [nGeoBands][]int32 // positions in Ranked, by band, in ranked order
-	cursor  [nGeoBands]int     // first possibly unused entry of each band
-	pcursor [len(probeKinds)][nGeoBands]int
-	used    []bool // by catalogue index
-	bandOf  []GeoBand
+	bands  [nGeoBands][]int32 // positions in Ranked, by band, in ranked order
+	cursor [nGeoBands]int     // first possibly unused entry of each band
+	pmatch [len(probeKinds)][nGeoBands]probeMatches
+	pbuf   []int32
+	used   []bool // by catalogue index
+	bandOf []GeoBand
 
 	// probe boundaries
 	budget, priceHi float64
@@ -247,14 +270,25 @@ type assembler struct {
 	sizeLo, sizeHi  float64
 
 	// exploration
-	cov   [nParams][nParams]float64 // covariance after the picks made so far
-	cands map[int32]*exploreCand
+	cov     [nParams][nParams]float64 // covariance after the picks made so far
+	version int                       // bumped by every pick; starts at 1
+	cands   map[int32]int32           // position in Ranked -> index in cand
+	cand    []exploreCand
+}
+
+// probeMatches are the schools of one band found past one boundary so far.
+type probeMatches struct {
+	found   []int32 // positions in Ranked, in ranked order
+	head    int     // found[:head] are all used
+	scanned int     // how much of the band has been tested
 }
 
 type exploreCand struct {
-	x [nParams]float64
-	z float64
-	u float64 // seeded jitter in [0,1)
+	x     [nParams]float64
+	z     float64
+	u     float64 // seeded jitter in [0,1)
+	value float64 // value under the covariance of version stamp
+	stamp int     // 0: not computed yet
 }
 
 // AssembleFeed assembles a student's feed (see the rules at the top of this
@@ -275,20 +309,22 @@ func AssembleFeed(in FeedInput) []FeedItem {
 	}
 	offset := max(0, in.Offset)
 	total := offset + length
-	a := newAssembler(&in)
-	out := make([]FeedItem, 0, total)
+	a := newAssembler(&in, page)
+	// Whole pages are assembled, so that a list cut at any length is a
+	// prefix of a longer one.
+	out := make([]FeedItem, 0, (total+page-1)/page*page)
 	for start := 0; start < total; start += page {
-		if !a.page(start, min(page, total-start), page, &out) {
+		if !a.page(start, page, &out) {
 			break
 		}
 	}
 	if len(out) <= offset {
 		return []FeedItem{}
 	}
-	return out[offset:]
+	return out[offset:min(len(out), total)]
 }
 
-func newAssembler(in *FeedInput) *assembler {
+func newAssembler(in *FeedInput, page int) *assembler {
 	cat := in.Catalog
 	m := in.Model.orDefault()
 	w := m.Weights()
@@ -301,13 +337,21 @@ func newAssembler(in *FeedInput) *assembler {
 		used:    make([]bool, cat.Len()),
 		bandOf:  make([]GeoBand, cat.Len()),
 		cov:     m.cov,
-		cands:   map[int32]*exploreCand{},
+		version: 1,
+		cands:   make(map[int32]int32, 256),
+		cand:    make([]exploreCand, 0, 256),
 	}
 	if !(a.maxDist > 0) || math.IsInf(a.maxDist, 0) {
 		a.maxDist = domain.DefaultMaxDistanceMiles
 	}
 	a.acc = a.rng.Float64()
 	a.geo = a.le.sc.hasHome
+	a.pattern = geoPattern(page)
+	if !a.geo {
+		for k := range a.pattern {
+			a.pattern[k] = GeoNear // no mix: one list
+		}
+	}
 
 	var swiped [4]bool
 	for _, r := range in.SwipedRegions {
@@ -315,12 +359,18 @@ func newAssembler(in *FeedInput) *assembler {
 			swiped[i] = true
 		}
 	}
+	// Classify every eligible school (bandOf), then lay the bands out in
+	// one array, each in ranked order.
+	const unseen = nGeoBands
+	for i := range a.bandOf {
+		a.bandOf[i] = unseen
+	}
+	var count [nGeoBands]int
 	for pos := range in.Ranked {
 		i := int(in.Ranked[pos].Index)
-		if i < 0 || i >= cat.Len() || a.used[i] || (i < len(in.Excluded) && in.Excluded[i]) {
+		if i < 0 || i >= cat.Len() || a.bandOf[i] != unseen || (i < len(in.Excluded) && in.Excluded[i]) {
 			continue
 		}
-		a.used[i] = true // marks duplicates; cleared below
 		b := GeoOther
 		d := in.Ranked[pos].Distance
 		switch {
@@ -329,20 +379,29 @@ func newAssembler(in *FeedInput) *assembler {
 		case d >= 0 && d <= 2*a.maxDist:
 			b = GeoBeyond
 		default:
-			if r := regionIndex(schoolRegion(&cat.Schools[i])); r >= 0 && !swiped[r] {
+			if r := a.region(i); r >= 0 && !swiped[r] {
 				b = GeoDiscovery
 			}
 		}
 		a.bandOf[i] = b
-		if !a.geo {
-			b = GeoNear // no mix: one list
-		}
-		a.bands[b] = append(a.bands[b], int32(pos))
+		count[a.listOf(b)]++
 	}
+	all := make([]int32, 0, count[0]+count[1]+count[2]+count[3])
 	for b := range a.bands {
-		for _, pos := range a.bands[b] {
-			a.used[in.Ranked[pos].Index] = false
+		a.bands[b] = all[len(all) : len(all) : len(all)+count[b]]
+		all = all[:len(all)+count[b]]
+	}
+	for pos := range in.Ranked {
+		i := int(in.Ranked[pos].Index)
+		if i < 0 || i >= cat.Len() || a.bandOf[i] == unseen || a.used[i] {
+			continue
 		}
+		a.used[i] = true // a duplicate in Ranked is listed once; cleared below
+		l := a.listOf(a.bandOf[i])
+		a.bands[l] = append(a.bands[l], int32(pos))
+	}
+	for _, pos := range all[:cap(all)] {
+		a.used[in.Ranked[pos].Index] = false
 	}
 
 	// Probe boundaries, from the learned weights and the profile.
@@ -353,6 +412,15 @@ func newAssembler(in *FeedInput) *assembler {
 	a.distHi = a.maxDist * (1.25 + 0.75*(1-w.DistanceWeight))
 	a.sizeLo, a.sizeHi = 0.3, 0.6
 	return a
+}
+
+// listOf is the list a school of band b is kept in: its band, or the one
+// list when the mix does not apply.
+func (a *assembler) listOf(b GeoBand) GeoBand {
+	if !a.geo {
+		return GeoNear
+	}
+	return b
 }
 
 // geoPattern is the band of each slot of a page of n slots: the bands in
@@ -383,9 +451,9 @@ func chain(b GeoBand) [nGeoBands]GeoBand {
 }
 
 // page fills the slots of one page, positions start+1..start+n, appending
-// to out. It reports false when the catalogue ran out.
-func (a *assembler) page(start, n, pageSize int, out *[]FeedItem) bool {
-	pattern := geoPattern(n)
+// them to out. It reports false when the catalogue ran out.
+func (a *assembler) page(start, n int, out *[]FeedItem) bool {
+	pattern := a.pattern
 	kinds := make([]uint8, n)
 	swipes := max(0, a.in.Swipes)
 	for k := range n {
@@ -395,18 +463,12 @@ func (a *assembler) page(start, n, pageSize int, out *[]FeedItem) bool {
 			kinds[k] = slotProbe
 		default:
 			a.acc += a.rate
-			if a.acc >= 1 && (p-1)%pageSize != 0 {
+			if a.acc >= 1 && k != 0 {
 				kinds[k] = slotExplore
 				a.acc--
 			}
 		}
 	}
-	if !a.geo {
-		for k := range pattern {
-			pattern[k] = GeoNear
-		}
-	}
-
 	items := make([]FeedItem, n)
 	filled := make([]bool, n)
 	// Ranked picks of the page, band by band, then put in ranked order.
@@ -456,14 +518,16 @@ func (a *assembler) page(start, n, pageSize int, out *[]FeedItem) bool {
 			items[k].IsExploration = true
 		}
 	}
+	complete := true
 	for k := range n {
 		if !filled[k] {
-			return false
+			complete = false // the catalogue ran out
+			continue
 		}
 		items[k].Position = len(*out) + 1
 		*out = append(*out, items[k])
 	}
-	return true
+	return complete
 }
 
 // item takes the school at position pos of Ranked.
@@ -493,28 +557,12 @@ func (a *assembler) next(b GeoBand) (int32, bool) {
 // is (ordinal).
 func (a *assembler) probe(b GeoBand, ordinal int) (int32, string, bool) {
 	for _, c := range chain(b) {
-		list := a.bands[c]
 		best, bestKind, bestV := int32(-1), 0, math.Inf(-1)
 		for t := range probeKinds {
 			kind := (ordinal + t) % len(probeKinds)
-			cur := &a.pcursor[kind][c]
-			for *cur < len(list) {
-				s := &a.in.Ranked[list[*cur]]
-				if !a.used[s.Index] && a.pastBoundary(kind, s) {
-					break
-				}
-				*cur++
-			}
-			n := 0
-			for j := *cur; j < len(list) && n < ProbePool; j++ {
-				s := &a.in.Ranked[list[j]]
-				if a.used[s.Index] || !a.pastBoundary(kind, s) {
-					continue
-				}
-				n++
-				cand := a.candidate(list[j])
-				if v := a.m.predictFrom(cand.x, cand.z, &a.cov).Information * (1 + 0.1*cand.u); v > bestV {
-					best, bestKind, bestV = list[j], kind, v
+			for _, pos := range a.pastBoundaryIn(kind, c, ProbePool) {
+				if v, ok := a.beats(a.candidate(pos), bestV); ok {
+					best, bestKind, bestV = pos, kind, v
 				}
 			}
 		}
@@ -524,6 +572,36 @@ func (a *assembler) probe(b GeoBand, ordinal int) (int32, string, bool) {
 		}
 	}
 	return 0, "", false
+}
+
+// pastBoundaryIn lists (in a reused buffer) the first n unused schools of
+// band c past the boundary of the given kind, best-ranked first. Each
+// school is tested against each kind at most once per feed.
+func (a *assembler) pastBoundaryIn(kind int, c GeoBand, n int) []int32 {
+	pm := &a.pmatch[kind][c]
+	list := a.bands[c]
+	out := a.pbuf[:0]
+	for j := pm.head; len(out) < n; j++ {
+		for j == len(pm.found) && pm.scanned < len(list) {
+			pos := list[pm.scanned]
+			pm.scanned++
+			if a.pastBoundary(kind, &a.in.Ranked[pos]) {
+				pm.found = append(pm.found, pos)
+			}
+		}
+		if j == len(pm.found) {
+			break
+		}
+		if a.used[a.in.Ranked[pm.found[j]].Index] {
+			if j == pm.head {
+				pm.head++
+			}
+			continue
+		}
+		out = append(out, pm.found[j])
+	}
+	a.pbuf = out
+	return out
 }
 
 // pastBoundary reports whether school s is just past the learned boundary
@@ -577,11 +655,7 @@ func (a *assembler) explore(b GeoBand) (int32, bool) {
 		var bestC *exploreCand
 		for _, pos := range pool[:n] {
 			cand := a.candidate(pos)
-			pr := a.m.predictFrom(cand.x, cand.z, &a.cov)
-			// A little seeded jitter, so that near-ties do not always go the
-			// same way for every student.
-			v := pr.Information * (1 + 0.1*cand.u)
-			if v > bestV {
+			if v, ok := a.beats(cand, bestV); ok {
 				best, bestV, bestC = int(pos), v, cand
 			}
 		}
@@ -597,19 +671,37 @@ func (a *assembler) explore(b GeoBand) (int32, bool) {
 // candidate is the linearised model at the school at position pos of
 // Ranked, computed once.
 func (a *assembler) candidate(pos int32) *exploreCand {
-	if c, ok := a.cands[pos]; ok {
-		return c
+	if k, ok := a.cands[pos]; ok {
+		return &a.cand[k]
 	}
 	i := int(a.in.Ranked[pos].Index)
 	var b breakdown
 	s, g := a.le.eval(i, &b)
 	x, z, ok := a.m.features(s, g)
-	c := &exploreCand{u: float64(splitmix64(a.in.Seed^uint64(i))>>11) / (1 << 53)}
+	c := exploreCand{u: float64(splitmix64(a.in.Seed^uint64(i))>>11) / (1 << 53)}
 	if ok {
 		c.x, c.z = x, z
 	}
-	a.cands[pos] = c
-	return c
+	a.cands[pos] = int32(len(a.cand))
+	a.cand = append(a.cand, c)
+	return &a.cand[len(a.cand)-1]
+}
+
+// beats reports whether candidate c's value beats best, and its value. A
+// candidate's value is p(1-p)*v, a monotone function of its
+// Prediction.Information, under the covariance left by the picks so far,
+// with a little seeded jitter so that near-ties
+// do not go the same way for every student. A pick only takes variance
+// away, so a value never rises: a value computed earlier is an upper
+// bound, and a candidate whose bound does not beat best is not recomputed.
+func (a *assembler) beats(c *exploreCand, best float64) (float64, bool) {
+	if c.stamp != 0 && (c.stamp == a.version || c.value <= best) {
+		return c.value, c.value > best
+	}
+	like, _, vw := moments(&c.x, c.z, &a.cov)
+	c.value = like * (1 - like) * vw * (1 + 0.1*c.u) // monotone in Information
+	c.stamp = a.version
+	return c.value, c.value > best
 }
 
 // observeVirtually takes off the variance a swipe on the candidate would
@@ -622,15 +714,15 @@ func (a *assembler) observeVirtually(c *exploreCand) {
 			u[i] += a.cov[i][j] * c.x[j]
 		}
 	}
-	pr := a.m.predictFrom(c.x, c.z, &a.cov)
-	v := pr.Uncertainty * pr.Uncertainty
-	w := pr.Like * (1 - pr.Like)
+	like, v, _ := moments(&c.x, c.z, &a.cov)
+	w := like * (1 - like)
 	shrink := w / (1 + v*w)
 	for i := range nParams {
 		for j := range nParams {
 			a.cov[i][j] -= u[i] * u[j] * shrink
 		}
 	}
+	a.version++
 }
 
 // sortPositions sorts positions of Ranked ascending: ranked order.

@@ -13,23 +13,29 @@ import (
 // where S(w, s) is the match score of s under preference weights w (the
 // service's own scoring, Rank and Score), t is the student's like threshold
 // (how good a school must look before they swipe right) and k is a fixed
-// sharpness. The parameters are the eight weights in logit space,
-// w_i = sigmoid(theta_i), plus t; the posterior over them is a Gaussian
-// with a full 9x9 covariance.
+// sharpness.
 //
-// Each observation is folded in by assumed-density filtering: the score is
-// linearised around the current mean (its gradient in the eight weights is
-// exact, see learnEval), the one-dimensional posterior of the linear
-// predictor is found by a Laplace step (a bracketed Newton solve), and the
-// change is projected back onto the parameters (a rank-one update of the
-// covariance). The cost is one school's score and gradient plus 81
-// multiply-adds, fixed by the nine parameters: it does not depend on how
-// many swipes came before (BenchmarkObserve). The covariance is kept full
-// because the parameters are strongly coupled (a higher weight on a family
-// most schools do well in raises every score, as a lower like threshold
-// does); keeping only its diagonal (O(parameters) instead of
-// O(parameters^2), both constant) learned measurably less in the
-// simulation (docs/learning.md).
+// The posterior has two parts:
+//
+//   - the six importances (in logit space, w_i = sigmoid(theta_i)) and the
+//     like threshold: a Gaussian with a full 7x7 covariance, updated by
+//     assumed-density filtering: the score is linearised around the current
+//     mean (its gradient in the weights is exact, see learnEval), the
+//     one-dimensional posterior of the linear predictor is found by a
+//     Laplace step (a bracketed Newton solve), and the change is projected
+//     back onto the parameters (a rank-one update of the covariance);
+//   - the two preferred levels (academic_selectivity, size_preference): a
+//     grid of levelBins values each, updated exactly (Bayes' rule at every
+//     value), because the factor each one aims peaks at the preferred
+//     value, which a Gaussian linearised at one point describes badly.
+//
+// The cost of an update is one school's score and gradient, 49
+// multiply-adds for the covariance and 2*levelBins likelihoods: fixed by
+// the model's size, whatever the number of swipes before
+// (BenchmarkObserve). The covariance is kept full because the parameters
+// are strongly coupled (a higher weight on a family most schools do well
+// in raises every score, as a lower like threshold does); a diagonal one
+// learned measurably less in the simulation (docs/learning.md).
 //
 // Because the weights are the likelihood's own parameters, they keep the
 // meaning decisions.md gives them: a student who likes cheap, near schools
@@ -112,6 +118,34 @@ const (
 	feedbackReopen   = 0.25
 )
 
+// The two preferred levels (academic_selectivity, size_preference) aim a
+// factor that peaks at the preferred value, so a swipe says "near this
+// value" or "not near it" rather than "higher" or "lower". Their posterior
+// is kept exactly, on a grid of levelBins values over [0,1], instead of as
+// a Gaussian. The prior on the grid is the logit-normal of priorVarSize or
+// priorVarSelectivity around the prior weight.
+const (
+	levelBins        = 24
+	nLevels          = 2
+	levelSelectivity = 0 // index in levelParams
+	levelSize        = 1
+	// levelMinVar is the least variance a level is held with.
+	levelMinVar = 1e-4
+	// levelTiltWidth is how sharply feedback tilts a level's grid.
+	levelTiltWidth = 0.05
+)
+
+// levelParams are the parameter positions of the levels.
+var levelParams = [nLevels]int{pSelectivity, pSize}
+
+// levelPriorVar is the prior variance of each level in logit space.
+var levelPriorVar = [nLevels]float64{priorVarSelectivity, priorVarSize}
+
+func isLevel(j int) bool { return j == pSelectivity || j == pSize }
+
+// levelValue is the value of bin k of a level's grid.
+func levelValue(k int) float64 { return (float64(k) + 0.5) / levelBins }
+
 // priorVar is the prior variance of each parameter.
 var priorVar = [nParams]float64{
 	pCost: priorVarImportance, pDistance: priorVarImportance, pOutcomes: priorVarImportance,
@@ -129,8 +163,12 @@ var priorVar = [nParams]float64{
 // The zero Model is the model of a student nothing is known about: it
 // behaves as NewModel(DefaultWeights()).
 type Model struct {
+	// mean and cov are the posterior's mean and covariance. The rows of
+	// the two preferred levels are kept from their grids (levelGrid): their
+	// mean and variance on the [0,1] scale, no covariance with the rest.
 	mean  [nParams]float64
 	cov   [nParams][nParams]float64
+	grid  [nLevels][levelBins]float64
 	valid bool
 
 	swipes   int // counted swipes folded in
@@ -153,6 +191,15 @@ func NewModel(prior Weights) Model {
 	for j := range nParams {
 		m.cov[j][j] = priorVar[j]
 	}
+	for l, j := range levelParams {
+		mu, sd := logit(pw[j]), math.Sqrt(levelPriorVar[l])
+		for b := range levelBins {
+			v := levelValue(b)
+			d := (logit(v) - mu) / sd
+			m.grid[l][b] = math.Exp(-d*d/2) / (v * (1 - v))
+		}
+		m.syncLevel(l)
+	}
 	return m
 }
 
@@ -171,9 +218,18 @@ func (m Model) Weights() Weights {
 	m = m.orDefault()
 	var a [nWeights]float64
 	for j := range a {
-		a[j] = sigmoid(m.mean[j])
+		a[j] = m.weight(j)
 	}
 	return weightsFromArray(a)
+}
+
+// weight is weight j's value: the logistic of an importance's mean, a
+// level's posterior mean.
+func (m *Model) weight(j int) float64 {
+	if isLevel(j) {
+		return m.mean[j]
+	}
+	return sigmoid(m.mean[j])
 }
 
 // WeightUncertainty is the posterior standard deviation of each weight on
@@ -183,6 +239,10 @@ func (m Model) WeightUncertainty() Weights {
 	m = m.orDefault()
 	var a [nWeights]float64
 	for j := range a {
+		if isLevel(j) {
+			a[j] = math.Sqrt(m.cov[j][j])
+			continue
+		}
 		w := sigmoid(m.mean[j])
 		a[j] = w * (1 - w) * math.Sqrt(m.cov[j][j])
 	}
@@ -389,7 +449,7 @@ func (m Model) applyReason(p Profile, cat *Catalog, idx int, reason string) (Mod
 	case ReasonNotMyMajor:
 		return m.shift(pProgram, +feedbackShift), true
 	case ReasonTooSelective:
-		return m.shift(pSelectivity, -feedbackShift), true
+		return m.tiltLevel(levelSelectivity, -1), true
 	case ReasonPerfectMatch:
 		return m.update(p, cat, idx, 1, perfectMatchWeight)
 	}
@@ -415,7 +475,9 @@ func (m Model) shift(j int, delta float64) Model {
 // floorVariances keeps every variance at least minVarFraction of its prior.
 func (m *Model) floorVariances() {
 	for j := range nParams {
-		m.cov[j][j] = max(minVarFraction*priorVar[j], m.cov[j][j])
+		if !isLevel(j) {
+			m.cov[j][j] = max(minVarFraction*priorVar[j], m.cov[j][j])
+		}
 	}
 }
 
@@ -423,32 +485,60 @@ func (m *Model) floorVariances() {
 // weighted by omega. It reports false, leaving m alone, when a value is
 // not finite.
 func (m Model) update(p Profile, cat *Catalog, idx int, y, omega float64) (Model, bool) {
-	x, zbar, ok := m.linearise(p, cat, idx)
+	e := newLearnEval(p, m.Weights(), cat)
+	var b breakdown
+	s, g := e.eval(idx, &b)
+	x, zbar, ok := m.features(s, g)
 	if !ok {
 		return m, false
 	}
 	for j := range nParams {
-		m.cov[j][j] = min(priorVar[j], m.cov[j][j]+driftFraction*priorVar[j])
-	}
-	var u [nParams]float64 // Sigma x
-	v := 0.0
-	for a := range nParams {
-		for b := range nParams {
-			u[a] += m.cov[a][b] * x[b]
+		if !isLevel(j) {
+			m.cov[j][j] = min(priorVar[j], m.cov[j][j]+driftFraction*priorVar[j])
 		}
-		v += x[a] * u[a]
 	}
+	var u [nParams]float64 // Sigma x over the Gaussian parameters
+	vg := 0.0
+	for a := range nParams {
+		if isLevel(a) {
+			continue
+		}
+		for c := range nParams {
+			if !isLevel(c) {
+				u[a] += m.cov[a][c] * x[c]
+			}
+		}
+		vg += x[a] * u[a]
+	}
+	var vl [nLevels]float64 // the levels' share of the log-odds variance
+	for l, j := range levelParams {
+		vl[l] = x[j] * x[j] * m.cov[j][j]
+	}
+	v := vg + vl[0] + vl[1]
+
+	next := m
+	// The Gaussian parameters: a Laplace step on the linear predictor, the
+	// levels' uncertainty counted as noise.
 	zhat := laplaceLogistic(zbar, v, y, omega)
 	ph := sigmoid(zhat)
 	c := omega * ph * (1 - ph)
-	step := omega * (y - ph)
+	step := omega * (y - ph) // = (zhat - zbar) / v at the mode
 	shrink := c / (1 + v*c)
-	next := m
 	for a := range nParams {
-		next.mean[a] = clampParam(a, m.mean[a]+u[a]*step)
-		for b := range nParams {
-			next.cov[a][b] = m.cov[a][b] - u[a]*u[b]*shrink
+		if isLevel(a) {
+			continue
 		}
+		next.mean[a] = clampParam(a, m.mean[a]+u[a]*step)
+		for c := range nParams {
+			if !isLevel(c) {
+				next.cov[a][c] = m.cov[a][c] - u[a]*u[c]*shrink
+			}
+		}
+	}
+	// The levels: an exact update of each grid, the score recomputed at
+	// every value of the level, the rest of the uncertainty moderating it.
+	for l := range nLevels {
+		next.updateLevel(&e, idx, &b, l, zbar, v-vl[l], y, omega)
 	}
 	next.floorVariances()
 	for a := range nParams {
@@ -457,6 +547,100 @@ func (m Model) update(p Profile, cat *Catalog, idx int, y, omega float64) (Model
 		}
 	}
 	return next, true
+}
+
+// updateLevel multiplies level l's grid by the likelihood of the outcome
+// at each value of the level. b is the school's breakdown at the current
+// weights, zbar the linear predictor there, rest the variance of the
+// log-odds from everything but this level.
+func (m *Model) updateLevel(e *learnEval, idx int, b *breakdown, l int, zbar, rest, y, omega float64) {
+	f := &e.cat.feat[idx]
+	sc := &e.sc
+	var base, scale float64
+	switch levelParams[l] {
+	case pSize:
+		if !f.hasSize {
+			return
+		}
+		base, scale = b.size, sc.fw.Campus*sc.wSize
+	case pSelectivity:
+		if f.selK == 0 {
+			return
+		}
+		base, scale = b.selFit, sc.fw.Academic*sc.wSel
+	}
+	mod := 1 / math.Sqrt(1+math.Pi*max(0, rest)/8)
+	total := 0.0
+	for k := range levelBins {
+		v := levelValue(k)
+		var fit float64
+		if levelParams[l] == pSize {
+			fit = sizeFit(float64(f.sizeScale), v)
+		} else {
+			t := v
+			if sc.studentK > 0 {
+				t = clamp01(strengthOf(sc.sat) + 0.6*(v-0.5))
+			}
+			fit = selectivityFit(float64(f.selLevel), t)
+		}
+		z := (zbar + likeSharpness*scale*(fit-base)) * mod
+		lik := sigmoid(z)
+		if y < 0.5 {
+			lik = 1 - lik
+		}
+		m.grid[l][k] *= math.Pow(max(lik, 1e-12), omega)
+		total += m.grid[l][k]
+	}
+	if !(total > 0) || !finite(total) {
+		m.grid[l] = NewModel(DefaultWeights()).grid[l]
+	}
+	m.syncLevel(l)
+}
+
+// tiltLevel is feedback on level l: "lower than you think" (dir -1) or
+// "higher" (dir +1). The grid is tilted away from the current mean: values
+// on the wrong side of it lose most of their weight.
+func (m Model) tiltLevel(l, dir int) Model {
+	j := levelParams[l]
+	mean := m.mean[j]
+	for k := range levelBins {
+		d := float64(dir) * (levelValue(k) - mean)
+		m.grid[l][k] *= 0.15 + 0.85*sigmoid(d/levelTiltWidth)
+	}
+	m.syncLevel(l)
+	return m
+}
+
+// syncLevel normalises level l's grid and sets the level's mean and
+// variance from it.
+func (m *Model) syncLevel(l int) {
+	g := &m.grid[l]
+	total := 0.0
+	for _, p := range g {
+		total += p
+	}
+	if !(total > 0) || !finite(total) {
+		for k := range g {
+			g[k] = 1
+		}
+		total = levelBins
+	}
+	mean := 0.0
+	for k := range g {
+		g[k] /= total
+		mean += g[k] * levelValue(k)
+	}
+	vr := 0.0
+	for k := range g {
+		d := levelValue(k) - mean
+		vr += g[k] * d * d
+	}
+	j := levelParams[l]
+	m.mean[j] = mean
+	for c := range nParams {
+		m.cov[j][c], m.cov[c][j] = 0, 0
+	}
+	m.cov[j][j] = max(vr, levelMinVar)
 }
 
 // linearise returns the gradient of the linear predictor z = k*(S - t) in
@@ -470,8 +654,12 @@ func (m Model) linearise(p Profile, cat *Catalog, idx int) (x [nParams]float64, 
 
 // features turns a score and its gradient in the weights into the linear
 // predictor's gradient in the parameters (logit weights and threshold).
-func (m Model) features(s float64, g [nWeights]float64) (x [nParams]float64, z float64, ok bool) {
+func (m *Model) features(s float64, g [nWeights]float64) (x [nParams]float64, z float64, ok bool) {
 	for j := range nWeights {
+		if isLevel(j) {
+			x[j] = likeSharpness * g[j] // levels are on the [0,1] scale
+			continue
+		}
 		w := sigmoid(m.mean[j])
 		x[j] = likeSharpness * g[j] * w * (1 - w)
 	}
@@ -549,20 +737,35 @@ func (m Model) Predict(p Profile, cat *Catalog, idx int) Prediction {
 	if !ok {
 		return Prediction{Like: 0.5}
 	}
-	return m.predictFrom(x, z, &m.cov)
+	return predictFrom(&x, z, &m.cov)
 }
 
 // predictFrom is the prediction for a school whose linear predictor has
 // gradient x and value z, under covariance cov.
-func (m Model) predictFrom(x [nParams]float64, z float64, cov *[nParams][nParams]float64) Prediction {
-	v := quad(cov, &x)
-	like := sigmoid(z / math.Sqrt(1+math.Pi*v/8))
-	// The information is about the weights: the like threshold is not
-	// what ranking needs to know.
-	xw := x
-	xw[pThreshold] = 0
-	vw := quad(cov, &xw)
+func predictFrom(x *[nParams]float64, z float64, cov *[nParams][nParams]float64) Prediction {
+	like, v, vw := moments(x, z, cov)
 	return Prediction{Like: like, Uncertainty: math.Sqrt(v), Information: 0.5 * math.Log1p(like*(1-like)*vw)}
+}
+
+// moments are the moderated like probability, the variance of the
+// log-odds, and the part of it that comes from the weights (the like
+// threshold is not what ranking needs to know, so Information counts only
+// that part).
+func moments(x *[nParams]float64, z float64, cov *[nParams][nParams]float64) (like, v, vw float64) {
+	var u [nParams]float64 // cov x
+	for a := range nParams {
+		r := 0.0
+		for b := range nParams {
+			r += cov[a][b] * x[b]
+		}
+		u[a] = r
+		v += x[a] * r
+	}
+	v = max(0, v)
+	like = sigmoid(z / math.Sqrt(1+math.Pi*v/8))
+	t := pThreshold
+	vw = max(0, v-2*x[t]*u[t]+x[t]*x[t]*cov[t][t])
+	return like, v, vw
 }
 
 // quad is x' C x.
@@ -645,7 +848,7 @@ func logit(p float64) float64 {
 // clampParam keeps a parameter's mean in its range: a weight's logit in
 // [-logitLimit, logitLimit], the like threshold in [0,1].
 func clampParam(j int, v float64) float64 {
-	if j == pThreshold {
+	if j == pThreshold || isLevel(j) {
 		return min(1, max(0, v))
 	}
 	return max(-logitLimit, min(logitLimit, v))

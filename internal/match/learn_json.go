@@ -27,30 +27,38 @@ var paramKeys = [nParams]string{
 }
 
 type modelJSON struct {
-	Version  int         `json:"version"`
-	Swipes   int         `json:"swipes"`
-	Signals  int         `json:"signals"`
-	Feedback int         `json:"feedback"`
-	Params   []string    `json:"params"`
-	Mean     []float64   `json:"mean"`
-	Cov      [][]float64 `json:"cov"`
+	Version  int                  `json:"version"`
+	Swipes   int                  `json:"swipes"`
+	Signals  int                  `json:"signals"`
+	Feedback int                  `json:"feedback"`
+	Params   []string             `json:"params"`
+	Mean     []float64            `json:"mean"`
+	Cov      [][]float64          `json:"cov"`
+	Levels   map[string][]float64 `json:"levels"`
 }
 
 // MarshalJSON encodes the model as
 //
 //	{"version":1,"swipes":12,"signals":2,"feedback":1,
 //	 "params":["cost_weight", ..., "like_threshold"],
-//	 "mean":[...], "cov":[[...], ...]}
+//	 "mean":[...], "cov":[[...], ...],
+//	 "levels":{"academic_selectivity":[...], "size_preference":[...]}}
 //
 // params names the parameters in the order of mean and of the rows and
-// columns of cov; the weights' means are in logit space, like_threshold's
-// on the score scale. The zero Model encodes as the default model.
+// columns of cov; the importances' means are in logit space, the levels'
+// and like_threshold's on their own [0,1] scale. levels holds the
+// posterior of each preferred level on its grid of values (bin k is the
+// value (k+0.5)/n). The zero Model encodes as the default model.
 func (m Model) MarshalJSON() ([]byte, error) {
 	m = m.orDefault()
 	out := modelJSON{Version: ModelVersion, Swipes: m.swipes, Signals: m.signals, Feedback: m.feedback,
 		Params: paramKeys[:], Mean: m.mean[:], Cov: make([][]float64, nParams)}
 	for a := range nParams {
 		out.Cov[a] = m.cov[a][:]
+	}
+	out.Levels = make(map[string][]float64, nLevels)
+	for l, p := range levelParams {
+		out.Levels[paramKeys[p]] = m.grid[l][:]
 	}
 	return json.Marshal(out)
 }
@@ -114,6 +122,23 @@ func (m *Model) UnmarshalJSON(b []byte) error {
 				out.cov[a][a] = min(priorVar[a], v)
 			}
 		}
+	}
+	for l, p := range levelParams {
+		g, ok := in.Levels[paramKeys[p]]
+		valid := ok && len(g) == levelBins
+		for _, v := range g {
+			valid = valid && finite(v) && v >= 0
+		}
+		if valid {
+			copy(out.grid[l][:], g)
+		} else {
+			// No usable grid: the prior around the decoded mean.
+			w := DefaultWeights()
+			a := weightArray(w)
+			a[p] = out.mean[p]
+			out.grid[l] = NewModel(weightsFromArray(a)).grid[l]
+		}
+		out.syncLevel(l)
 	}
 	out.floorVariances()
 	out.swipes, out.signals, out.feedback = max(0, in.Swipes), max(0, in.Signals), max(0, in.Feedback)

@@ -1,0 +1,63 @@
+package match
+
+import (
+	"testing"
+
+	"github.com/collegematch/matching/internal/catalog"
+	"github.com/collegematch/matching/internal/domain"
+)
+
+// benchLearned is a student 20 swipes in: a realistic catalogue, a profile
+// and a model that has seen likes and dislikes.
+func benchLearned(n int) (*Catalog, Profile, Model, []bool, []domain.Region) {
+	cat := NewCatalog(catalog.Generate(n, 42))
+	p := NewProfile(benchStudent())
+	m := NewModel(SeedWeights(p))
+	excluded := make([]bool, cat.Len())
+	var swiped []int
+	ranked := Rank(nil, p, m.Weights(), cat)
+	for k := range 20 {
+		i := int(ranked[3*k].Index)
+		d := Like
+		if k%3 == 0 {
+			d = Dislike
+		}
+		m, _ = m.Observe(p, cat, SwipeObservation(i, d))
+		excluded[i] = true
+		swiped = append(swiped, i)
+	}
+	return cat, p, m, excluded, RegionsOf(cat, swiped)
+}
+
+// BenchmarkFeedRebuild6500 is what the worker does after a swipe: rank the
+// 6,500-school catalogue with the learned weights and assemble a feed of
+// 200 items.
+func BenchmarkFeedRebuild6500(b *testing.B) {
+	cat, p, m, excluded, regions := benchLearned(6500)
+	dst := Rank(nil, p, m.Weights(), cat)
+	defer lockThread()()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0, ok := threadCPU()
+	for b.Loop() {
+		dst = Rank(dst, p, m.Weights(), cat)
+		_ = AssembleFeed(FeedInput{Catalog: cat, Profile: p, Model: m, Ranked: dst, Swipes: 20, Length: 200,
+			Excluded: excluded, SwipedRegions: regions, Seed: FeedSeed("bench", 20)})
+	}
+	reportCPU(b, cpu0, ok, 0)
+}
+
+// BenchmarkAssembleFeed6500 is the assembly alone, 200 items.
+func BenchmarkAssembleFeed6500(b *testing.B) {
+	cat, p, m, excluded, regions := benchLearned(6500)
+	ranked := Rank(nil, p, m.Weights(), cat)
+	defer lockThread()()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0, ok := threadCPU()
+	for b.Loop() {
+		_ = AssembleFeed(FeedInput{Catalog: cat, Profile: p, Model: m, Ranked: ranked, Swipes: 20, Length: 200,
+			Excluded: excluded, SwipedRegions: regions, Seed: FeedSeed("bench", 20)})
+	}
+	reportCPU(b, cpu0, ok, 0)
+}
