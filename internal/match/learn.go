@@ -131,8 +131,10 @@ const (
 	levelSize        = 1
 	// levelMinVar is the least variance a level is held with.
 	levelMinVar = 1e-4
-	// levelTiltWidth is how sharply feedback tilts a level's grid.
+	// levelTiltWidth is how sharply feedback tilts a level's grid, and
+	// levelPullWidth how wide perfect_match's pull is.
 	levelTiltWidth = 0.05
+	levelPullWidth = 0.15
 )
 
 // levelParams are the parameter positions of the levels.
@@ -142,6 +144,37 @@ var levelParams = [nLevels]int{pSelectivity, pSize}
 var levelPriorVar = [nLevels]float64{priorVarSelectivity, priorVarSize}
 
 func isLevel(j int) bool { return j == pSelectivity || j == pSize }
+
+// levelPrior is the prior grid of level l around weight w: a logit-normal
+// with the level's prior variance, centred so that its mean is w (within
+// the range the grid can hold).
+func levelPrior(l int, w float64) [levelBins]float64 {
+	w = min(levelValue(levelBins-1)-0.02, max(levelValue(0)+0.02, w))
+	sd := math.Sqrt(levelPriorVar[l])
+	var g [levelBins]float64
+	fill := func(mu float64) float64 {
+		total, mean := 0.0, 0.0
+		for k := range g {
+			v := levelValue(k)
+			d := (logit(v) - mu) / sd
+			g[k] = math.Exp(-d*d/2) / (v * (1 - v))
+			total += g[k]
+			mean += g[k] * v
+		}
+		return mean / total
+	}
+	lo, hi := -logitLimit-3, logitLimit+3
+	for range 50 {
+		mid := (lo + hi) / 2
+		if fill(mid) < w {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	fill((lo + hi) / 2)
+	return g
+}
 
 // levelValue is the value of bin k of a level's grid.
 func levelValue(k int) float64 { return (float64(k) + 0.5) / levelBins }
@@ -192,12 +225,7 @@ func NewModel(prior Weights) Model {
 		m.cov[j][j] = priorVar[j]
 	}
 	for l, j := range levelParams {
-		mu, sd := logit(pw[j]), math.Sqrt(levelPriorVar[l])
-		for b := range levelBins {
-			v := levelValue(b)
-			d := (logit(v) - mu) / sd
-			m.grid[l][b] = math.Exp(-d*d/2) / (v * (1 - v))
-		}
+		m.grid[l] = levelPrior(l, pw[j])
 		m.syncLevel(l)
 	}
 	return m
@@ -451,7 +479,11 @@ func (m Model) applyReason(p Profile, cat *Catalog, idx int, reason string) (Mod
 	case ReasonTooSelective:
 		return m.tiltLevel(levelSelectivity, -1), true
 	case ReasonPerfectMatch:
-		return m.update(p, cat, idx, 1, perfectMatchWeight)
+		next, ok := m.update(p, cat, idx, 1, perfectMatchWeight)
+		if ok {
+			next.pullLevels(p, cat, idx)
+		}
+		return next, ok
 	}
 	return m, false
 }
@@ -611,6 +643,36 @@ func (m Model) tiltLevel(l, dir int) Model {
 	return m
 }
 
+// pullLevels is the rest of perfect_match: the student says this school is
+// what they want, so each preferred level is pulled towards the value at
+// which this school fits best (its size; the selectivity preference whose
+// target is its selectivity level).
+func (m *Model) pullLevels(p Profile, cat *Catalog, idx int) {
+	f := &cat.feat[idx]
+	sc := newScorer(p, m.Weights(), cat)
+	for l, j := range levelParams {
+		var at float64
+		switch {
+		case j == pSize && f.hasSize:
+			at = float64(f.sizeScale)
+		case j == pSelectivity && f.selK > 0:
+			at = float64(f.selLevel)
+			if sc.studentK > 0 {
+				at = clamp01(0.5 + (at-strengthOf(sc.sat))/0.6)
+			}
+		default:
+			continue
+		}
+		for k := range levelBins {
+			// Reopen the question a little (as feedbackReopen does for the
+			// importances), then pull.
+			d := (levelValue(k) - at) / levelPullWidth
+			m.grid[l][k] = (0.85*m.grid[l][k] + 0.15/levelBins) * (0.1 + 0.9*math.Exp(-d*d/2))
+		}
+		m.syncLevel(l)
+	}
+}
+
 // syncLevel normalises level l's grid and sets the level's mean and
 // variance from it.
 func (m *Model) syncLevel(l int) {
@@ -625,9 +687,13 @@ func (m *Model) syncLevel(l int) {
 		}
 		total = levelBins
 	}
+	if math.Abs(total-1) > 1e-12 {
+		for k := range g {
+			g[k] /= total
+		}
+	}
 	mean := 0.0
 	for k := range g {
-		g[k] /= total
 		mean += g[k] * levelValue(k)
 	}
 	vr := 0.0

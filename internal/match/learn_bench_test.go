@@ -1,0 +1,42 @@
+package match
+
+import (
+	"fmt"
+	"testing"
+)
+
+// BenchmarkObserve is one learner update (a counted swipe) after a history
+// of 0, 100 and 10,000 observations: the cost does not grow with history.
+func BenchmarkObserve(b *testing.B) {
+	cat, p := learnCatalog, learnStudent()
+	for _, history := range []int{0, 100, 10000} {
+		m := NewModel(SeedWeights(p))
+		for k := range history {
+			d := Like
+			if k%3 == 0 {
+				d = Dislike
+			}
+			m, _ = m.Observe(p, cat, SwipeObservation((k*7919)%cat.Len(), d))
+		}
+		b.Run(fmt.Sprintf("history=%d", history), func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				_, _ = m.Observe(p, cat, SwipeObservation((i*104729)%cat.Len(), Direction(1-2*(i&1))))
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkPredict is one prediction (like probability and uncertainty).
+func BenchmarkPredict(b *testing.B) {
+	cat, p := learnCatalog, learnStudent()
+	m := NewModel(SeedWeights(p))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		_ = m.Predict(p, cat, i%cat.Len())
+		i++
+	}
+}
