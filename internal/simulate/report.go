@@ -2,10 +2,11 @@ package simulate
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
-// Checkpoints are the swipe counts the report's table shows: the start,
+// Checkpoints are the swipe counts the report's tables show: the start,
 // the end of discovery (10), the end of refinement (30) and 40.
 var Checkpoints = []int{0, 10, 30, 40}
 
@@ -20,13 +21,13 @@ var phaseWindows = []struct {
 }
 
 // tablePolicies is the column order of the tables.
-var tablePolicies = []Policy{Learner, LearnerRanking, OracleServed, Oracle, Popularity, Random, LearnerUniform}
+var tablePolicies = []Policy{Learner, OracleServed, LearnerRanking, Oracle, Popularity, Random, LearnerUniform}
 
-// LikeRate is policy p's like rate over swipes from..to (inclusive), or
-// NaN when there are none.
+// LikeRate is policy p's like rate over swipes from..to (inclusive), NaN
+// when there are none.
 func (r Result) LikeRate(p Policy, from, to int) float64 {
 	if r.Like[p] == nil {
-		return nan()
+		return math.NaN()
 	}
 	sum, n := 0.0, 0
 	for t := max(1, from); t <= min(to, len(r.Like[p])-1); t++ {
@@ -34,7 +35,7 @@ func (r Result) LikeRate(p Policy, from, to int) float64 {
 		n++
 	}
 	if n == 0 {
-		return nan()
+		return math.NaN()
 	}
 	return sum / float64(n)
 }
@@ -42,17 +43,21 @@ func (r Result) LikeRate(p Policy, from, to int) float64 {
 // NDCGAt is policy p's mean NDCG@20 after t swipes, NaN when not measured.
 func (r Result) NDCGAt(p Policy, t int) float64 {
 	if r.NDCG[p] == nil || t < 0 || t >= len(r.NDCG[p]) {
-		return nan()
+		return math.NaN()
 	}
 	return r.NDCG[p][t]
 }
 
-// Table renders the results as Markdown tables: NDCG@20 by swipe count,
-// like rate by phase, the comparison after 30 swipes and the cold start.
+// Ratio is policy a's NDCG@20 after t swipes over policy b's.
+func (r Result) Ratio(a, b Policy, t int) float64 { return r.NDCGAt(a, t) / r.NDCGAt(b, t) }
+
+// Table renders the results as Markdown: NDCG@20 by swipe count, like
+// rate by phase, the learned model on the whole catalogue, the comparison
+// after 30 swipes and, when measured, the cold start.
 func (r Result) Table() string {
 	var b strings.Builder
 	c := r.Config
-	fmt.Fprintf(&b, "%d students, %d swipes each, %d schools, seed %d, client page %d\n\n",
+	fmt.Fprintf(&b, "%d students, %d swipes each, %d schools, seed %d, client pages of %d\n\n",
 		c.Students, c.Swipes, c.Schools, c.Seed, c.PageSize)
 
 	var cols []Policy
@@ -61,15 +66,11 @@ func (r Result) Table() string {
 			cols = append(cols, p)
 		}
 	}
-	fmt.Fprintf(&b, "NDCG@20 of the feed after n swipes (mean over students)\n\n| swipes | phase |")
+	b.WriteString("NDCG@20 after n swipes (mean over students; every policy on the schools not swiped yet)\n\n| swipes | phase |")
 	for _, p := range cols {
 		fmt.Fprintf(&b, " %s |", p)
 	}
-	b.WriteString("\n|---:|---|")
-	for range cols {
-		b.WriteString("---:|")
-	}
-	b.WriteString("\n")
+	b.WriteString("\n|---:|---|" + strings.Repeat("---:|", len(cols)) + "\n")
 	for _, t := range Checkpoints {
 		if t > c.Swipes {
 			continue
@@ -81,52 +82,62 @@ func (r Result) Table() string {
 		b.WriteString("\n")
 	}
 
-	fmt.Fprintf(&b, "\nLike rate by phase (share of swipes that were right swipes)\n\n| phase |")
+	b.WriteString("\nLike rate by phase (share of right swipes, each policy on its own swipes)\n\n| phase |")
 	var likeCols []Policy
 	for _, p := range cols {
-		if p.hasSwipes() {
+		if r.Like[p] != nil {
 			likeCols = append(likeCols, p)
 			fmt.Fprintf(&b, " %s |", p)
 		}
 	}
-	b.WriteString("\n|---|")
-	for range likeCols {
-		b.WriteString("---:|")
-	}
-	b.WriteString("\n")
+	b.WriteString("\n|---|" + strings.Repeat("---:|", len(likeCols)) + "\n")
 	for _, w := range phaseWindows {
 		if w.from > c.Swipes {
 			continue
 		}
 		fmt.Fprintf(&b, "| %s |", w.name)
 		for _, p := range likeCols {
-			fmt.Fprintf(&b, " %s |", num(r.LikeRate(p, w.from, w.to)))
+			fmt.Fprintf(&b, " %s |", num(r.LikeRate(p, w.from, min(w.to, c.Swipes))))
 		}
 		b.WriteString("\n")
 	}
 
+	b.WriteString("\nThe learned weights on the whole catalogue (NDCG@20, swiped schools included)\n\n| swipes | learned weights | hidden weights | share |\n|---:|---:|---:|---:|\n")
+	for _, t := range Checkpoints {
+		if t > c.Swipes || r.Model[0] == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", t, num(r.Model[0][t]), num(r.Model[1][t]), pct(r.Model[0][t]/r.Model[1][t]))
+	}
+
+	fmt.Fprintf(&b, "\nLearner's swipes: %s on probes (liked %s), %s on exploration picks (liked %s); %s were pattern breaks (trigger_feedback)\n",
+		pct(r.ProbeShare), pct(r.ProbeLikeRate), pct(r.ExploreShare), pct(r.ExploreLikeRate), pct(r.PatternBreakRate))
+
 	if c.Swipes >= 30 {
-		t := 30
+		const t = 30
 		l, lr := r.NDCGAt(Learner, t), r.NDCGAt(LearnerRanking, t)
 		os, o := r.NDCGAt(OracleServed, t), r.NDCGAt(Oracle, t)
 		pop, rnd := r.NDCGAt(Popularity, t), r.NDCGAt(Random, t)
-		fmt.Fprintf(&b, "\nAfter 30 swipes\n\n")
-		fmt.Fprintf(&b, "- served feed: learner %s (+-%s) = %s of the oracle served %s, %s of the oracle ranking %s\n",
-			num(l), num(r.NDCGSE[Learner][t]), pct(l/os), num(os), pct(l/o), num(o))
-		fmt.Fprintf(&b, "- ranking alone: learner %s (+-%s) = %s of the oracle %s\n", num(lr), num(r.NDCGSE[LearnerRanking][t]), pct(lr/o), num(o))
-		fmt.Fprintf(&b, "- baselines: popularity %s, random %s (learner served is %.1fx popularity, %.1fx random)\n",
+		b.WriteString("\nAfter 30 swipes\n\n")
+		fmt.Fprintf(&b, "- served feed: learner %s (+-%s) = %s of the oracle served %s (same feed rules)\n",
+			num(l), num(r.NDCGSE[Learner][t]), pct(l/os), num(os))
+		fmt.Fprintf(&b, "- ranking alone: learner %s (+-%s) = %s of the oracle %s\n",
+			num(lr), num(r.NDCGSE[LearnerRanking][t]), pct(lr/o), num(o))
+		fmt.Fprintf(&b, "- served feed against the oracle ranking: %s (the feed rules cost the oracle itself %s)\n",
+			pct(l/o), pct(1-os/o))
+		fmt.Fprintf(&b, "- baselines: popularity %s, random %s; the learner's served feed is %.1fx popularity and %.1fx random\n",
 			num(pop), num(rnd), l/pop, l/rnd)
 		if r.Ran[LearnerUniform] {
-			fmt.Fprintf(&b, "- exploration: uncertainty-guided %s vs uniform %s (learned ranking %s vs %s)\n",
-				num(l), num(r.NDCGAt(LearnerUniform, t)), num(lr), "n/a")
+			fmt.Fprintf(&b, "- exploration: uncertainty-guided %s, uniform %s (served feed, each on its own swipes)\n",
+				num(l), num(r.NDCGAt(LearnerUniform, t)))
 		}
 	}
 	if cs := r.ColdStart; cs != nil {
-		fmt.Fprintf(&b, "\nCold start (%d students drawn from an archetype, NDCG@20 at 0 swipes)\n\n", cs.Students)
-		fmt.Fprintf(&b, "| | served feed | ranking alone |\n|---|---:|---:|\n")
-		fmt.Fprintf(&b, "| archetype prior | %s | %s |\n", num(cs.WithPrior), num(cs.RankingWithPrior))
-		fmt.Fprintf(&b, "| profile prior only | %s | %s |\n", num(cs.WithoutPrior), num(cs.RankingWithoutPrior))
-		fmt.Fprintf(&b, "| popularity | %s | %s |\n", num(cs.Popularity), num(cs.Popularity))
+		fmt.Fprintf(&b, "\nCold start: %d students drawn from an archetype, NDCG@20 at 0 swipes\n\n", cs.Students)
+		b.WriteString("| prior | served feed | ranking alone |\n|---|---:|---:|\n")
+		fmt.Fprintf(&b, "| the archetype's weights | %s | %s |\n", num(cs.WithPrior), num(cs.RankingWithPrior))
+		fmt.Fprintf(&b, "| the profile's only (SeedWeights) | %s | %s |\n", num(cs.WithoutPrior), num(cs.RankingWithoutPrior))
+		fmt.Fprintf(&b, "| popularity order | %s | %s |\n", num(cs.Popularity), num(cs.Popularity))
 	}
 	return b.String()
 }
@@ -142,17 +153,15 @@ func phaseAfter(t int) string {
 }
 
 func num(v float64) string {
-	if v != v {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "-"
 	}
 	return fmt.Sprintf("%.3f", v)
 }
 
 func pct(v float64) string {
-	if v != v {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f%%", 100*v)
 }
-
-func nan() float64 { var z float64; return z / z }

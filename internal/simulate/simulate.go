@@ -1,63 +1,74 @@
 // Package simulate measures how well the learning loop learns: synthetic
 // students with hidden preferences swipe through the feed the service
-// would serve them, and the feed is scored against what they really want.
-// It is pure: no I/O, no clock, no global random source; the same Config
-// gives the same Result.
+// would serve them, and what they are served is scored against what they
+// really want. It is pure: no I/O, no clock, no global random source; the
+// same Config gives the same Result, whatever the number of workers.
 //
 // # Students
 //
-// A student has a profile the service sees (SAT, home, max distance, often
-// a budget, a family income and intended majors, sometimes a preferred
-// size) and hidden true preference weights the service never sees: six
-// importances drawn uniformly from [0,1], a preferred size uniform in
-// [0.1,0.95] and a preferred selectivity level around 0.5 (sd 0.18).
+// A student has a profile the service sees (an SAT or a GPA, a home near a
+// real school of the catalogue, often a max distance, a budget, a family
+// income and intended majors, sometimes a preferred size that agrees with
+// their hidden one) and hidden true preference weights the service never
+// sees: six importances drawn uniformly from [0,1], a preferred size
+// uniform in [0.1, 0.95] and a preferred selectivity level around 0.5 (sd
+// 0.18). A student drawn from an archetype (Config.Archetypes) has hidden
+// weights within ArchetypeJitter of the archetype's, and the archetype's
+// weights as the learner's prior, as after choosing that category at
+// onboarding.
 //
 // The student's hidden utility for school s is
 //
 //	U(s) = S(profile, hidden weights, s) + TasteSD * e(s)
 //
 // where S is the service's match score computed with the hidden weights
-// (cost against the budget, distance against the max distance, size,
-// selectivity against the student's level, outcomes, program match, each
+// (cost against the budget, distance against the max distance, size and
+// selectivity against the preferred ones, outcomes, program match, each
 // with the student's true importance) and e(s) is a standard normal taste
-// for that school drawn once per student and school: everything about a
-// school that moves a student and that no model of school attributes can
-// represent.
+// for that school drawn once per student and school: what moves a student
+// about a school that no model of school attributes can represent.
 //
 // A student likes a school with probability sigmoid((U(s) - tau) / T), tau
 // being the (1 - LikeShare) quantile of U over the catalogue: a student
-// would like about LikeShare of all schools.
+// would like about LikeShare of all schools, and decides with noise T.
 //
 // # What is measured
 //
-// NDCG@20 of a feed's first 20 items, with graded gains from U: a school in
-// the student's top 1 % of the catalogue by U has grade 3, top 3 % grade 2,
-// top 10 % grade 1, others 0; gain 2^grade - 1, discount log2(1 + position);
-// the ideal is the best 20 schools the student has not swiped yet.
-//
-// Policies, each with its own swipe trajectory on the same student:
+// NDCG@20 of the first 20 items, with graded gains from U: a school in the
+// student's top 1 % of the catalogue by U has grade 3, top 3 % grade 2,
+// top 10 % grade 1, others 0; gain 2^grade - 1, discount log2(1 + position).
+// After t swipes every policy is scored on the same schools, those the
+// learner's student has not swiped yet, so they share one ideal (the best
+// 20 of those schools).
 //
 //   - learner: the service. The model starts at the student's prior
-//     (match.SeedWeights of the profile, or an archetype's weights), the
-//     feed is match.Rank with the learned weights through
-//     match.AssembleFeed (probes, exploration, geographic mix) and is
-//     rebuilt after every swipe; the client swipes through pages of
-//     PageSize items (the continuous feed), and every swipe is folded into
-//     the model with Model.Observe.
-//   - learner ranking: on the learner's trajectory, the first 20 of
-//     match.Rank with the learned weights, without the feed rules: how good
-//     the learned ranking itself is.
-//   - oracle: match.Rank with the hidden weights: the best ranking the
-//     model family gives, knowing exactly what the student's weights are.
-//     It misses only the taste term.
+//     (match.SeedWeights of the profile, or an archetype's weights); the feed
+//     is match.Rank with the learned weights through match.AssembleFeed
+//     (probes, exploration, geographic mix), rebuilt after every swipe; the
+//     client takes pages of PageSize items (the continuous feed) and swipes
+//     them in order; every swipe is folded in with Model.Observe.
+//   - learner ranking: the first 20 of match.Rank with the learned weights,
+//     without the feed rules: how good the learned ranking itself is.
+//   - oracle: match.Rank with the hidden weights, the best ranking the
+//     model family gives: the service knowing exactly what the student's
+//     weights are. It misses only the taste term.
 //   - oracle served: the oracle's ranking through match.AssembleFeed with
-//     the same rules as the learner (probes, exploration, mix), no
-//     learning: the like-for-like reference for the served feed.
-//   - popularity: every student gets the same order, by the school's
-//     outcomes (graduation, employment proxy, earnings), no learning.
+//     the rules the learner's feed follows, without learning: the
+//     like-for-like reference for the served feed.
+//   - popularity: the same order for every student, by the school's
+//     outcomes (graduation, employment proxy, earnings); no learning.
 //   - random: a random order per student.
-//   - learner, uniform exploration (Config.CompareExploration): the learner
-//     with exploration picks drawn uniformly from the same pool.
+//   - learner, uniform exploration (Config.CompareExploration): the
+//     learner with exploration picks drawn uniformly from the same pools,
+//     on its own trajectory (scored on its own unswiped schools).
+//
+// The like rate of a policy is measured on its own trajectory: the student
+// swipes what that policy serves (pages of the served feed, or down the
+// order).
+//
+// The learned model is also scored on the whole catalogue, swiped schools
+// included (Result.Model): how well it knows the student, apart from which
+// good schools have already been swiped.
 package simulate
 
 import (
@@ -179,8 +190,19 @@ type Result struct {
 	// Like[p][t] is the share of students who liked the school of their
 	// t-th swipe, t = 1..Swipes (index 0 unused).
 	Like [NumPolicies][]float64
+	// Model[0][t] is the mean NDCG@20 of the learned weights' ranking of
+	// the whole catalogue (swiped schools included) after t swipes, and
+	// Model[1][t] the same for the hidden weights (the oracle).
+	Model [2][]float64
 	// Ran reports which policies were run.
 	Ran [NumPolicies]bool
+	// Of the learner's swipes: the share that were pattern breaks (the
+	// model had predicted the other direction with probability >= 0.8),
+	// the share on probes and on exploration picks, and the like rate of
+	// each of those.
+	PatternBreakRate              float64
+	ProbeShare, ProbeLikeRate     float64
+	ExploreShare, ExploreLikeRate float64
 	// ColdStart is measured when Config.Archetypes is set.
 	ColdStart *ColdStart
 }
@@ -251,6 +273,7 @@ func newWorld(cfg Config, cat *match.Catalog) *world {
 
 // student is one synthetic student.
 type student struct {
+	index     int
 	id        string
 	profile   match.Profile
 	hidden    match.Weights
@@ -264,8 +287,12 @@ type student struct {
 
 // studentResult is one student's measurements.
 type studentResult struct {
-	ndcg [NumPolicies][]float64
-	like [NumPolicies][]bool
+	ndcg  [NumPolicies][]float64
+	like  [NumPolicies][]bool
+	model [2][]float64 // whole-catalogue NDCG of the learned and the hidden weights
+	// the learner's swipes: pattern breaks, and swipes and likes on probes
+	// and on exploration picks
+	breaks, probes, probeLikes, explores, exploreLikes int
 	// cold start: NDCG at 0 swipes with the profile's prior instead of the archetype's
 	coldServed, coldRanking float64
 	archetype               int
@@ -278,7 +305,7 @@ func (w *world) rng(i int, stream uint64) *rand.Rand {
 // newStudent draws student i.
 func (w *world) newStudent(i int) *student {
 	r := w.rng(i, 1)
-	st := &student{id: "sim-student-" + itoa(i), archetype: -1}
+	st := &student{index: i, id: "sim-student-" + itoa(i), archetype: -1}
 
 	// The profile the service sees.
 	ds := domain.Student{ID: st.id}
@@ -406,7 +433,8 @@ func (w *world) runStudent(i int) studentResult {
 	pr.Shuffle(len(perm), func(a, b int) { perm[a], perm[b] = perm[b], perm[a] })
 	orders := map[Policy][]int32{Oracle: order, Popularity: w.popular, Random: perm}
 
-	ref := &reference{oracle: oracle, orders: orders}
+	ideal := st.ideal
+	ref := &reference{oracle: oracle, orders: orders, oracleFull: st.ndcgOfRanked(oracle, nil, &ideal)}
 	w.learnerTrajectory(st, Learner, match.ExploreUncertainty, ref, &out)
 	if w.cfg.CompareExploration {
 		w.learnerTrajectory(st, LearnerUniform, match.ExploreUniform, nil, &out)
@@ -424,7 +452,6 @@ func (w *world) runStudent(i int) studentResult {
 			Catalog: w.cat, Profile: st.profile, Model: m, Ranked: ranked, Length: ndcgK,
 			PageSize: w.cfg.PageSize, Seed: match.FeedSeed(st.id, 0),
 		})
-		ideal := st.ideal
 		out.coldServed = st.ndcgOfFeed(feed, &ideal)
 		out.coldRanking = st.ndcgOfRanked(ranked, nil, &ideal)
 	}
@@ -435,8 +462,9 @@ func (w *world) runStudent(i int) studentResult {
 // trajectory: after t swipes, each is scored on the schools the learner's
 // student has not swiped, so every NDCG at t has the same ideal.
 type reference struct {
-	oracle []match.Scored
-	orders map[Policy][]int32
+	oracle     []match.Scored
+	orders     map[Policy][]int32
+	oracleFull float64 // the oracle's NDCG on the whole catalogue
 }
 
 // learnerTrajectory runs the learner (with the given exploration) for a
@@ -451,7 +479,11 @@ func (w *world) learnerTrajectory(st *student, pol Policy, explore match.Explora
 		}
 	}
 	out.like[pol] = make([]bool, T+1)
-	r := w.rng(hashIndex(st.id), 10+uint64(pol))
+	if ref != nil {
+		out.model = [2][]float64{make([]float64, T+1), make([]float64, T+1)}
+	}
+	full := st.ideal
+	r := w.rng(st.index, 10+uint64(pol))
 	m := match.NewModel(st.prior)
 	oracleModel := match.NewModel(st.hidden)
 	excluded := make([]bool, w.cat.Len())
@@ -470,6 +502,8 @@ func (w *world) learnerTrajectory(st *student, pol Policy, explore match.Explora
 		out.ndcg[pol][t] = st.ndcgOfFeed(feed, &ideal)
 		if ref != nil {
 			out.ndcg[LearnerRanking][t] = st.ndcgOfRanked(ranked, excluded, &ideal)
+			out.model[0][t] = st.ndcgOfRanked(ranked, nil, &full)
+			out.model[1][t] = ref.oracleFull
 			oin := in
 			oin.Model, oin.Ranked, oin.Exploration = oracleModel, ref.oracle, match.ExploreUncertainty
 			out.ndcg[OracleServed][t] = st.ndcgOfFeed(match.AssembleFeed(oin), &ideal)
@@ -486,13 +520,27 @@ func (w *world) learnerTrajectory(st *student, pol Policy, explore match.Explora
 		if len(page) == 0 {
 			break
 		}
-		idx := int(page[0].Index)
+		item := page[0]
+		idx := int(item.Index)
 		page = page[1:]
 		liked := st.likes(idx, r, w.cfg.LikeTemperature)
 		out.like[pol][t+1] = liked
 		d := match.Dislike
 		if liked {
 			d = match.Like
+		}
+		if ref != nil {
+			if m.PatternBreak(st.profile, w.cat, idx, d) {
+				out.breaks++
+			}
+			switch {
+			case item.IsProbe:
+				out.probes++
+				out.probeLikes += b2i(liked)
+			case item.IsExploration:
+				out.explores++
+				out.exploreLikes += b2i(liked)
+			}
 		}
 		m, _ = m.Observe(st.profile, w.cat, match.SwipeObservation(idx, d))
 		excluded[idx] = true
@@ -507,7 +555,7 @@ func (w *world) learnerTrajectory(st *student, pol Policy, explore match.Explora
 func (w *world) servedTrajectory(st *student, pol Policy, weights match.Weights, ranked []match.Scored) ([]float64, []bool) {
 	T := w.cfg.Swipes
 	ndcg, like := make([]float64, T+1), make([]bool, T+1)
-	r := w.rng(hashIndex(st.id), 10+uint64(pol))
+	r := w.rng(st.index, 10+uint64(pol))
 	m := match.NewModel(weights)
 	excluded := make([]bool, w.cat.Len())
 	var swiped []int
@@ -540,7 +588,7 @@ func (w *world) servedTrajectory(st *student, pol Policy, weights match.Weights,
 func (w *world) orderTrajectory(st *student, pol Policy, order []int32) []bool {
 	T := w.cfg.Swipes
 	like := make([]bool, T+1)
-	r := w.rng(hashIndex(st.id), 10+uint64(pol))
+	r := w.rng(st.index, 10+uint64(pol))
 	for t := 0; t < T && t < len(order); t++ {
 		like[t+1] = st.likes(int(order[t]), r, w.cfg.LikeTemperature)
 	}
@@ -674,6 +722,25 @@ func (w *world) aggregate(outs []studentResult) Result {
 			}
 		}
 	}
+	res.Model = [2][]float64{make([]float64, T+1), make([]float64, T+1)}
+	var breaks, probes, probeLikes, explores, exploreLikes int
+	for _, o := range outs {
+		for k := range res.Model {
+			for t := range res.Model[k] {
+				res.Model[k][t] += o.model[k][t] / float64(len(outs))
+			}
+		}
+		breaks += o.breaks
+		probes += o.probes
+		probeLikes += o.probeLikes
+		explores += o.explores
+		exploreLikes += o.exploreLikes
+	}
+	swipes := float64(len(outs) * T)
+	res.PatternBreakRate = float64(breaks) / swipes
+	res.ProbeShare, res.ExploreShare = float64(probes)/swipes, float64(explores)/swipes
+	res.ProbeLikeRate = float64(probeLikes) / float64(max(1, probes))
+	res.ExploreLikeRate = float64(exploreLikes) / float64(max(1, explores))
 	if len(w.cfg.Archetypes) > 0 {
 		cs := &ColdStart{}
 		for _, o := range outs {
@@ -699,18 +766,16 @@ func (w *world) aggregate(outs []studentResult) Result {
 	return res
 }
 
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
 func clamp(v, lo, hi float64) float64 { return max(lo, min(hi, v)) }
-
-func hashIndex(s string) int {
-	h := uint32(2166136261)
-	for i := 0; i < len(s); i++ {
-		h ^= uint32(s[i])
-		h *= 16777619
-	}
-	return int(h & 0x7fffffff)
-}
 
 func itoa(i int) string {
 	if i == 0 {
