@@ -82,6 +82,8 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		Catalogs: catalog,
 		Log:      log,
 		Metrics:  qm,
+		// The onboarding categories' example schools have image URLs under it.
+		ImageBaseURL: cfg.ImageBaseURL,
 	})
 
 	checks := []httpapi.HealthCheck{
@@ -89,17 +91,19 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		{Name: "redis", Check: func(ctx context.Context) error { return cache.Ping(ctx, rdb) }},
 	}
 	api := httpapi.NewServer(httpapi.Deps{
-		Log:          log,
-		Metrics:      metrics.NewHTTP(reg),
-		Verifier:     verifier,
-		Limiter:      ratelimit.NewPipelined(rdb, cfg.RateLimits),
-		RateLimits:   cfg.RateLimits,
-		Onboarding:   command.NewOnboarding(db, command.WithFeedInvalidator(queries)),
-		Queries:      queries,
-		FeedCacheTTL: cfg.FeedCacheTTL,
-		Health:       checks,
-		CORS:         cfg.CORSAllowedOrigins,
-		Version:      buildinfo.Version,
+		Log:            log,
+		Metrics:        metrics.NewHTTP(reg),
+		Verifier:       verifier,
+		Limiter:        ratelimit.NewPipelined(rdb, cfg.RateLimits),
+		RateLimits:     cfg.RateLimits,
+		Onboarding:     command.NewOnboarding(db, command.WithFeedInvalidator(queries)),
+		Queries:        queries,
+		Categories:     queries,
+		CategorySwipes: categorySwipes{db},
+		FeedCacheTTL:   cfg.FeedCacheTTL,
+		Health:         checks,
+		CORS:           cfg.CORSAllowedOrigins,
+		Version:        buildinfo.Version,
 	})
 	opsChecks := make([]ops.Check, len(checks))
 	for i, c := range checks {

@@ -81,8 +81,11 @@ type Config struct {
 	WebhookEndpointsFile string
 	RateLimits           RateLimits
 	CORSAllowedOrigins   []string
-	LogLevel             slog.Level
-	PProf                bool
+	// ImageBaseURL is the base of school image URLs (IMAGE_BASE_URL); empty
+	// means the built-in default (match.DefaultImageBaseURL).
+	ImageBaseURL string
+	LogLevel     slog.Level
+	PProf        bool
 }
 
 // Role selects the defaults that differ between binaries.
@@ -181,6 +184,14 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 		c.CORSAllowedOrigins = append(c.CORSAllowedOrigins, o)
 	}
 
+	if v := getenv("IMAGE_BASE_URL"); v != "" {
+		if u, err := url.Parse(v); err != nil || u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			bad("IMAGE_BASE_URL", fmt.Errorf("%q is not an https URL such as https://images.example.com", v))
+		} else {
+			c.ImageBaseURL = strings.TrimRight(v, "/")
+		}
+	}
+
 	if err := c.LogLevel.UnmarshalText([]byte(cmp.Or(getenv("LOG_LEVEL"), "info"))); err != nil {
 		bad("LOG_LEVEL", fmt.Errorf("%q must be debug, info, warn or error", getenv("LOG_LEVEL")))
 	}
@@ -223,6 +234,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("rate_limits", fmt.Sprintf("recommendations=%s swipes=%s batch=%s default=%s fail_closed=%t",
 			c.RateLimits.Recommendations, c.RateLimits.Swipes, c.RateLimits.Batch, c.RateLimits.Default, c.RateLimits.FailClosed)),
 		slog.Any("cors_allowed_origins", c.CORSAllowedOrigins),
+		slog.String("image_base_url", c.ImageBaseURL),
 		slog.String("log_level", c.LogLevel.String()),
 	)
 }

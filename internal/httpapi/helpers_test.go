@@ -24,6 +24,7 @@ import (
 	"github.com/collegematch/matching/internal/config"
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/httpapi"
+	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/metrics"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/ratelimit"
@@ -71,14 +72,16 @@ func newTestAPIOn(t testing.TB, pool *pgxpool.Pool, rdb redis.UniversalClient, o
 		Students: students, Feeds: cache.NewFeeds(rdb, 5*time.Minute), Catalogs: catalog, Log: log, Metrics: qm,
 	})
 	d := httpapi.Deps{
-		Log:          log,
-		Metrics:      metrics.NewHTTP(reg),
-		Verifier:     verifier,
-		Limiter:      ratelimit.NewPipelined(rdb, limits.RateLimits),
-		RateLimits:   limits.RateLimits,
-		Onboarding:   command.NewOnboarding(db, command.WithFeedInvalidator(queries)),
-		Queries:      queries,
-		FeedCacheTTL: 5 * time.Minute,
+		Log:            log,
+		Metrics:        metrics.NewHTTP(reg),
+		Verifier:       verifier,
+		Limiter:        ratelimit.NewPipelined(rdb, limits.RateLimits),
+		RateLimits:     limits.RateLimits,
+		Onboarding:     command.NewOnboarding(db, command.WithFeedInvalidator(queries)),
+		Queries:        queries,
+		Categories:     queries,
+		CategorySwipes: categorySwipes{db},
+		FeedCacheTTL:   5 * time.Minute,
 		Health: []httpapi.HealthCheck{
 			{Name: "postgres", Check: db.Ping},
 			{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
@@ -104,7 +107,26 @@ type countingStudents struct {
 func (c *countingStudents) StudentState(ctx context.Context, id string) (query.StudentState, error) {
 	c.calls.Add(1)
 	st, err := c.db.StudentState(ctx, id)
-	return query.StudentState{Student: st.Student, Version: st.Version, Weights: st.Weights}, err
+	if err != nil {
+		return query.StudentState{}, err
+	}
+	prefs, err := c.db.CategoryPreferences(ctx, id)
+	if err != nil {
+		return query.StudentState{}, err
+	}
+	out := query.StudentState{Student: st.Student, Version: st.Version, Weights: st.Weights}
+	for _, p := range prefs {
+		out.Categories = append(out.Categories, match.CategoryPreferenceFrom(p.CategoryID, p.Direction))
+	}
+	return out, nil
+}
+
+// categorySwipes stores category swipes through the store, as cmd/api wires it.
+type categorySwipes struct{ db *store.Store }
+
+func (c categorySwipes) SaveCategorySwipe(ctx context.Context, studentID, categoryID, direction string) error {
+	_, err := c.db.SaveCategorySwipe(ctx, studentID, categoryID, direction)
+	return err
 }
 
 func (c *countingStudents) StudentVersion(ctx context.Context, id string) (int64, error) {

@@ -189,6 +189,10 @@ func (oaNoQueries) Recommendations(context.Context, string, int, int) (query.Rec
 	return query.RecommendationsPage{}, errors.New("not used")
 }
 
+func (oaNoQueries) RecommendationsV2(context.Context, string, int, int) (query.RecommendationsPage, error) {
+	return query.RecommendationsPage{}, errors.New("not used")
+}
+
 func (oaNoQueries) MatchDetail(context.Context, string, string) (query.MatchDetailView, error) {
 	return query.MatchDetailView{}, errors.New("not used")
 }
@@ -201,18 +205,34 @@ func (oaNoQueries) CompactFeed(context.Context, string, query.Prefetched) (query
 
 func (oaNoQueries) Schools(context.Context, []string) query.BatchSchools { return query.BatchSchools{} }
 
+type oaNoCategories struct{}
+
+func (oaNoCategories) Categories() query.CategoryList { return query.CategoryList{} }
+
+func (oaNoCategories) CategoryPrior(context.Context, string) (map[string]float64, error) {
+	return nil, errors.New("not used")
+}
+
+func (oaNoCategories) InvalidateFeed(context.Context, string) {}
+
+func (oaNoCategories) SaveCategorySwipe(context.Context, string, string, string) error {
+	return errors.New("not used")
+}
+
 func TestOpenAPIRoutesMatchRouter(t *testing.T) {
 	doc := loadOpenAPI(t)
 	verifier, err := auth.NewVerifier(context.Background(), auth.VerifierOptions{HS256Secret: testSecret})
 	require.NoError(t, err)
 	h := httpapi.NewServer(httpapi.Deps{
-		Log:        testutil.Logger(t),
-		Metrics:    metrics.NewHTTP(prometheus.NewRegistry()),
-		Verifier:   verifier,
-		Limiter:    oaAllowAll{},
-		Onboarding: oaNoOnboarding{},
-		Queries:    oaNoQueries{},
-		Version:    "test",
+		Log:            testutil.Logger(t),
+		Metrics:        metrics.NewHTTP(prometheus.NewRegistry()),
+		Verifier:       verifier,
+		Limiter:        oaAllowAll{},
+		Onboarding:     oaNoOnboarding{},
+		Queries:        oaNoQueries{},
+		Categories:     oaNoCategories{},
+		CategorySwipes: oaNoCategories{},
+		Version:        "test",
 	})
 	routes, ok := h.(chi.Routes)
 	require.True(t, ok, "NewServer returns a chi router (%T)", h)
@@ -414,7 +434,7 @@ func oaSamples(student string) map[string]oaRequest {
 		"POST /feedback": {method: http.MethodPost, path: "/feedback",
 			body: map[string]any{"student_id": student, "school_id": school, "reason": "too_expensive", "comment": "over budget"}},
 		"POST /v2/onboarding/category-swipe": {method: http.MethodPost, path: "/v2/onboarding/category-swipe",
-			body: map[string]any{"student_id": student, "category_id": "research-university", "direction": "right"}},
+			body: map[string]any{"student_id": student, "category_id": "liberal-arts", "direction": "right"}},
 		"POST /m/batch/schools": {method: http.MethodPost, path: "/m/batch/schools",
 			body: map[string]any{"school_ids": []string{school, uuid.NewString()}}},
 		"POST /m/sync/pull": {method: http.MethodPost, path: "/m/sync/pull",

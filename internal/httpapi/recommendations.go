@@ -19,6 +19,7 @@ import (
 // Queries is the read side (query.Service).
 type Queries interface {
 	Recommendations(ctx context.Context, studentID string, limit, offset int) (query.RecommendationsPage, error)
+	RecommendationsV2(ctx context.Context, studentID string, limit, offset int) (query.RecommendationsPage, error)
 	MatchDetail(ctx context.Context, studentID, schoolID string) (query.MatchDetailView, error)
 	CompactFeedLocation(studentID string) (key, field string)
 	CompactFeed(ctx context.Context, studentID string, pf query.Prefetched) (query.CompactPage, error)

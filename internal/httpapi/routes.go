@@ -32,7 +32,7 @@ func addRoutes(r chi.Router, d Deps) {
 		r.Use(requireAuth(d.Log, d.Verifier, d.Metrics), actingStudent(d.Log, d.Metrics))
 
 		r.With(recs).Method(http.MethodPost, "/recommendations", handleRecommendations(d.Log, d.Queries))
-		r.With(recs).Method(http.MethodPost, "/v2/recommendations", todo)
+		r.With(recs).Method(http.MethodPost, "/v2/recommendations", handleRecommendationsV2(d.Log, d.Queries))
 		r.With(recs).Method(http.MethodPost, "/continuous-feed", todo)
 		r.With(recs).Method(http.MethodGet, "/match/{student_id}/{school_id}", handleMatchDetail(d.Log, d.Queries))
 		r.With(compactLimit).Method(http.MethodGet, "/m/recommendations/{student_id}",
@@ -40,14 +40,15 @@ func addRoutes(r chi.Router, d Deps) {
 
 		r.With(swipes).Method(http.MethodPost, "/swipe", todo)
 		r.With(swipes).Method(http.MethodPost, "/feedback", todo)
-		r.With(swipes).Method(http.MethodPost, "/v2/onboarding/category-swipe", todo)
+		r.With(swipes).Method(http.MethodPost, "/v2/onboarding/category-swipe",
+			handleCategorySwipe(d.Log, d.Categories, d.CategorySwipes))
 
 		r.With(batch).Method(http.MethodPost, "/m/batch/schools", handleBatchSchools(d.Log, d.Queries))
 		r.With(batch).Method(http.MethodPost, "/m/sync/pull", todo)
 		r.With(batch).Method(http.MethodPost, "/m/sync/push", todo)
 
 		r.With(def).Method(http.MethodPost, "/v2/onboarding/minimal", handleOnboardingMinimal(d.Log, d.Onboarding))
-		r.With(def).Method(http.MethodGet, "/v2/onboarding/category-schools", todo)
+		r.With(def).Method(http.MethodGet, "/v2/onboarding/category-schools", handleCategorySchools(d.Categories))
 		r.With(def).Method(http.MethodGet, "/health", handleHealth(d.Health, d.Version))
 	})
 }

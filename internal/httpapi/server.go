@@ -32,6 +32,9 @@ type Deps struct {
 	RateLimits config.RateLimits
 	Onboarding Onboarding
 	Queries    Queries
+	// Categories and CategorySwipes serve the onboarding categories.
+	Categories     Categories
+	CategorySwipes CategorySwipes
 	// FeedCacheTTL is how long clients may cache the compact feed
 	// (Cache-Control max-age); FEED_CACHE_TTL.
 	FeedCacheTTL time.Duration
@@ -43,7 +46,8 @@ type Deps struct {
 // NewServer builds the public API handler.
 func NewServer(d Deps) http.Handler {
 	switch {
-	case d.Log == nil, d.Metrics == nil, d.Verifier == nil, d.Limiter == nil, d.Onboarding == nil, d.Queries == nil:
+	case d.Log == nil, d.Metrics == nil, d.Verifier == nil, d.Limiter == nil, d.Onboarding == nil, d.Queries == nil,
+		d.Categories == nil, d.CategorySwipes == nil:
 		panic("httpapi.NewServer: missing dependency")
 	}
 	if d.FeedCacheTTL <= 0 {

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -30,6 +31,9 @@ type StudentState struct {
 	Student domain.Student
 	Version int64              // students.version
 	Weights map[string]float64 // learned preference weights; nil before any learning
+	// Categories are the student's onboarding category swipes, the latest
+	// direction per category: the prior before any learning.
+	Categories []match.CategoryPreference
 }
 
 // Students is what the read side needs from PostgreSQL.
@@ -66,6 +70,9 @@ type Config struct {
 	Metrics  *Metrics
 	FeedSize int              // items a stored feed keeps; optional, DefaultFeedSize
 	Now      func() time.Time // optional, time.Now
+	// ImageBaseURL is the base of school image URLs (IMAGE_BASE_URL);
+	// optional, match.DefaultImageBaseURL.
+	ImageBaseURL string
 }
 
 // Service answers the read side's queries.
@@ -77,9 +84,11 @@ type Service struct {
 	m        *Metrics
 	size     int
 	now      func() time.Time
+	images   string
 
-	builds  singleflight.Group // one build per student at a time
-	scratch sync.Pool          // *[]match.Scored, Rank's buffer
+	builds     singleflight.Group // one build per student at a time
+	scratch    sync.Pool          // *[]match.Scored, Rank's buffer
+	categories atomic.Pointer[categoriesMemo]
 }
 
 // New builds the query service.
@@ -94,7 +103,7 @@ func New(c Config) *Service {
 		c.Now = time.Now
 	}
 	return &Service{students: c.Students, feeds: c.Feeds, catalogs: c.Catalogs, log: c.Log, m: c.Metrics,
-		size: c.FeedSize, now: c.Now}
+		size: c.FeedSize, now: c.Now, images: c.ImageBaseURL}
 }
 
 // buildTimeout bounds one inline build (load, rank, store), which runs on
@@ -106,6 +115,7 @@ type feedState struct {
 	feed    cache.Feed
 	profile match.Profile
 	weights match.Weights
+	missing []string // what the profile lacks to be complete (domain.Student.Missing)
 }
 
 // MissingProfile is 422 MISSING_PROFILE for an incomplete profile.
@@ -115,12 +125,30 @@ func MissingProfile(studentID string, missing []string) error {
 		Details: map[string]any{"missing": missing, "student_id": studentID}}
 }
 
-// weightsFor is the student's learned weights, else the profile's seed.
-func weightsFor(st StudentState, p match.Profile) match.Weights {
+// scoringStart is the profile and weights a student is scored with: the
+// learned weights once the student has a learning state; before that the
+// cold start of match.CategoryStart, the profile's seed weights moved by
+// the onboarding category swipes (and the liked categories' majors when
+// the student named none).
+func scoringStart(st StudentState) (match.Profile, match.Weights) {
+	p := match.NewProfile(st.Student)
 	if st.Weights != nil {
-		return match.WeightsFromMap(st.Weights)
+		return p, match.WeightsFromMap(st.Weights)
 	}
-	return match.SeedWeights(p)
+	return match.CategoryStart(p, st.Categories)
+}
+
+// missingOf is what a profile lacks to be complete, read from its scoring
+// view: the same groups as domain.Student.Missing.
+func missingOf(p match.Profile) []string {
+	missing := []string{}
+	if p.Basis == match.BasisNone {
+		missing = append(missing, domain.MissingAcademic)
+	}
+	if !p.HasHome {
+		missing = append(missing, domain.MissingLocation)
+	}
+	return missing
 }
 
 // fresh reports whether a stored feed was built from the catalogue and
@@ -159,24 +187,36 @@ func (s *Service) cachedFeed(ctx context.Context, endpoint, studentID string, ca
 		return nil, false
 	}
 	s.m.FeedReads.WithLabelValues(endpoint, "hit").Inc()
-	return &feedState{feed: f, profile: p, weights: match.WeightsFromMap(f.Weights)}, true
+	return &feedState{feed: f, profile: p, weights: match.WeightsFromMap(f.Weights), missing: missingOf(p)}, true
 }
 
 // build loads the student, builds the feed on cat and stores it (best
-// effort). Concurrent builds for one student share one run.
-func (s *Service) build(ctx context.Context, studentID string, cat *Catalog) (*feedState, error) {
-	v, err, _ := s.builds.Do(studentID, func() (any, error) {
+// effort). Concurrent builds for one student share one run. With
+// anyProfile false an incomplete profile is MISSING_PROFILE and nothing is
+// built; with anyProfile true (POST /v2/recommendations) it is built and
+// stored without a compact page, which only complete profiles have. An
+// erased student is INVALID_STUDENT_ID.
+func (s *Service) build(ctx context.Context, studentID string, cat *Catalog, anyProfile bool) (*feedState, error) {
+	key := studentID
+	if anyProfile {
+		key = "any:" + studentID
+	}
+	v, err, _ := s.builds.Do(key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), buildTimeout)
 		defer cancel()
 		st, err := s.students.StudentState(ctx, studentID)
 		if err != nil {
 			return nil, err
 		}
-		if missing := st.Student.Missing(); len(missing) > 0 {
+		if st.Student.DeletedAt != nil {
+			return nil, domain.StudentNotFound(studentID)
+		}
+		missing := st.Student.Missing()
+		if len(missing) > 0 && !anyProfile {
 			return nil, MissingProfile(studentID, missing)
 		}
-		p := match.NewProfile(st.Student)
-		fs := &feedState{profile: p, weights: weightsFor(st, p)}
+		p, w := scoringStart(st)
+		fs := &feedState{profile: p, weights: w, missing: missing}
 
 		start := time.Now()
 		scratch := s.getScratch()
@@ -186,6 +226,11 @@ func (s *Service) build(ctx context.Context, studentID string, cat *Catalog) (*f
 		}, scratch)
 		s.putScratch(scratch)
 		s.m.FeedBuilds.Observe(time.Since(start).Seconds())
+		if len(missing) > 0 {
+			// GET /m/recommendations refuses an incomplete profile: a stored
+			// page without an ETag sends it to a build, which says why.
+			fs.feed.Compact = cache.Compact{}
+		}
 
 		s.store(ctx, fs.feed)
 		return fs, nil
@@ -222,16 +267,32 @@ func (s *Service) getScratch() []match.Scored {
 func (s *Service) putScratch(b []match.Scored) { s.scratch.Put(&b) }
 
 // Recommendations is one page of the student's ranked feed (POST
-// /recommendations). limit and offset are validated by the caller.
+// /recommendations); an incomplete profile is MISSING_PROFILE. limit and
+// offset are validated by the caller.
 func (s *Service) Recommendations(ctx context.Context, studentID string, limit, offset int) (RecommendationsPage, error) {
+	return s.recommendations(ctx, "recommendations", studentID, limit, offset, false)
+}
+
+// RecommendationsV2 is one page of the student's ranked feed for any
+// existing student, complete profile or not (POST /v2/recommendations):
+// what the profile lacks scores neutral. It is the same feed as
+// Recommendations for a complete profile.
+func (s *Service) RecommendationsV2(ctx context.Context, studentID string, limit, offset int) (RecommendationsPage, error) {
+	return s.recommendations(ctx, "v2_recommendations", studentID, limit, offset, true)
+}
+
+func (s *Service) recommendations(ctx context.Context, endpoint, studentID string, limit, offset int, anyProfile bool) (RecommendationsPage, error) {
 	cat := s.catalogs.Current()
-	fs, ok := s.cachedFeed(ctx, "recommendations", studentID, cat)
+	fs, ok := s.cachedFeed(ctx, endpoint, studentID, cat)
 	for attempt := 0; ; attempt++ {
 		if !ok {
 			var err error
-			if fs, err = s.build(ctx, studentID, cat); err != nil {
+			if fs, err = s.build(ctx, studentID, cat, anyProfile); err != nil {
 				return RecommendationsPage{}, err
 			}
+		}
+		if len(fs.missing) > 0 && !anyProfile {
+			return RecommendationsPage{}, MissingProfile(studentID, fs.missing)
 		}
 		recs, complete := s.page(studentID, fs, cat, limit, offset)
 		if complete || attempt > 0 {
@@ -323,7 +384,7 @@ func (s *Service) CompactFeed(ctx context.Context, studentID string, pf Prefetch
 		return s.compactBuild(ctx, studentID, cat)
 	}
 	c, err := cache.ParseCompact(raw)
-	if err != nil || !fresh(c.CatalogVersion, c.AlgorithmVersion, cat) {
+	if err != nil || c.ETag == "" || !fresh(c.CatalogVersion, c.AlgorithmVersion, cat) {
 		s.m.FeedReads.WithLabelValues("compact", "stale").Inc()
 		return s.compactBuild(ctx, studentID, cat)
 	}
@@ -332,7 +393,7 @@ func (s *Service) CompactFeed(ctx context.Context, studentID string, pf Prefetch
 }
 
 func (s *Service) compactBuild(ctx context.Context, studentID string, cat *Catalog) (CompactPage, error) {
-	fs, err := s.build(ctx, studentID, cat)
+	fs, err := s.build(ctx, studentID, cat, false)
 	if err != nil {
 		return cache.Compact{}, err
 	}
@@ -371,8 +432,7 @@ func (s *Service) MatchDetail(ctx context.Context, studentID, schoolID string) (
 		if err != nil {
 			return MatchDetailView{}, err
 		}
-		p = match.NewProfile(st.Student)
-		w = weightsFor(st, p)
+		p, w = scoringStart(st)
 		missing = st.Student.Missing()
 	}
 	idx, ok := cat.School(schoolID)

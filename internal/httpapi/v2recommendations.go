@@ -1,0 +1,28 @@
+package httpapi
+
+import (
+	"log/slog"
+	"math"
+	"net/http"
+)
+
+// handleRecommendationsV2 answers POST /v2/recommendations: the envelope,
+// paging and feed of POST /recommendations for any existing student,
+// complete profile or not.
+func handleRecommendationsV2(log *slog.Logger, q Queries) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode[recommendationsRequest](r)
+		if err != nil {
+			respondErr(w, r, log, err)
+			return
+		}
+		limit, _ := intField(req.Limit, 1, maxLimit, defaultLimit)
+		offset, _ := intField(req.Offset, 0, math.MaxInt32, 0)
+		page, err := q.RecommendationsV2(r.Context(), studentFrom(r.Context()), limit, offset)
+		if err != nil {
+			respondErr(w, r, log, err)
+			return
+		}
+		encode(w, http.StatusOK, page)
+	})
+}
