@@ -106,8 +106,9 @@ type FeedInput struct {
 	// Model is the student's learned model (the zero Model when none): its
 	// weights set the probe boundaries, its uncertainty the exploration picks.
 	Model Model
-	// Ranked is Rank's result for Profile and Model.Weights(): every school,
-	// best first. Exploit items are taken in this order.
+	// Ranked is every school, best first: RankModel(dst, Profile, Model,
+	// Catalog), or Rank with Model.Weights(). Ranked items are taken in
+	// this order.
 	Ranked []Scored
 	// Swipes is the student's count of counted swipes (phase, probe rule).
 	Swipes int

@@ -30,17 +30,17 @@ func benchLearned(n int) (*Catalog, Profile, Model, []bool, []domain.Region) {
 }
 
 // BenchmarkFeedRebuild6500 is what the worker does after a swipe: rank the
-// 6,500-school catalogue with the learned weights and assemble a feed of
-// 200 items.
+// 6,500-school catalogue by the learned model (RankModel) and assemble a
+// feed of 200 items.
 func BenchmarkFeedRebuild6500(b *testing.B) {
 	cat, p, m, excluded, regions := benchLearned(6500)
-	dst := Rank(nil, p, m.Weights(), cat)
+	dst := RankModel(nil, p, m, cat)
 	defer lockThread()()
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0, ok := threadCPU()
 	for b.Loop() {
-		dst = Rank(dst, p, m.Weights(), cat)
+		dst = RankModel(dst, p, m, cat)
 		_ = AssembleFeed(FeedInput{Catalog: cat, Profile: p, Model: m, Ranked: dst, Swipes: 20, Length: 200,
 			Excluded: excluded, SwipedRegions: regions, Seed: FeedSeed("bench", 20)})
 	}
@@ -50,13 +50,29 @@ func BenchmarkFeedRebuild6500(b *testing.B) {
 // BenchmarkAssembleFeed6500 is the assembly alone, 200 items.
 func BenchmarkAssembleFeed6500(b *testing.B) {
 	cat, p, m, excluded, regions := benchLearned(6500)
-	ranked := Rank(nil, p, m.Weights(), cat)
+	ranked := RankModel(nil, p, m, cat)
 	defer lockThread()()
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0, ok := threadCPU()
 	for b.Loop() {
 		_ = AssembleFeed(FeedInput{Catalog: cat, Profile: p, Model: m, Ranked: ranked, Swipes: 20, Length: 200,
+			Excluded: excluded, SwipedRegions: regions, Seed: FeedSeed("bench", 20)})
+	}
+	reportCPU(b, cpu0, ok, 0)
+}
+
+// BenchmarkFeedRebuild6500x400 is the same with a feed of 400 items.
+func BenchmarkFeedRebuild6500x400(b *testing.B) {
+	cat, p, m, excluded, regions := benchLearned(6500)
+	dst := RankModel(nil, p, m, cat)
+	defer lockThread()()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0, ok := threadCPU()
+	for b.Loop() {
+		dst = RankModel(dst, p, m, cat)
+		_ = AssembleFeed(FeedInput{Catalog: cat, Profile: p, Model: m, Ranked: dst, Swipes: 20, Length: 400,
 			Excluded: excluded, SwipedRegions: regions, Seed: FeedSeed("bench", 20)})
 	}
 	reportCPU(b, cpu0, ok, 0)

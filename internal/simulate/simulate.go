@@ -492,7 +492,7 @@ func (w *world) learnerTrajectory(st *student, pol Policy, explore match.Explora
 	var page []match.FeedItem
 	ideal := st.ideal
 	for t := 0; t <= T; t++ {
-		ranked = match.Rank(ranked, st.profile, m.Weights(), w.cat)
+		ranked = match.RankModel(ranked, st.profile, m, w.cat)
 		in := match.FeedInput{
 			Catalog: w.cat, Profile: st.profile, Model: m, Ranked: ranked, Swipes: t,
 			Length: ndcgK, PageSize: w.cfg.PageSize, Excluded: excluded,

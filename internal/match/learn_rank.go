@@ -1,0 +1,71 @@
+package match
+
+// RankModel ranks the catalogue for a student by what the model expects of
+// each school: the match score with the model's weights (Weights), except
+// that size_fit and selectivity_fit are averaged over the model's
+// uncertainty about size_preference and academic_selectivity instead of
+// being taken at their means. While the model is unsure of a preferred
+// level, a school a little off it is not ranked as if the level were
+// known; once the model is sure, the ranking is Rank's.
+//
+// Scored.Score is that expected score; the components and the rest are
+// Rank's with Weights(), so Detail and reasons stay as they are. dst is
+// reused as in Rank.
+func RankModel(dst []Scored, p Profile, m Model, cat *Catalog) []Scored {
+	m = m.orDefault()
+	n := cat.Len()
+	if cap(dst) < 2*n {
+		dst = make([]Scored, 2*n)
+	}
+	out, tmp := dst[:n], dst[n:2*n]
+	if n == 0 {
+		return out
+	}
+	w := m.Weights()
+	sc := newScorer(p, w, cat)
+	// Expected fits, tabulated over the school's value.
+	var sizeTab, selTab [fitTable + 1]float64
+	for k := range sizeTab {
+		x := float64(k) / fitTable
+		for b := range levelBins {
+			g := levelValue(b)
+			sizeTab[k] += m.grid[levelSize][b] * sizeFit(x, g)
+			t := g
+			if sc.studentK > 0 {
+				t = clamp01(strengthOf(sc.sat) + 0.6*(g-0.5))
+			}
+			selTab[k] += m.grid[levelSelectivity][b] * selectivityFit(x, t)
+		}
+	}
+	kSize, kSel := sc.fw.Campus*sc.wSize, sc.fw.Academic*sc.wSel
+	var b breakdown
+	for i := range out {
+		f := &cat.feat[i]
+		sc.score(f, i, &b)
+		s := b.scored(i)
+		if f.hasSize {
+			s.Score += kSize * (lookup(&sizeTab, float64(f.sizeScale)) - b.size)
+		}
+		if f.selK > 0 {
+			s.Score += kSel * (lookup(&selTab, float64(f.selLevel)) - b.selFit)
+		}
+		s.Score = clamp01(s.Score)
+		out[i] = s
+	}
+	sortScored(out, tmp)
+	return out
+}
+
+// fitTable is the resolution of RankModel's expected-fit tables.
+const fitTable = 128
+
+// lookup interpolates a table over [0,1].
+func lookup(tab *[fitTable + 1]float64, x float64) float64 {
+	x = clamp01(x) * fitTable
+	k := int(x)
+	if k >= fitTable {
+		return tab[fitTable]
+	}
+	fr := x - float64(k)
+	return tab[k] + fr*(tab[k+1]-tab[k])
+}

@@ -1,0 +1,65 @@
+package match
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRankModelIsASortedPermutationWithRanksComponents(t *testing.T) {
+	cat, p := learnCatalog, learnStudent()
+	m := NewModel(SeedWeights(p))
+	for _, i := range []int{3, 70, 900, 1500} {
+		m, _ = m.Observe(p, cat, SwipeObservation(i, Like))
+	}
+	got := RankModel(nil, p, m, cat)
+	require.Len(t, got, cat.Len())
+	seen := make([]bool, cat.Len())
+	for k, s := range got {
+		require.False(t, seen[s.Index])
+		seen[s.Index] = true
+		unit(t, s.Score, "score")
+		if k > 0 {
+			require.GreaterOrEqual(t, got[k-1].Score, s.Score)
+		}
+		plain := Score(p, m.Weights(), cat, int(s.Index))
+		assert.Equal(t, plain.Academic, s.Academic)
+		assert.Equal(t, plain.Campus, s.Campus)
+		assert.Equal(t, plain.Distance, s.Distance)
+		// Only the two level factors are averaged: the difference is bounded
+		// by their weight in the score.
+		fw := FamilyWeightsFor(m.Weights())
+		assert.LessOrEqual(t, math.Abs(s.Score-plain.Score), fw.Academic+fw.Campus)
+	}
+	// dst is reused.
+	again := RankModel(got, p, m, cat)
+	assert.Same(t, &got[0], &again[0])
+}
+
+func TestRankModelIsRankOnceTheLevelsAreKnown(t *testing.T) {
+	cat, p := learnCatalog, learnStudent()
+	// A model certain of both levels: every grid's mass on one value.
+	var doc map[string]any
+	b, err := json.Marshal(NewModel(Weights{0.5, 0.5, 0.5, 0.5, 0.5, 0.5, levelValue(12), levelValue(6)}))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &doc))
+	oneHot := func(k int) []float64 {
+		g := make([]float64, levelBins)
+		g[k] = 1
+		return g
+	}
+	doc["levels"] = map[string]any{KeyAcademicSelectivity: oneHot(12), KeySizePreference: oneHot(6)}
+	b, err = json.Marshal(doc)
+	require.NoError(t, err)
+	var m Model
+	require.NoError(t, json.Unmarshal(b, &m))
+	require.InDelta(t, levelValue(6), m.Weights().SizePreference, 1e-12)
+
+	got, want := RankModel(nil, p, m, cat), Rank(nil, p, m.Weights(), cat)
+	for k := range got {
+		assert.InDelta(t, want[k].Score, got[k].Score, 2e-3, "position %d", k)
+	}
+}
