@@ -32,7 +32,7 @@ func runSimulate(ctx context.Context, e env, args []string) error {
 	page := fs.Int("page", 10, "items the simulated client takes per request and swipes in order")
 	workers := fs.Int("workers", min(2, runtime.GOMAXPROCS(0)), "students simulated at once (the result does not depend on it)")
 	compare := fs.Bool("compare-exploration", false, "also run the learner with uniformly random exploration picks")
-	coldStart := fs.Bool("cold-start", false, "draw half the students from illustrative category archetypes and measure the cold start")
+	coldStart := fs.Bool("cold-start", false, "draw half the students from the onboarding categories and measure the cold start")
 	if err := fs.Parse(args); err != nil {
 		return usageErr("%v", err)
 	}
@@ -57,7 +57,7 @@ func runSimulate(ctx context.Context, e env, args []string) error {
 		Workers: *workers, CompareExploration: *compare,
 	}
 	if *coldStart {
-		cfg.Archetypes = simulate.IllustrativeArchetypes()
+		cfg.Archetypes = simulate.ServiceArchetypes()
 	}
 
 	start := time.Now()

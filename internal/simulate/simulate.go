@@ -13,9 +13,9 @@
 // sees: six importances drawn uniformly from [0,1], a preferred size
 // uniform in [0.1, 0.95] and a preferred selectivity level around 0.5 (sd
 // 0.18). A student drawn from an archetype (Config.Archetypes) has hidden
-// weights within ArchetypeJitter of the archetype's, and the archetype's
-// weights as the learner's prior, as after choosing that category at
-// onboarding.
+// weights within ArchetypeJitter of the prior the service gives a student
+// who chose that category at onboarding (ServiceArchetypes), and that prior
+// as the learner's starting point.
 //
 // The student's hidden utility for school s is
 //
@@ -107,12 +107,14 @@ func (p Policy) String() string { return policyNames[p] }
 // hasSwipes reports whether the policy has its own swipes (a like rate).
 func (p Policy) hasSwipes() bool { return p != LearnerRanking }
 
-// Archetype is a cold-start prior: students drawn from it have hidden
-// weights near Weights and start with Weights as their prior, as a student
-// who chose that category at onboarding would.
+// Archetype is a cold-start prior: what the service starts a student from
+// after they chose a category at onboarding. Start returns the profile the
+// service scores them with and their prior weights. Students drawn from an
+// archetype have hidden weights near that prior: their real preferences
+// match the category they chose.
 type Archetype struct {
-	Name    string
-	Weights match.Weights
+	Name  string
+	Start func(match.Profile) (match.Profile, match.Weights)
 }
 
 // Config is one simulation run.
@@ -345,33 +347,34 @@ func (w *world) newStudent(i int) *student {
 		SizePreference:      0.1 + 0.85*r.Float64(),
 	}
 	if n := len(w.cfg.Archetypes); n > 0 && r.Float64() < w.cfg.ArchetypeShare {
+		// A student who chose a category, and whose real preferences are
+		// near what the service makes of that choice.
 		st.archetype = r.IntN(n)
-		a := w.cfg.Archetypes[st.archetype].Weights
+		st.profile, st.prior = w.cfg.Archetypes[st.archetype].Start(match.NewProfile(ds))
 		j := func(v float64) float64 { return clamp(v+w.cfg.ArchetypeJitter*r.NormFloat64(), 0, 1) }
+		a := st.prior
 		h = match.Weights{
 			CostWeight: j(a.CostWeight), DistanceWeight: j(a.DistanceWeight), OutcomesWeight: j(a.OutcomesWeight),
 			CampusWeight: j(a.CampusWeight), ProgramWeight: j(a.ProgramWeight), AidWeight: j(a.AidWeight),
 			AcademicSelectivity: j(a.AcademicSelectivity), SizePreference: j(a.SizePreference),
 		}
+	} else {
+		// Some students state a preferred size on the form; what they
+		// state agrees with their hidden preference.
+		if r.Float64() < 0.3 {
+			switch {
+			case h.SizePreference < 0.4:
+				ds.PreferredSize = "small"
+			case h.SizePreference < 0.75:
+				ds.PreferredSize = "medium"
+			default:
+				ds.PreferredSize = "large"
+			}
+		}
+		st.profile = match.NewProfile(ds)
+		st.prior = match.SeedWeights(st.profile)
 	}
 	st.hidden = h
-	// Some students state a preferred size on the form; what they state
-	// agrees with their hidden preference.
-	if r.Float64() < 0.3 {
-		switch {
-		case h.SizePreference < 0.4:
-			ds.PreferredSize = "small"
-		case h.SizePreference < 0.75:
-			ds.PreferredSize = "medium"
-		default:
-			ds.PreferredSize = "large"
-		}
-	}
-	st.profile = match.NewProfile(ds)
-	st.prior = match.SeedWeights(st.profile)
-	if st.archetype >= 0 {
-		st.prior = w.cfg.Archetypes[st.archetype].Weights
-	}
 
 	// Hidden utility, like threshold and gains.
 	n := w.cat.Len()

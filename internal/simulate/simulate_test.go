@@ -49,7 +49,7 @@ func TestLearnerLearns(t *testing.T) {
 
 func TestColdStartPriorBeatsPopularity(t *testing.T) {
 	cfg := Config{Students: 24, Swipes: 1, Schools: 3000, Seed: 3, Workers: 2,
-		Archetypes: IllustrativeArchetypes(), ArchetypeShare: 1}
+		Archetypes: ServiceArchetypes(), ArchetypeShare: 1}
 	r := Run(cfg)
 	cs := r.ColdStart
 	require.NotNil(t, cs)
@@ -92,7 +92,7 @@ func TestNDCG(t *testing.T) {
 }
 
 func TestTableAndSVG(t *testing.T) {
-	r := Run(Config{Students: 3, Swipes: 31, Schools: 500, Seed: 4, Archetypes: IllustrativeArchetypes(), ArchetypeShare: 1})
+	r := Run(Config{Students: 3, Swipes: 31, Schools: 500, Seed: 4, Archetypes: ServiceArchetypes(), ArchetypeShare: 1})
 	tab := r.Table()
 	for _, want := range []string{
 		"| 0 | discovery |", "| 10 | discovery |", "| 30 | refinement |",
