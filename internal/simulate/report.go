@@ -102,7 +102,7 @@ func (r Result) Table() string {
 		b.WriteString("\n")
 	}
 
-	b.WriteString("\nThe learned weights on the whole catalogue (NDCG@20, swiped schools included)\n\n| swipes | learned weights | hidden weights | share |\n|---:|---:|---:|---:|\n")
+	b.WriteString("\nThe learned model on the whole catalogue (NDCG@20, swiped schools included)\n\n| swipes | learned model | hidden weights (oracle) | share |\n|---:|---:|---:|---:|\n")
 	for _, t := range Checkpoints {
 		if t > c.Swipes || r.Model[0] == nil {
 			continue
@@ -128,8 +128,8 @@ func (r Result) Table() string {
 		fmt.Fprintf(&b, "- baselines: popularity %s, random %s; the learner's served feed is %.1fx popularity and %.1fx random\n",
 			num(pop), num(rnd), l/pop, l/rnd)
 		if r.Ran[LearnerUniform] {
-			fmt.Fprintf(&b, "- exploration: uncertainty-guided %s, uniform %s (served feed, each on its own swipes)\n",
-				num(l), num(r.NDCGAt(LearnerUniform, t)))
+			fmt.Fprintf(&b, "- exploration, uncertainty-guided against uniform: served feed %s against %s (each on its own swipes); learned model on the whole catalogue %s against %s\n",
+				num(l), num(r.NDCGAt(LearnerUniform, t)), num(r.Model[0][t]), num(r.Model[2][t]))
 		}
 	}
 	if cs := r.ColdStart; cs != nil {

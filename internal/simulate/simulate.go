@@ -192,10 +192,12 @@ type Result struct {
 	// Like[p][t] is the share of students who liked the school of their
 	// t-th swipe, t = 1..Swipes (index 0 unused).
 	Like [NumPolicies][]float64
-	// Model[0][t] is the mean NDCG@20 of the learned weights' ranking of
-	// the whole catalogue (swiped schools included) after t swipes, and
-	// Model[1][t] the same for the hidden weights (the oracle).
-	Model [2][]float64
+	// Model[0][t] is the mean NDCG@20 of the learned model's ranking of
+	// the whole catalogue (swiped schools included) after t swipes,
+	// Model[1][t] the same for the hidden weights (the oracle) and, with
+	// CompareExploration, Model[2][t] for the learner with uniform
+	// exploration.
+	Model [3][]float64
 	// Ran reports which policies were run.
 	Ran [NumPolicies]bool
 	// Of the learner's swipes: the share that were pattern breaks (the
@@ -291,7 +293,7 @@ type student struct {
 type studentResult struct {
 	ndcg  [NumPolicies][]float64
 	like  [NumPolicies][]bool
-	model [2][]float64 // whole-catalogue NDCG of the learned and the hidden weights
+	model [3][]float64 // whole-catalogue NDCG of the learned weights, the hidden ones, the learned ones with uniform exploration
 	// the learner's swipes: pattern breaks, and swipes and likes on probes
 	// and on exploration picks
 	breaks, probes, probeLikes, explores, exploreLikes int
@@ -483,7 +485,9 @@ func (w *world) learnerTrajectory(st *student, pol Policy, explore match.Explora
 	}
 	out.like[pol] = make([]bool, T+1)
 	if ref != nil {
-		out.model = [2][]float64{make([]float64, T+1), make([]float64, T+1)}
+		out.model[0], out.model[1] = make([]float64, T+1), make([]float64, T+1)
+	} else {
+		out.model[2] = make([]float64, T+1)
 	}
 	full := st.ideal
 	r := w.rng(st.index, 10+uint64(pol))
@@ -503,6 +507,9 @@ func (w *world) learnerTrajectory(st *student, pol Policy, explore match.Explora
 		}
 		feed := match.AssembleFeed(in)
 		out.ndcg[pol][t] = st.ndcgOfFeed(feed, &ideal)
+		if ref == nil {
+			out.model[2][t] = st.ndcgOfRanked(ranked, nil, &full)
+		}
 		if ref != nil {
 			out.ndcg[LearnerRanking][t] = st.ndcgOfRanked(ranked, excluded, &ideal)
 			out.model[0][t] = st.ndcgOfRanked(ranked, nil, &full)
@@ -725,7 +732,11 @@ func (w *world) aggregate(outs []studentResult) Result {
 			}
 		}
 	}
-	res.Model = [2][]float64{make([]float64, T+1), make([]float64, T+1)}
+	for k := range res.Model {
+		if outs[0].model[k] != nil {
+			res.Model[k] = make([]float64, T+1)
+		}
+	}
 	var breaks, probes, probeLikes, explores, exploreLikes int
 	for _, o := range outs {
 		for k := range res.Model {

@@ -58,8 +58,8 @@ func (r Result) SVG() []byte {
 		}
 	}
 	model := []series{
-		{"learned weights", plotStyles[Learner].color, "", 3, r.Model[0]},
-		{"hidden weights", plotStyles[Oracle].color, "7 4", 2, r.Model[1]},
+		{"learned model", plotStyles[Learner].color, "", 3, r.Model[0]},
+		{"hidden weights (oracle)", plotStyles[Oracle].color, "7 4", 2, r.Model[1]},
 	}
 	height := top + 3*panelH + 2*gap + 60
 	var b strings.Builder
