@@ -261,8 +261,7 @@ func TestNotImplementedEndpointsAnswer501(t *testing.T) {
 	id := uuid.NewString()
 	tok := token(t, id, false)
 	for _, ep := range [][2]string{
-		{"POST", "/swipe"}, {"GET", "/v2/onboarding/category-schools"},
-		{"POST", "/v2/onboarding/category-swipe"}, {"POST", "/v2/recommendations"}, {"POST", "/continuous-feed"},
+		{"POST", "/swipe"}, {"POST", "/continuous-feed"},
 		{"POST", "/feedback"}, {"POST", "/m/sync/pull"}, {"POST", "/m/sync/push"},
 	} {
 		var body any
