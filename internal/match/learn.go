@@ -187,9 +187,10 @@ var priorVar = [nParams]float64{
 	pThreshold: thresholdPriorVar,
 }
 
-// Model is what the service has learned about one student: a Gaussian
-// posterior over the preference weights (in logit space) and the
-// like threshold, and how many observations it has folded in. It is a
+// Model is what the service has learned about one student: the posterior
+// over the preference weights and the like threshold (a Gaussian over the
+// importances, in logit space, and the threshold; a grid for each
+// preferred level), and how many observations it has folded in. It is a
 // value: every method leaves the receiver unchanged, and Observe returns a
 // new Model. It serialises to JSON (MarshalJSON) with a version.
 //
@@ -409,12 +410,11 @@ const WeightChangeEpsilon = 1e-6
 //   - A counted swipe is a like (right) or dislike (left) with weight 1.
 //   - tap, detail_view and save are likes with weight 0.15, 0.25 and 0.5.
 //   - too_expensive raises cost_weight, wrong_location raises
-//     distance_weight, not_my_major raises program_weight, too_selective
-//     lowers academic_selectivity, each by a direct update of that weight;
-//     perfect_match is a like with weight 2, which pulls every weight
-//     towards what this school is: its importances towards the families it
-//     is strong in, size_preference and academic_selectivity towards its
-//     size and selectivity.
+//     distance_weight, not_my_major raises program_weight, each by a direct
+//     update of that weight ("higher than you think"); too_selective lowers
+//     academic_selectivity (its grid is tilted below its mean);
+//     perfect_match is a like with weight 2, and pulls size_preference and
+//     academic_selectivity towards the school's size and selectivity.
 func (m Model) Observe(p Profile, cat *Catalog, o Observation) (Model, bool) {
 	m = m.orDefault()
 	if cat == nil || o.Index < 0 || o.Index >= cat.Len() {
