@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -168,4 +169,23 @@ func roundedMap(w match.Weights) map[string]float64 {
 		out[k] = math.Round(v*1e4) / 1e4
 	}
 	return out
+}
+
+func TestCategoriesConcurrentFirstUse(t *testing.T) {
+	e := newEnv(t, 500, 0)
+	const n = 8
+	lists := make([]query.CategoryList, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lists[i] = e.Service.Categories()
+		}()
+	}
+	wg.Wait()
+	for _, l := range lists[1:] {
+		assert.Equal(t, lists[0], l)
+	}
+	assert.Same(t, &e.Service.Categories().Categories[0], &e.Service.Categories().Categories[0])
 }
