@@ -1,0 +1,72 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ProbesKey is the set of schools recently served to a student as probes,
+// so a swipe on one is known as a probe swipe. Members are school ids.
+func ProbesKey(studentID string) string { return prefix + studentTag(studentID) + ":probes" }
+
+// maxProbes caps the set: a student is served at most one probe in four
+// items, and only recent ones matter.
+const maxProbes = 256
+
+// Probes remembers what was served as a probe for a TTL (FEED_CACHE_TTL).
+type Probes struct {
+	rdb redis.UniversalClient
+	ttl time.Duration
+}
+
+// NewProbes builds the probe memory.
+func NewProbes(rdb redis.UniversalClient, ttl time.Duration) *Probes {
+	if rdb == nil || ttl <= 0 {
+		panic("cache.NewProbes: nil client or non-positive ttl")
+	}
+	return &Probes{rdb: rdb, ttl: ttl}
+}
+
+// Remember records schoolIDs as served to studentID as probes now. Each
+// school's entry lives for the TTL from its latest serving; the key itself
+// expires a TTL after the last write, and the set never holds more than
+// maxProbes members (the oldest go first).
+func (p *Probes) Remember(ctx context.Context, studentID string, schoolIDs ...string) error {
+	if len(schoolIDs) == 0 {
+		return nil
+	}
+	key := ProbesKey(studentID)
+	now := time.Now()
+	members := make([]redis.Z, len(schoolIDs))
+	for i, id := range schoolIDs {
+		members[i] = redis.Z{Score: float64(now.UnixMilli()), Member: strings.ToLower(id)}
+	}
+	_, err := p.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.ZAdd(ctx, key, members...)
+		pipe.ZRemRangeByScore(ctx, key, "-inf", fmt.Sprint(now.Add(-p.ttl).UnixMilli()))
+		pipe.ZRemRangeByRank(ctx, key, 0, -maxProbes-1)
+		pipe.PExpire(ctx, key, p.ttl)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cache: remember probes: %w", err)
+	}
+	return nil
+}
+
+// WasProbe reports whether schoolID was served to studentID as a probe
+// within the TTL.
+func (p *Probes) WasProbe(ctx context.Context, studentID, schoolID string) (bool, error) {
+	score, err := p.rdb.ZScore(ctx, ProbesKey(studentID), strings.ToLower(schoolID)).Result()
+	switch {
+	case err == redis.Nil:
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("cache: probe lookup: %w", err)
+	}
+	return time.Since(time.UnixMilli(int64(score))) <= p.ttl, nil
+}

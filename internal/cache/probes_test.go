@@ -1,0 +1,62 @@
+package cache_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/testutil"
+)
+
+func TestProbesRememberedForTheTTL(t *testing.T) {
+	ctx := context.Background()
+	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
+	p := cache.NewProbes(rdb, time.Minute)
+	student, school, other := uuid.NewString(), uuid.NewString(), uuid.NewString()
+
+	was, err := p.WasProbe(ctx, student, school)
+	require.NoError(t, err)
+	assert.False(t, was)
+
+	require.NoError(t, p.Remember(ctx, student, school))
+	was, err = p.WasProbe(ctx, student, school)
+	require.NoError(t, err)
+	assert.True(t, was)
+	was, err = p.WasProbe(ctx, student, other)
+	require.NoError(t, err)
+	assert.False(t, was, "only what was served")
+	was, err = p.WasProbe(ctx, uuid.NewString(), school)
+	require.NoError(t, err)
+	assert.False(t, was, "per student")
+
+	ttl, err := rdb.PTTL(ctx, cache.ProbesKey(student)).Result()
+	require.NoError(t, err)
+	assert.True(t, ttl > 0 && ttl <= time.Minute, "key has a TTL: %v", ttl)
+}
+
+func TestProbesExpireAndAreCapped(t *testing.T) {
+	ctx := context.Background()
+	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
+	p := cache.NewProbes(rdb, 300*time.Millisecond)
+	student, school := uuid.NewString(), uuid.NewString()
+	require.NoError(t, p.Remember(ctx, student, school))
+	time.Sleep(400 * time.Millisecond)
+	was, err := p.WasProbe(ctx, student, school)
+	require.NoError(t, err)
+	assert.False(t, was)
+
+	long := cache.NewProbes(rdb, time.Hour)
+	ids := make([]string, 300)
+	for i := range ids {
+		ids[i] = uuid.NewString()
+	}
+	require.NoError(t, long.Remember(ctx, student, ids...))
+	n, err := rdb.ZCard(ctx, cache.ProbesKey(student)).Result()
+	require.NoError(t, err)
+	assert.EqualValues(t, 256, n, "capped")
+}
