@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"time"
 
+	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
@@ -42,3 +44,44 @@ func (c categorySwipes) SaveCategorySwipe(ctx context.Context, studentID, catego
 	_, err := c.db.SaveCategorySwipe(ctx, studentID, categoryID, direction)
 	return err
 }
+
+// writeStore lets the write side record swipes and feedback through the
+// store, whose types it sees as the command package's.
+type writeStore struct{ *store.Store }
+
+func (w writeStore) ScoringState(ctx context.Context, id string) (command.ScoringState, error) {
+	st, err := w.Store.LearnerState(ctx, id, false)
+	if err != nil {
+		return command.ScoringState{}, err
+	}
+	out := command.ScoringState{Student: st.Student, Model: st.Model, Weights: st.Weights,
+		Categories: make([]match.CategoryPreference, len(st.Categories))}
+	for i, p := range st.Categories {
+		out.Categories[i] = match.CategoryPreferenceFrom(p.CategoryID, p.Direction)
+	}
+	return out, nil
+}
+
+func (w writeStore) RecordSwipe(ctx context.Context, r command.SwipeRecord, event func(int64, time.Time) command.Event,
+	respond func(int) ([]byte, error)) (command.StoredSwipe, error) {
+	rec, err := w.Store.RecordSwipe(ctx, store.NewSwipe(r), func(id int64, at time.Time) (string, any) {
+		e := event(id, at)
+		return e.Topic, e.Payload
+	}, respond)
+	return command.StoredSwipe{ID: rec.ID, Duplicate: rec.Duplicate, SchoolID: rec.SchoolID, Direction: rec.Direction,
+		InteractionType: rec.InteractionType, Response: rec.Response, SwipeCount: rec.SwipeCount, Version: rec.Version,
+		OutboxID: rec.OutboxID}, err
+}
+
+func (w writeStore) RecordFeedback(ctx context.Context, r command.FeedbackRecord, event func(int64, time.Time) command.Event) (command.StoredFeedback, error) {
+	rec, err := w.Store.RecordFeedback(ctx, store.NewFeedback(r), func(id int64, at time.Time) (string, any) {
+		e := event(id, at)
+		return e.Topic, e.Payload
+	})
+	return command.StoredFeedback{ID: rec.ID, OutboxID: rec.OutboxID}, err
+}
+
+// matchCatalogs gives the write side the catalogue the read side holds.
+type matchCatalogs struct{ *query.CatalogHolder }
+
+func (c matchCatalogs) Current() *match.Catalog { return c.CatalogHolder.Current().Catalog }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/collegematch/matching/internal/auth"
 	"github.com/collegematch/matching/internal/buildinfo"
 	"github.com/collegematch/matching/internal/cache"
@@ -25,6 +27,7 @@ import (
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/tasks"
 )
 
 func main() {
@@ -76,14 +79,32 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		return fmt.Errorf("load the school catalogue: %w", err)
 	}
 	go catalog.Run(ctx)
+	feeds := cache.NewFeeds(rdb, cfg.FeedCacheTTL)
 	queries := query.New(query.Config{
 		Students: students{db},
-		Feeds:    cache.NewFeeds(rdb, cfg.FeedCacheTTL),
+		Feeds:    feeds,
 		Catalogs: catalog,
 		Log:      log,
 		Metrics:  qm,
 		// The onboarding categories' example schools have image URLs under it.
 		ImageBaseURL: cfg.ImageBaseURL,
+	})
+
+	// The write side hands each committed event's tasks to the queue at
+	// once; the worker's relay hands over whatever this could not. Both
+	// route with the learn routes (tasks.AddLearnRoutes), so both derive the
+	// same task ids from a row.
+	queue := asynq.NewClientFromRedisClient(rdb)
+	defer queue.Close()
+	router := tasks.NewRouter()
+	tasks.AddLearnRoutes(router)
+	writes := writeStore{db}
+	swipes := command.NewSwipes(command.SwipesConfig{
+		Store: writes, Probes: cache.NewProbes(rdb, cfg.FeedCacheTTL), Feeds: feeds,
+		Catalogs: matchCatalogs{catalog}, Queue: queue, Router: router, Log: log,
+	})
+	feedback := command.NewFeedback(command.FeedbackConfig{
+		Store: writes, Catalogs: matchCatalogs{catalog}, Queue: queue, Router: router, Log: log,
 	})
 
 	checks := []httpapi.HealthCheck{
@@ -100,6 +121,8 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		Queries:        queries,
 		Categories:     queries,
 		CategorySwipes: categorySwipes{db},
+		Swipes:         swipes,
+		Feedback:       feedback,
 		FeedCacheTTL:   cfg.FeedCacheTTL,
 		Health:         checks,
 		CORS:           cfg.CORSAllowedOrigins,

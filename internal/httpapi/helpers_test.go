@@ -81,6 +81,8 @@ func newTestAPIOn(t testing.TB, pool *pgxpool.Pool, rdb redis.UniversalClient, o
 		Queries:        queries,
 		Categories:     queries,
 		CategorySwipes: categorySwipes{db},
+		Swipes:         newSwipes(t, db, rdb, catalog, log),
+		Feedback:       newFeedback(t, db, rdb, catalog, log),
 		FeedCacheTTL:   5 * time.Minute,
 		Health: []httpapi.HealthCheck{
 			{Name: "postgres", Check: db.Ping},

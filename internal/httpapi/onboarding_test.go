@@ -261,8 +261,8 @@ func TestNotImplementedEndpointsAnswer501(t *testing.T) {
 	id := uuid.NewString()
 	tok := token(t, id, false)
 	for _, ep := range [][2]string{
-		{"POST", "/swipe"}, {"POST", "/continuous-feed"},
-		{"POST", "/feedback"}, {"POST", "/m/sync/pull"}, {"POST", "/m/sync/push"},
+		{"POST", "/continuous-feed"},
+		{"POST", "/m/sync/pull"}, {"POST", "/m/sync/push"},
 	} {
 		var body any
 		if ep[0] == "POST" {

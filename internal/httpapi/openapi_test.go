@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/collegematch/matching/internal/auth"
+	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/config"
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/httpapi"
@@ -219,6 +220,18 @@ func (oaNoCategories) SaveCategorySwipe(context.Context, string, string, string)
 	return errors.New("not used")
 }
 
+type oaNoSwipes struct{}
+
+func (oaNoSwipes) Record(context.Context, command.SwipeInput) (command.SwipeResult, error) {
+	return command.SwipeResult{}, errors.New("not used")
+}
+
+type oaNoFeedback struct{}
+
+func (oaNoFeedback) Record(context.Context, command.FeedbackInput) (command.FeedbackResult, error) {
+	return command.FeedbackResult{}, errors.New("not used")
+}
+
 func TestOpenAPIRoutesMatchRouter(t *testing.T) {
 	doc := loadOpenAPI(t)
 	verifier, err := auth.NewVerifier(context.Background(), auth.VerifierOptions{HS256Secret: testSecret})
@@ -232,6 +245,8 @@ func TestOpenAPIRoutesMatchRouter(t *testing.T) {
 		Queries:        oaNoQueries{},
 		Categories:     oaNoCategories{},
 		CategorySwipes: oaNoCategories{},
+		Swipes:         oaNoSwipes{},
+		Feedback:       oaNoFeedback{},
 		Version:        "test",
 	})
 	routes, ok := h.(chi.Routes)
@@ -658,8 +673,8 @@ func TestOpenAPIValidationCatchesMismatches(t *testing.T) {
 		require.Error(t, c.checkRateHeaders(created.route.Operation, h))
 	})
 
-	notImpl := c.valid(t, oaRequest{method: http.MethodPost, path: "/swipe", tok: tok,
-		body: map[string]any{"student_id": student, "school_id": uuid.NewString(), "direction": "right"}})
+	notImpl := c.valid(t, oaRequest{method: http.MethodPost, path: "/m/sync/pull", tok: tok,
+		body: map[string]any{"student_id": student}})
 	if notImpl.Status == http.StatusNotImplemented {
 		t.Run("501 with another code", func(t *testing.T) {
 			b := clone(notImpl.Body)

@@ -111,7 +111,7 @@ func TestRecommendationsRateLimit(t *testing.T) {
 	res = api.do(t, "GET", "/m/recommendations/"+strings.ToUpper(me), mine, nil)
 	requireErrorBody(t, res, http.StatusTooManyRequests, "RATE_LIMITED")
 	res = api.do(t, "POST", "/swipe", mine, map[string]any{"student_id": me})
-	requireErrorBody(t, res, http.StatusNotImplemented, "NOT_IMPLEMENTED")
+	requireErrorBody(t, res, http.StatusBadRequest, "INVALID_REQUEST")
 	remaining, _ = rateHeaders(t, res, 300)
 	assert.Equal(t, 299, remaining)
 
@@ -152,8 +152,8 @@ func TestRateLimitHeadersOnEveryLimitedResponse(t *testing.T) {
 		{"POST", "/continuous-feed", map[string]any{"student_id": me}, 501, 60},
 		{"GET", "/match/" + me + "/" + uuid.NewString(), nil, 404, 60},
 		{"GET", "/m/recommendations/" + me, nil, 422, 60},
-		{"POST", "/swipe", map[string]any{"student_id": me}, 501, 300},
-		{"POST", "/feedback", map[string]any{"student_id": me}, 501, 300},
+		{"POST", "/swipe", map[string]any{"student_id": me}, 400, 300},
+		{"POST", "/feedback", map[string]any{"student_id": me}, 400, 300},
 		{"POST", "/v2/onboarding/category-swipe", map[string]any{"student_id": me}, 400, 300},
 		{"POST", "/v2/onboarding/category-swipe", map[string]any{"student_id": me, "category_id": "liberal-arts", "direction": "right"}, 200, 300},
 		{"POST", "/m/batch/schools", map[string]any{"school_ids": []string{uuid.NewString()}}, 200, 20},

@@ -38,8 +38,8 @@ func addRoutes(r chi.Router, d Deps) {
 		r.With(compactLimit).Method(http.MethodGet, "/m/recommendations/{student_id}",
 			handleCompactRecommendations(d.Log, d.Queries, d.FeedCacheTTL))
 
-		r.With(swipes).Method(http.MethodPost, "/swipe", todo)
-		r.With(swipes).Method(http.MethodPost, "/feedback", todo)
+		r.With(swipes).Method(http.MethodPost, "/swipe", handleSwipe(d.Log, d.Swipes))
+		r.With(swipes).Method(http.MethodPost, "/feedback", handleFeedback(d.Log, d.Feedback))
 		r.With(swipes).Method(http.MethodPost, "/v2/onboarding/category-swipe",
 			handleCategorySwipe(d.Log, d.Categories, d.CategorySwipes))
 

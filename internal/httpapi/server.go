@@ -35,6 +35,9 @@ type Deps struct {
 	// Categories and CategorySwipes serve the onboarding categories.
 	Categories     Categories
 	CategorySwipes CategorySwipes
+	// Swipes and Feedback record swipes and learning feedback.
+	Swipes   Swipes
+	Feedback FeedbackRecorder
 	// FeedCacheTTL is how long clients may cache the compact feed
 	// (Cache-Control max-age); FEED_CACHE_TTL.
 	FeedCacheTTL time.Duration
@@ -47,7 +50,7 @@ type Deps struct {
 func NewServer(d Deps) http.Handler {
 	switch {
 	case d.Log == nil, d.Metrics == nil, d.Verifier == nil, d.Limiter == nil, d.Onboarding == nil, d.Queries == nil,
-		d.Categories == nil, d.CategorySwipes == nil:
+		d.Categories == nil, d.CategorySwipes == nil, d.Swipes == nil, d.Feedback == nil:
 		panic("httpapi.NewServer: missing dependency")
 	}
 	if d.FeedCacheTTL <= 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/hibiken/asynq"
 )
@@ -12,20 +13,51 @@ import (
 type Deps struct {
 	Log   *slog.Logger
 	Relay *Relay
+
+	// The learner (student:learn): all four together, or none, in which
+	// case student:learn is not registered (and must not be routed).
+	Learning     LearningStore
+	Feeds        FeedRebuilder
+	Catalogs     Catalogs
+	LearnMetrics *LearnMetrics
+	Now          func() time.Time // optional, time.Now
 }
 
 // Handler runs the worker's tasks. Every handler is safe to run twice.
 type Handler struct {
 	log   *slog.Logger
 	relay *Relay
+	learn *learner // nil without the learner's dependencies
 }
 
-// NewHandler builds the handler; every dependency is required.
+// NewHandler builds the handler; Log and Relay are required, and the
+// learner's dependencies come all together or not at all.
 func NewHandler(d Deps) *Handler {
 	if d.Log == nil || d.Relay == nil {
 		panic("tasks.NewHandler: nil dependency")
 	}
-	return &Handler{log: d.Log, relay: d.Relay}
+	h := &Handler{log: d.Log, relay: d.Relay}
+	switch n := countSet(d.Learning != nil, d.Feeds != nil, d.Catalogs != nil, d.LearnMetrics != nil); n {
+	case 0:
+	case 4:
+		if d.Now == nil {
+			d.Now = time.Now
+		}
+		h.learn = &learner{store: d.Learning, feeds: d.Feeds, catalogs: d.Catalogs, m: d.LearnMetrics, now: d.Now}
+	default:
+		panic(errNoLearner)
+	}
+	return h
+}
+
+func countSet(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // Register routes each task type to its handler. A type is registered here
@@ -34,6 +66,18 @@ func NewHandler(d Deps) *Handler {
 // retries and then archives.
 func (h *Handler) Register(mux *asynq.ServeMux) {
 	mux.HandleFunc(TypeOutboxRelay, h.handleOutboxRelay)
+	if h.learn != nil {
+		mux.HandleFunc(TypeStudentLearn, h.handleStudentLearn)
+	}
+}
+
+// HandleStudentLearn runs one student:learn task (for callers that drive
+// the handler without a task server, such as benchmarks and tests).
+func (h *Handler) HandleStudentLearn(ctx context.Context, t *asynq.Task) error {
+	if h.learn == nil {
+		return fmt.Errorf("student:learn: %w", errNoLearner)
+	}
+	return h.handleStudentLearn(ctx, t)
 }
 
 func (h *Handler) handleOutboxRelay(ctx context.Context, _ *asynq.Task) error {

@@ -1,0 +1,154 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/collegematch/matching/internal/command"
+	"github.com/collegematch/matching/internal/domain"
+)
+
+// Swipes records swipes (command.Swipes).
+type Swipes interface {
+	Record(ctx context.Context, in command.SwipeInput) (command.SwipeResult, error)
+}
+
+// swipeRequest is the body of POST /swipe. Values are kept raw so that
+// each problem is reported against its field.
+type swipeRequest struct {
+	StudentID       json.RawMessage `json:"student_id"`
+	SchoolID        json.RawMessage `json:"school_id"`
+	Direction       json.RawMessage `json:"direction"`
+	InteractionType json.RawMessage `json:"interaction_type"`
+	TimeSpent       json.RawMessage `json:"time_spent"`
+	SwipeID         json.RawMessage `json:"swipe_id"`
+}
+
+// parse validates the request; every problem is reported at once.
+func (q swipeRequest) parse() (command.SwipeInput, map[string]string) {
+	problems := map[string]string{}
+	var in command.SwipeInput
+	uuidField := func(name string, raw json.RawMessage, required bool) string {
+		if len(raw) == 0 && !required {
+			return ""
+		}
+		s, p := stringField(raw)
+		if p == "" && !isUUID(s) {
+			p = "must be a UUID"
+		}
+		if p != "" {
+			problems[name] = p
+		}
+		return s
+	}
+	in.StudentID = uuidField("student_id", q.StudentID, true)
+	in.SchoolID = uuidField("school_id", q.SchoolID, true)
+	in.ClientID = uuidField("swipe_id", q.SwipeID, false)
+	dir, p := stringField(q.Direction)
+	if p == "" && dir != "left" && dir != "right" {
+		p = "must be left or right"
+	}
+	if p != "" {
+		problems["direction"] = p
+	}
+	in.Direction = dir
+	if len(q.InteractionType) > 0 {
+		it, p := stringField(q.InteractionType)
+		switch {
+		case p != "":
+			problems["interaction_type"] = p
+		case it != "swipe" && it != "tap" && it != "detail_view" && it != "save":
+			problems["interaction_type"] = "must be swipe, tap, detail_view or save"
+		}
+		in.InteractionType = it
+	}
+	if len(q.TimeSpent) > 0 {
+		var f float64
+		if string(q.TimeSpent) == "null" || json.Unmarshal(q.TimeSpent, &f) != nil || f < 0 || f > command.MaxTimeSpent {
+			problems["time_spent"] = "must be a number of seconds from 0 to " + strconv.Itoa(command.MaxTimeSpent)
+		} else {
+			in.TimeSpent = &f
+		}
+	}
+	return in, problems
+}
+
+// swipeResponse is the answer of POST /swipe: the union of the
+// specification's two variants.
+type swipeResponse struct {
+	Success         bool               `json:"success"`
+	SwipeCount      int                `json:"swipe_count"`
+	LearningPhase   string             `json:"learning_phase"`
+	UIMessage       string             `json:"ui_message"`
+	LearningState   swipeLearningState `json:"learning_state"`
+	TriggerFeedback bool               `json:"trigger_feedback"`
+	FeedbackOptions []string           `json:"feedback_options"`
+}
+
+type swipeLearningState struct {
+	Phase          string  `json:"phase"`
+	Progress       float64 `json:"progress"`
+	UpdatedWeights bool    `json:"updated_weights"`
+}
+
+// SwipeResponse renders a recorded swipe as POST /swipe answers it (also
+// for the swipes POST /continuous-feed records).
+func SwipeResponse(r command.SwipeResult) any {
+	opts := r.FeedbackOptions
+	if opts == nil {
+		opts = []string{}
+	}
+	return swipeResponse{
+		Success: true, SwipeCount: r.SwipeCount, LearningPhase: r.Phase, UIMessage: r.UIMessage,
+		LearningState: swipeLearningState{Phase: r.Phase, Progress: math.Round(r.Progress*1e4) / 1e4,
+			UpdatedWeights: r.UpdatedWeights},
+		TriggerFeedback: r.TriggerFeedback, FeedbackOptions: opts,
+	}
+}
+
+// IdempotentReplayedHeader is set to "true" on the answer to a retried
+// swipe (the first answer, repeated).
+const IdempotentReplayedHeader = "Idempotent-Replayed"
+
+// handleSwipe answers POST /swipe. The client id that makes a retry
+// harmless is the body's swipe_id, else the Idempotency-Key header.
+func handleSwipe(log *slog.Logger, swipes Swipes) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode[swipeRequest](r)
+		if err != nil {
+			respondErr(w, r, log, err)
+			return
+		}
+		in, problems := req.parse()
+		if in.ClientID == "" {
+			if key, ok := r.Header[http.CanonicalHeaderKey("Idempotency-Key")]; ok {
+				switch {
+				case len(key) != 1 || key[0] == "":
+					problems["Idempotency-Key"] = "must be given once, with a value"
+				case command.ClientIDProblem(key[0]) != "":
+					problems["Idempotency-Key"] = command.ClientIDProblem(key[0])
+				default:
+					in.ClientID = key[0]
+				}
+			}
+		}
+		if len(problems) > 0 {
+			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
+			return
+		}
+		in.StudentID = studentFrom(r.Context())
+		res, err := swipes.Record(r.Context(), in)
+		if err != nil {
+			respondErr(w, r, log, err)
+			return
+		}
+		if res.Duplicate {
+			w.Header().Set(IdempotentReplayedHeader, "true")
+		}
+		encode(w, http.StatusOK, SwipeResponse(res))
+	})
+}
