@@ -107,6 +107,16 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		Store: writes, Catalogs: matchCatalogs{catalog}, Queue: queue, Router: router, Log: log,
 	})
 
+	// The continuous feed serves the same learned feed, skipping what it
+	// showed within FEED_COOLDOWN and what the student swiped; the swipes
+	// sent along are recorded by the same command as POST /swipe.
+	continuous := query.NewContinuous(query.ContinuousConfig{
+		Queries:  queries,
+		Store:    cache.NewCooldowns(feeds, cfg.FeedCooldown),
+		Probes:   cache.NewProbes(rdb, cfg.FeedCacheTTL),
+		Recorder: swipes,
+	})
+
 	checks := []httpapi.HealthCheck{
 		{Name: "postgres", Check: db.Ping},
 		{Name: "redis", Check: func(ctx context.Context) error { return cache.Ping(ctx, rdb) }},
@@ -123,6 +133,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		CategorySwipes: categorySwipes{db},
 		Swipes:         swipes,
 		Feedback:       feedback,
+		Continuous:     continuous,
 		FeedCacheTTL:   cfg.FeedCacheTTL,
 		Health:         checks,
 		CORS:           cfg.CORSAllowedOrigins,

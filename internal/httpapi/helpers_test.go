@@ -83,7 +83,11 @@ func newTestAPIOn(t testing.TB, pool *pgxpool.Pool, rdb redis.UniversalClient, o
 		CategorySwipes: categorySwipes{db},
 		Swipes:         newSwipes(t, db, rdb, catalog, log),
 		Feedback:       newFeedback(t, db, rdb, catalog, log),
-		FeedCacheTTL:   5 * time.Minute,
+		Continuous: query.NewContinuous(query.ContinuousConfig{Queries: queries,
+			Store:    cache.NewCooldowns(cache.NewFeeds(rdb, 5*time.Minute), 5*time.Minute),
+			Probes:   cache.NewProbes(rdb, 5*time.Minute),
+			Recorder: newSwipes(t, db, rdb, catalog, log)}),
+		FeedCacheTTL: 5 * time.Minute,
 		Health: []httpapi.HealthCheck{
 			{Name: "postgres", Check: db.Ping},
 			{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},

@@ -261,7 +261,6 @@ func TestNotImplementedEndpointsAnswer501(t *testing.T) {
 	id := uuid.NewString()
 	tok := token(t, id, false)
 	for _, ep := range [][2]string{
-		{"POST", "/continuous-feed"},
 		{"POST", "/m/sync/pull"}, {"POST", "/m/sync/push"},
 	} {
 		var body any

@@ -33,7 +33,7 @@ func addRoutes(r chi.Router, d Deps) {
 
 		r.With(recs).Method(http.MethodPost, "/recommendations", handleRecommendations(d.Log, d.Queries))
 		r.With(recs).Method(http.MethodPost, "/v2/recommendations", handleRecommendationsV2(d.Log, d.Queries))
-		r.With(recs).Method(http.MethodPost, "/continuous-feed", todo)
+		r.With(recs).Method(http.MethodPost, "/continuous-feed", handleContinuousFeed(d.Log, d.Continuous))
 		r.With(recs).Method(http.MethodGet, "/match/{student_id}/{school_id}", handleMatchDetail(d.Log, d.Queries))
 		r.With(compactLimit).Method(http.MethodGet, "/m/recommendations/{student_id}",
 			handleCompactRecommendations(d.Log, d.Queries, d.FeedCacheTTL))

@@ -35,6 +35,9 @@ type Deps struct {
 	// Categories and CategorySwipes serve the onboarding categories.
 	Categories     Categories
 	CategorySwipes CategorySwipes
+	// Continuous serves POST /continuous-feed; optional: without it the
+	// endpoint answers 501.
+	Continuous ContinuousFeed
 	// Swipes and Feedback record swipes and learning feedback.
 	Swipes   Swipes
 	Feedback FeedbackRecorder

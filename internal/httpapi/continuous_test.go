@@ -1,0 +1,280 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/command"
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/httpapi"
+	"github.com/collegematch/matching/internal/match"
+	"github.com/collegematch/matching/internal/query"
+	"github.com/collegematch/matching/internal/testutil"
+)
+
+// memRecorder stands in for the swipe command: it keeps the swipes it is
+// given and counts them as POST /swipe does (only interaction_type swipe).
+type memRecorder struct {
+	mu     sync.Mutex
+	calls  []command.SwipeInput
+	counts map[string]int
+}
+
+func (m *memRecorder) Record(_ context.Context, in command.SwipeInput) (command.SwipeResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.counts == nil {
+		m.counts = map[string]int{}
+	}
+	m.calls = append(m.calls, in)
+	if in.InteractionType == "" || in.InteractionType == "swipe" {
+		m.counts[in.StudentID]++
+	}
+	n := m.counts[in.StudentID]
+	return command.SwipeResult{SwipeCount: n, Phase: string(match.PhaseFor(n)), Progress: match.Progress(n)}, nil
+}
+
+func (m *memRecorder) recorded() []command.SwipeInput {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]command.SwipeInput(nil), m.calls...)
+}
+
+// withContinuous serves POST /continuous-feed over rdb with the given
+// cooldown (FEED_COOLDOWN) and swipe recorder.
+func withContinuous(rdb redis.UniversalClient, cooldown time.Duration, rec query.SwipeRecorder) apiOption {
+	return func(d *httpapi.Deps) {
+		d.Continuous = query.NewContinuous(query.ContinuousConfig{Queries: d.Queries.(*query.Service),
+			Store:  cache.NewCooldowns(cache.NewFeeds(rdb, 5*time.Minute), cooldown),
+			Probes: cache.NewProbes(rdb, 5*time.Minute), Recorder: rec})
+	}
+}
+
+// feedIDs are the school ids of a continuous-feed answer.
+func feedIDs(t *testing.T, res result) []string {
+	t.Helper()
+	require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
+	recs, _ := res.Body["recommendations"].([]any)
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = r.(map[string]any)["school_id"].(string)
+	}
+	return out
+}
+
+func nextAvailableAt(res result) string {
+	m, _ := res.Body["metadata"].(map[string]any)
+	s, _ := m["next_available_at"].(string)
+	return s
+}
+
+func TestContinuousFeedRequests(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBHTTPAPI)
+	rec := &memRecorder{}
+	api := newTestAPIOn(t, testutil.NewDB(t), rdb, withContinuous(rdb, 5*time.Minute, rec))
+	schools := api.seedSchools(t, 60)
+	student, tok := api.newStudent(t, completeProfile())
+	school := schools[3].ID
+	cf := func(body any, headers ...map[string]string) result {
+		h := map[string]string{}
+		if len(headers) > 0 {
+			h = headers[0]
+		}
+		return api.doHeaders(t, "POST", "/continuous-feed", tok, h, body)
+	}
+	body := func(kv ...any) map[string]any {
+		b := map[string]any{"student_id": student}
+		for i := 0; i < len(kv); i += 2 {
+			b[kv[i].(string)] = kv[i+1]
+		}
+		return b
+	}
+	swipe := func(kv ...any) map[string]any {
+		s := map[string]any{"school_id": school, "direction": "left"}
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] == nil {
+				delete(s, kv[i].(string))
+				continue
+			}
+			s[kv[i].(string)] = kv[i+1]
+		}
+		return s
+	}
+	many := make([]any, 51)
+	for i := range many {
+		many[i] = swipe()
+	}
+
+	t.Run("400 names the field", func(t *testing.T) {
+		for _, c := range []struct {
+			body    any
+			headers map[string]string
+			field   string
+		}{
+			{body("limit", 0), nil, "limit"},
+			{body("limit", 51), nil, "limit"},
+			{body("limit", "5"), nil, "limit"},
+			{body("limit", 2.5), nil, "limit"},
+			{body("swipes", "x"), nil, "swipes"},
+			{body("swipes", nil), nil, "swipes"},
+			{body("swipes", many), nil, "swipes"},
+			{body("swipes", []any{swipe(), 5}), nil, "swipes[1]"},
+			{body("swipes", []any{swipe(), swipe("direction", "up")}), nil, "swipes[1].direction"},
+			{body("swipes", []any{swipe("direction", nil)}), nil, "swipes[0].direction"},
+			{body("swipes", []any{swipe("school_id", nil)}), nil, "swipes[0].school_id"},
+			{body("swipes", []any{swipe("school_id", "school-3")}), nil, "swipes[0].school_id"},
+			{body("swipes", []any{swipe("foo", 1)}), nil, "swipes[0].foo"},
+			{body("swipes", []any{swipe("time_spent", -1)}), nil, "swipes[0].time_spent"},
+			{body("swipes", []any{swipe("time_spent", 86401)}), nil, "swipes[0].time_spent"},
+			{body("swipes", []any{swipe("time_spent", "2")}), nil, "swipes[0].time_spent"},
+			{body("swipes", []any{swipe("interaction_type", "like")}), nil, "swipes[0].interaction_type"},
+			{body("swipes", []any{swipe("swipe_id", "x")}), nil, "swipes[0].swipe_id"},
+			{body("swipes", []any{swipe()}), map[string]string{"Idempotency-Key": "a b"}, "Idempotency-Key"},
+			{body("offset", 1), nil, "offset"},
+			{map[string]any{"limit": 5}, nil, "student_id"},
+		} {
+			res := cf(c.body, c.headers)
+			require.Equal(t, http.StatusBadRequest, res.Status, "%v: %s", c.body, res.Raw)
+			assert.Equal(t, domain.CodeInvalidRequest, res.errorCode())
+			assert.Contains(t, res.errorFields(), c.field, "%s", res.Raw)
+		}
+		assert.Empty(t, rec.recorded(), "a request with a bad swipe records none")
+	})
+
+	t.Run("404", func(t *testing.T) {
+		res := cf(body("swipes", []any{swipe(), swipe("school_id", uuid.NewString())}))
+		require.Equal(t, http.StatusNotFound, res.Status, "%s", res.Raw)
+		assert.Equal(t, domain.CodeInvalidSchoolID, res.errorCode())
+		details := res.Body["error"].(map[string]any)["details"].(map[string]any)
+		assert.Equal(t, "swipes[1].school_id", details["field"])
+		assert.EqualValues(t, 0, details["swipes_recorded"])
+		assert.Empty(t, rec.recorded(), "nothing is recorded when a school is unknown")
+
+		other := uuid.NewString()
+		res = api.do(t, "POST", "/continuous-feed", token(t, other, false), map[string]any{"student_id": other})
+		require.Equal(t, http.StatusNotFound, res.Status, "%s", res.Raw)
+		assert.Equal(t, domain.CodeInvalidStudentID, res.errorCode())
+	})
+
+	t.Run("403 for another student", func(t *testing.T) {
+		res := api.do(t, "POST", "/continuous-feed", token(t, "", false), body())
+		assert.Equal(t, http.StatusForbidden, res.Status)
+	})
+
+	t.Run("200 records the swipes, then answers the envelope", func(t *testing.T) {
+		res := cf(body())
+		got := feedIDs(t, res)
+		require.Len(t, got, query.DefaultContinuousLimit, "limit defaults to 10")
+		assert.Equal(t, "60", res.Header.Get("X-RateLimit-Limit"), "counted in the recommendations group")
+		assert.ElementsMatch(t, []string{"recommendations", "metadata", "learning_state", "total_swipes"}, keys(res.Body))
+		meta := res.Body["metadata"].(map[string]any)
+		assert.ElementsMatch(t, []string{"total_count", "learning_phase", "algorithm_version"}, keys(meta),
+			"next_available_at only on a short page")
+		item := res.Body["recommendations"].([]any)[0].(map[string]any)
+		assert.ElementsMatch(t, []string{"school_id", "name", "match_score", "match_grade", "match_reasons", "components",
+			"school", "explanations", "is_probe", "matched_majors", "distance", "admission_band"}, keys(item))
+
+		swipeID := strings.ToUpper(uuid.NewString())
+		res = cf(body("limit", 3, "swipes", []any{
+			swipe("school_id", got[0], "direction", "right", "time_spent", 4.5, "swipe_id", swipeID),
+			swipe("school_id", got[1], "interaction_type", "detail_view"),
+			swipe("school_id", got[2]),
+		}), map[string]string{"Idempotency-Key": "retry-1"})
+		next := feedIDs(t, res)
+		assert.Len(t, next, 3)
+		assert.EqualValues(t, 2, res.Body["total_swipes"], "the counts after the swipes sent along")
+		calls := rec.recorded()
+		require.Len(t, calls, 3)
+		spent := 4.5
+		assert.Equal(t, command.SwipeInput{StudentID: student, SchoolID: got[0], Direction: "right", TimeSpent: &spent,
+			ClientID: strings.ToLower(swipeID)}, calls[0], "recorded in order, as POST /swipe records them")
+		assert.Equal(t, "detail_view", calls[1].InteractionType)
+		assert.NotEmpty(t, calls[2].ClientID, "a swipe without swipe_id gets an id from the Idempotency-Key")
+		assert.NotEqual(t, calls[1].ClientID, calls[2].ClientID)
+		for _, id := range next {
+			assert.NotContains(t, got, id, "the first page is cooling down")
+		}
+
+		// The same request again (a retry) gives each swipe the same id.
+		cf(body("limit", 3, "swipes", []any{
+			swipe("school_id", got[0], "direction", "right", "time_spent", 4.5, "swipe_id", swipeID),
+			swipe("school_id", got[1], "interaction_type", "detail_view"),
+			swipe("school_id", got[2]),
+		}), map[string]string{"Idempotency-Key": "retry-1"})
+		again := rec.recorded()[3:]
+		for i := range again {
+			assert.Equal(t, calls[i].ClientID, again[i].ClientID, "swipe %d", i)
+		}
+	})
+
+	t.Run("any existing student", func(t *testing.T) {
+		partial, ptok := api.newStudent(t, map[string]any{"name": "P", "email": "p@example.com", "graduation_year": "2027"})
+		res := api.do(t, "POST", "/continuous-feed", ptok, map[string]any{"student_id": partial, "limit": 5})
+		assert.Len(t, feedIDs(t, res), 5, "served like POST /v2/recommendations, never 422")
+	})
+}
+
+// The cooldown on real time: FEED_COOLDOWN of two seconds.
+func TestContinuousFeedCooldownOnRealTime(t *testing.T) {
+	const cooldown = 2 * time.Second
+	rdb := testutil.NewRedis(t, testutil.RedisDBHTTPAPI)
+	rec := &memRecorder{}
+	api := newTestAPIOn(t, testutil.NewDB(t), rdb, withContinuous(rdb, cooldown, rec))
+	api.seedSchools(t, 25)
+	student, tok := api.newStudent(t, completeProfile())
+	cf := func(b map[string]any) result {
+		b["student_id"] = student
+		return api.do(t, "POST", "/continuous-feed", tok, b)
+	}
+	res := api.do(t, "POST", "/v2/recommendations", tok, map[string]any{"student_id": student, "limit": 100})
+	all := feedIDs(t, res)
+	require.Len(t, all, 25)
+
+	start := time.Now()
+	first := feedIDs(t, cf(map[string]any{}))
+	require.Equal(t, all[:10], first)
+	// Two of the first page are swiped: they never come back.
+	second := cf(map[string]any{"swipes": []any{
+		map[string]any{"school_id": first[0], "direction": "right"},
+		map[string]any{"school_id": first[5], "direction": "left"},
+	}})
+	require.Equal(t, all[10:20], feedIDs(t, second))
+	third := cf(map[string]any{})
+	require.Equal(t, all[20:], feedIDs(t, third), "fewer: the rest are cooling down")
+	next := nextAvailableAt(third)
+	require.NotEmpty(t, next)
+	empty := cf(map[string]any{})
+	if time.Since(start) < cooldown {
+		require.Empty(t, feedIDs(t, empty), "nothing is free before the cooldown ends")
+		require.Equal(t, next, nextAvailableAt(empty))
+	}
+	at, err := time.Parse(time.RFC3339, next)
+	require.NoError(t, err)
+	assert.WithinDuration(t, start.Add(cooldown), at, time.Second+200*time.Millisecond,
+		"the first page's cooldown ends then (rounded up to the second)")
+	assert.Equal(t, time.UTC, at.Location())
+
+	time.Sleep(time.Until(at))
+	back := feedIDs(t, cf(map[string]any{"limit": 10}))
+	want := []string{}
+	for _, id := range all[:10] {
+		if id != first[0] && id != first[5] {
+			want = append(want, id)
+		}
+	}
+	require.Equal(t, want, back[:8], "after the cooldown the best matches come back first; swiped ones never")
+	for _, id := range back {
+		assert.NotEqual(t, first[0], id)
+		assert.NotEqual(t, first[5], id)
+	}
+}

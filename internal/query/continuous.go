@@ -1,0 +1,455 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/command"
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/match"
+)
+
+// The continuous feed (POST /continuous-feed): the student's learned feed
+// served as an endless stream. Each request first records the swipes sent
+// along, exactly as POST /swipe records them, then returns the next items:
+// the stored feed in rank order without the schools the student swiped and
+// those the continuous feed showed within the cooldown (FEED_COOLDOWN). A
+// school whose cooldown has ended is eligible again and ranks where the
+// feed ranks it, like one never shown. What is served is recorded in the
+// student's shown set (cache.Cooldowns) and the probes among it in the
+// probe memory (cache.Probes), so a later swipe on one is a probe swipe.
+
+// Continuous feed limits (decisions.md: limit 1-50, default 10).
+const (
+	DefaultContinuousLimit = 10
+	MaxContinuousLimit     = 50
+	// MaxContinuousSwipes is the most swipes one request may carry.
+	MaxContinuousSwipes = 50
+)
+
+// SwipeRecorder records one swipe as POST /swipe does (command.Swipes):
+// validated, stored and counted in one transaction, its learning task
+// enqueued. A 200 from POST /swipe means Record returned nil.
+type SwipeRecorder interface {
+	Record(ctx context.Context, in command.SwipeInput) (command.SwipeResult, error)
+}
+
+// CooldownStore is the continuous feed's Redis state (cache.Cooldowns).
+type CooldownStore interface {
+	// Read remembers swiped as swiped now and reads the stored feed, the
+	// schools cooling down at now and the recent swipes, in one round trip.
+	Read(ctx context.Context, studentID string, now time.Time, swiped []string) (cache.ContinuousState, error)
+	// Show records schoolIDs as shown at now.
+	Show(ctx context.Context, studentID string, now time.Time, schoolIDs []string) error
+	// RememberSwiped records schoolIDs as swiped at now.
+	RememberSwiped(ctx context.Context, studentID string, now time.Time, schoolIDs ...string) error
+	// Cooldown is how long a shown school waits (FEED_COOLDOWN).
+	Cooldown() time.Duration
+}
+
+// ProbeMemory remembers the schools served as probes (cache.Probes).
+type ProbeMemory interface {
+	Remember(ctx context.Context, studentID string, schoolIDs ...string) error
+}
+
+// SwipeHistory lists every school a student has swiped. The continuous
+// feed needs it only when it ranks past the stored feed (whose items
+// already leave swiped schools out).
+type SwipeHistory interface {
+	SwipedSchools(ctx context.Context, studentID string) ([]string, error)
+}
+
+// ContinuousConfig is what NewContinuous needs.
+type ContinuousConfig struct {
+	Queries *Service      // the read side whose learned feed is served; required
+	Store   CooldownStore // required
+	Probes  ProbeMemory   // required
+	// Recorder records the swipes sent along; optional: without it a
+	// request that carries swipes is NOT_IMPLEMENTED.
+	Recorder SwipeRecorder
+	// History is optional: without it, ranking past the stored feed leaves
+	// out only the swipes the continuous feed knows of (recent ones).
+	History SwipeHistory
+}
+
+// Continuous serves POST /continuous-feed.
+type Continuous struct {
+	q        *Service
+	store    CooldownStore
+	probes   ProbeMemory
+	recorder SwipeRecorder
+	history  SwipeHistory
+}
+
+// NewContinuous builds the continuous feed.
+func NewContinuous(c ContinuousConfig) *Continuous {
+	if c.Queries == nil || c.Store == nil || c.Probes == nil {
+		panic("query.NewContinuous: missing dependency")
+	}
+	return &Continuous{q: c.Queries, store: c.Store, probes: c.Probes, recorder: c.Recorder, history: c.History}
+}
+
+// ContinuousPage is the answer of POST /continuous-feed: the envelope of
+// POST /recommendations, whose metadata adds next_available_at.
+type ContinuousPage struct {
+	Recommendations []Recommendation   `json:"recommendations"`
+	Metadata        ContinuousMetadata `json:"metadata"`
+	LearningState   LearningState      `json:"learning_state"`
+	TotalSwipes     int                `json:"total_swipes"`
+}
+
+// ContinuousMetadata is Metadata and, when the page is short because every
+// unswiped school is cooling down, when the first of them is free again.
+type ContinuousMetadata struct {
+	Metadata
+	// NextAvailableAt is RFC 3339 UTC, rounded up to the second; present
+	// only on a short page that has schools to wait for.
+	NextAvailableAt string `json:"next_available_at,omitempty"`
+}
+
+// SwipeError is the error of the swipe at Index of a request: the
+// recorder's (or the school check's) error, its fields named after the
+// swipe (swipes[2].school_id). Recorded swipes before it stay recorded.
+func swipeError(i, recorded int, err error) error {
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Kind == domain.KindInternal {
+		return err
+	}
+	out := *de
+	prefix := "swipes[" + strconv.Itoa(i) + "]"
+	out.Message = prefix + ": " + de.Message
+	out.Details = maps.Clone(de.Details)
+	if out.Details == nil {
+		out.Details = map[string]any{}
+	}
+	switch f := de.Details["fields"].(type) {
+	case map[string]string:
+		named := make(map[string]string, len(f))
+		for k, v := range f {
+			named[prefix+"."+k] = v
+		}
+		out.Details["fields"] = named
+	case map[string]any:
+		named := make(map[string]any, len(f))
+		for k, v := range f {
+			named[prefix+"."+k] = v
+		}
+		out.Details["fields"] = named
+	}
+	if de.Code == domain.CodeInvalidSchoolID {
+		out.Details["field"] = prefix + ".school_id"
+	}
+	out.Details["swipe_index"] = i
+	out.Details["swipes_recorded"] = recorded
+	return &out
+}
+
+// countsSwipe reports whether an interaction is a swipe proper (counted,
+// and never shown again), not a weak signal such as a tap.
+func countsSwipe(interaction string) bool { return interaction == "" || interaction == "swipe" }
+
+// ContinuousFeed records swipes in order, as POST /swipe would, then
+// returns the next limit items of the student's feed (limit and the swipes'
+// fields are validated by the caller; the student is set here). Any
+// existing student is served, complete profile or not, as by
+// RecommendationsV2.
+//
+// Each swipe is committed on its own: when one fails, those before it stay
+// recorded and the error names the failing one (swipes[i]) and how many
+// were recorded. Schools are checked against the catalogue before anything
+// is recorded, so an unknown school records nothing.
+func (c *Continuous) ContinuousFeed(ctx context.Context, studentID string, limit int, swipes []command.SwipeInput) (ContinuousPage, error) {
+	s := c.q
+	cat := s.catalogs.Current()
+	for i, sw := range swipes {
+		if _, ok := cat.School(sw.SchoolID); !ok {
+			// The student is checked before the school, as everywhere.
+			if _, err := s.students.StudentVersion(ctx, studentID); err != nil {
+				return ContinuousPage{}, err
+			}
+			return ContinuousPage{}, swipeError(i, 0, domain.SchoolNotFound(sw.SchoolID))
+		}
+	}
+
+	if len(swipes) > 0 && c.recorder == nil {
+		return ContinuousPage{}, &domain.Error{Kind: domain.KindNotImplemented, Code: domain.CodeNotImplemented,
+			Message: "recording swipes with the continuous feed is not available yet; send them to POST /swipe"}
+	}
+	counts, err := c.record(ctx, studentID, swipes)
+	if err != nil {
+		return ContinuousPage{}, err
+	}
+	var swiped []string
+	for _, sw := range swipes {
+		if countsSwipe(sw.InteractionType) {
+			swiped = append(swiped, strings.ToLower(sw.SchoolID))
+		}
+	}
+
+	now := s.now()
+	st, err := c.store.Read(ctx, studentID, now, swiped)
+	if err != nil {
+		// Without Redis there is no cooldown to honour: the feed is computed
+		// from PostgreSQL and only this request's swipes are left out.
+		s.cacheErr(ctx, "continuous", studentID, err)
+		st = cache.ContinuousState{FeedErr: err}
+		st.Swiped = make(map[uuid.UUID]struct{}, len(swiped))
+		for _, id := range swiped {
+			if u, err := uuid.Parse(id); err == nil {
+				st.Swiped[u] = struct{}{}
+			}
+		}
+	}
+
+	fs, ok := c.feedState(ctx, studentID, st, cat)
+	for attempt := 0; ; attempt++ {
+		if !ok {
+			if fs, err = s.build(ctx, studentID, cat, true); err != nil {
+				return ContinuousPage{}, err
+			}
+		}
+		pick, complete, err := c.choose(ctx, studentID, fs, cat, st, now, limit)
+		if err != nil {
+			return ContinuousPage{}, err
+		}
+		if !complete && attempt == 0 {
+			// A stored feed named a school this catalogue does not hold:
+			// build on this one.
+			ok = false
+			continue
+		}
+		c.remember(ctx, studentID, now, pick.items)
+		out := c.page(fs, cat, pick, counts)
+		if len(pick.items) < limit {
+			out.Metadata.NextAvailableAt = nextAvailable(pick, now, c.store.Cooldown())
+		}
+		return out, nil
+	}
+}
+
+// swipeCounts is what the recorded swipes say of the student.
+type swipeCounts struct {
+	recorded bool
+	total    int // counted swipes after the last one
+}
+
+// record records swipes in order through the recorder.
+func (c *Continuous) record(ctx context.Context, studentID string, swipes []command.SwipeInput) (swipeCounts, error) {
+	var out swipeCounts
+	for i, sw := range swipes {
+		sw.StudentID = studentID
+		res, err := c.recorder.Record(ctx, sw)
+		if err != nil {
+			if i > 0 {
+				c.rememberSwiped(ctx, studentID, swipes[:i])
+			}
+			return out, swipeError(i, i, err)
+		}
+		out.recorded, out.total = true, res.SwipeCount
+	}
+	return out, nil
+}
+
+// rememberSwiped records swipes that were committed before a later one
+// failed, so the stored feed does not serve them until it is rebuilt.
+func (c *Continuous) rememberSwiped(ctx context.Context, studentID string, swipes []command.SwipeInput) {
+	var ids []string
+	for _, sw := range swipes {
+		if countsSwipe(sw.InteractionType) {
+			ids = append(ids, sw.SchoolID)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cache.CallTimeout)
+	defer cancel()
+	if err := c.store.RememberSwiped(ctx, studentID, c.q.now(), ids...); err != nil && !errors.Is(err, cache.ErrUnavailable) {
+		c.q.log.WarnContext(ctx, "recent swipes not remembered", "student_id", studentID, "err", err)
+	}
+}
+
+// feedState is the stored feed read with the cooldowns, when it is there
+// and fresh (as Service.cachedFeed decides).
+func (c *Continuous) feedState(ctx context.Context, studentID string, st cache.ContinuousState, cat *Catalog) (*feedState, bool) {
+	s := c.q
+	switch {
+	case errors.Is(st.FeedErr, cache.ErrNotBuilt):
+		s.m.FeedReads.WithLabelValues("continuous", "miss").Inc()
+		return nil, false
+	case st.FeedErr != nil:
+		return nil, false // counted as an error by the caller when Redis failed
+	case !fresh(st.Feed.CatalogVersion, st.Feed.AlgorithmVersion, cat):
+		s.m.FeedReads.WithLabelValues("continuous", "stale").Inc()
+		return nil, false
+	}
+	var p match.Profile
+	if err := json.Unmarshal(st.Feed.Profile, &p); err != nil {
+		s.m.FeedReads.WithLabelValues("continuous", "stale").Inc()
+		return nil, false
+	}
+	s.m.FeedReads.WithLabelValues("continuous", "hit").Inc()
+	return &feedState{feed: st.Feed, profile: p, weights: match.WeightsFromMap(st.Feed.Weights), missing: missingOf(p)}, true
+}
+
+// picked is what choose selected.
+type picked struct {
+	items []cache.FeedItem
+	// nextFree is the earliest end of cooldown among the unswiped schools
+	// skipped for their cooldown; zero when none was.
+	nextFree time.Time
+}
+
+// walkChunk is how many stored items are decoded at a time.
+const walkChunk = 64
+
+// choose walks the feed in rank order and picks the first limit schools
+// that are neither swiped nor cooling down. When the stored items run out
+// before that and the catalogue holds more, it ranks past them. complete
+// is false when a stored item's school is not in cat.
+func (c *Continuous) choose(ctx context.Context, studentID string, fs *feedState, cat *Catalog,
+	st cache.ContinuousState, now time.Time, limit int) (picked, bool, error) {
+	cooldown := c.store.Cooldown()
+	var out picked
+	seen := make(map[uuid.UUID]struct{}, limit)
+	// consider reports whether it took the item (and whether the walk is done).
+	consider := func(it cache.FeedItem, swiped map[uuid.UUID]struct{}) bool {
+		if _, dup := seen[it.SchoolID]; dup {
+			return false
+		}
+		seen[it.SchoolID] = struct{}{}
+		if _, ok := st.Swiped[it.SchoolID]; ok {
+			return false
+		}
+		if _, ok := swiped[it.SchoolID]; ok {
+			return false
+		}
+		if at, ok := st.Shown[it.SchoolID]; ok {
+			if free := at.Add(cooldown); free.After(now) {
+				if out.nextFree.IsZero() || free.Before(out.nextFree) {
+					out.nextFree = free
+				}
+				return false
+			}
+		}
+		out.items = append(out.items, it)
+		return len(out.items) == limit
+	}
+
+	n := fs.feed.Len()
+	for from := 0; from < n && len(out.items) < limit; from += walkChunk {
+		for _, it := range fs.feed.Range(from, from+walkChunk) {
+			if _, ok := cat.Index(it.SchoolID.String()); !ok {
+				return out, false, nil
+			}
+			if consider(it, nil) {
+				break
+			}
+		}
+	}
+	if len(out.items) == limit || n >= fs.feed.TotalCount {
+		return out, true, nil
+	}
+
+	// The stored items are exhausted: rank past them, leaving out every
+	// school the student swiped (which the stored items already did).
+	var swiped map[uuid.UUID]struct{}
+	if c.history != nil {
+		ids, err := c.history.SwipedSchools(ctx, studentID)
+		if err != nil {
+			return out, true, fmt.Errorf("continuous feed: swiped schools: %w", err)
+		}
+		swiped = make(map[uuid.UUID]struct{}, len(ids))
+		for _, id := range ids {
+			if u, err := uuid.Parse(id); err == nil {
+				swiped[u] = struct{}{}
+			}
+		}
+	}
+	deep := c.q.deeper(studentID, fs, cat, fs.feed.TotalCount)
+	for _, it := range deep[min(n, len(deep)):] {
+		if consider(it, swiped) {
+			break
+		}
+	}
+	return out, true, nil
+}
+
+// remember records the served schools as shown and the probes among them,
+// best effort: a failure lets a school come back before its cooldown, or a
+// swipe on a probe count as an ordinary swipe, and is logged.
+func (c *Continuous) remember(ctx context.Context, studentID string, now time.Time, items []cache.FeedItem) {
+	if len(items) == 0 {
+		return
+	}
+	ids := make([]string, len(items))
+	var probes []string
+	for i, it := range items {
+		ids[i] = it.SchoolID.String()
+		if it.Probe {
+			probes = append(probes, ids[i])
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cache.CallTimeout)
+	defer cancel()
+	if err := c.store.Show(ctx, studentID, now, ids); err != nil {
+		c.q.m.FeedWrites.WithLabelValues("error").Inc()
+		if !errors.Is(err, cache.ErrUnavailable) {
+			c.q.log.WarnContext(ctx, "shown schools not recorded", "student_id", studentID, "err", err)
+		}
+	}
+	if err := c.probes.Remember(ctx, studentID, probes...); err != nil {
+		c.q.log.WarnContext(ctx, "served probes not remembered", "student_id", studentID, "err", err)
+	}
+}
+
+// page renders the picked items in the envelope of POST /recommendations.
+// The counts come from the swipes just recorded when there were any: they
+// are exact, while the stored feed may predate them.
+func (c *Continuous) page(fs *feedState, cat *Catalog, pick picked, counts swipeCounts) ContinuousPage {
+	f := &fs.feed
+	total := f.TotalSwipes
+	if counts.recorded {
+		total = counts.total
+	}
+	phase := PhaseFor(total)
+	recs := make([]Recommendation, 0, len(pick.items))
+	for _, it := range pick.items {
+		idx, _ := cat.Index(it.SchoolID.String()) // checked by choose
+		recs = append(recs, recommendation(cat, fs.profile, fs.weights, idx, it))
+	}
+	out := ContinuousPage{
+		Recommendations: recs,
+		Metadata: ContinuousMetadata{Metadata: Metadata{TotalCount: f.TotalCount, LearningPhase: phase,
+			AlgorithmVersion: f.AlgorithmVersion}},
+		LearningState: LearningState{Phase: phase, Progress: round4(Progress(total)),
+			PreferenceWeights: roundWeights(f.Weights)},
+		TotalSwipes: total,
+	}
+	return out
+}
+
+// nextAvailable is when the first school of a short page's student is free
+// again: the earliest end of cooldown among the unswiped schools skipped,
+// or of the schools served now when none was skipped; "" when there is
+// nothing to wait for (every school is swiped). It is rounded up to the
+// second, so at that time the school is free.
+func nextAvailable(pick picked, now time.Time, cooldown time.Duration) string {
+	next := pick.nextFree
+	if next.IsZero() {
+		if len(pick.items) == 0 {
+			return ""
+		}
+		next = now.Add(cooldown)
+	}
+	if t := next.Truncate(time.Second); !t.Equal(next) {
+		next = t.Add(time.Second)
+	}
+	return next.UTC().Format(time.RFC3339)
+}

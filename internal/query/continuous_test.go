@@ -1,0 +1,415 @@
+package query_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/command"
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/match"
+	"github.com/collegematch/matching/internal/query"
+	"github.com/collegematch/matching/internal/testutil"
+)
+
+// clock is a settable clock for the read side.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Now().Truncate(time.Second).Add(time.Hour)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// fakeRecorder records swipes in memory and counts them as the write side
+// does: only interaction_type swipe counts.
+type fakeRecorder struct {
+	mu     sync.Mutex
+	calls  []command.SwipeInput
+	counts map[string]int
+	failAt int // the call (0-based, over the recorder's life) that fails; -1 never
+	err    error
+}
+
+func newFakeRecorder() *fakeRecorder { return &fakeRecorder{counts: map[string]int{}, failAt: -1} }
+
+func (f *fakeRecorder) Record(_ context.Context, in command.SwipeInput) (command.SwipeResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.calls) == f.failAt {
+		f.calls = append(f.calls, in)
+		return command.SwipeResult{}, f.err
+	}
+	f.calls = append(f.calls, in)
+	if in.InteractionType == "" || in.InteractionType == "swipe" {
+		f.counts[in.StudentID]++
+	}
+	n := f.counts[in.StudentID]
+	return command.SwipeResult{SwipeCount: n, Phase: string(match.PhaseFor(n)), Progress: match.Progress(n)}, nil
+}
+
+// history is a fixed list of swiped schools.
+type history []string
+
+func (h history) SwipedSchools(context.Context, string) ([]string, error) { return h, nil }
+
+// continuousEnv is the continuous feed over e's store and Redis, with a
+// settable clock and a stored feed of feedSize items.
+type continuousEnv struct {
+	*env
+	clock    *clock
+	recorder *fakeRecorder
+	svc      *query.Service
+	cf       *query.Continuous
+	cooldown time.Duration
+}
+
+func newContinuousEnv(t *testing.T, schools, feedSize int, cooldown time.Duration, h query.SwipeHistory) *continuousEnv {
+	t.Helper()
+	e := newEnv(t, schools, feedSize)
+	c := &continuousEnv{env: e, clock: newClock(), recorder: newFakeRecorder(), cooldown: cooldown}
+	c.svc = query.New(query.Config{Students: e.Students, Feeds: e.Feeds, Catalogs: e.Catalog, Log: testutil.Logger(t),
+		Metrics: e.Metrics, FeedSize: feedSize, Now: c.clock.Now})
+	c.cf = query.NewContinuous(query.ContinuousConfig{Queries: c.svc, Store: cache.NewCooldowns(e.Feeds, cooldown),
+		Probes: cache.NewProbes(e.Redis, 5*time.Minute), Recorder: c.recorder, History: h})
+	return c
+}
+
+// order is the student's whole feed, best first, as POST /recommendations pages it.
+func (c *continuousEnv) order(t *testing.T, student string) []string {
+	t.Helper()
+	page, err := c.svc.RecommendationsV2(context.Background(), student, 100, 0)
+	require.NoError(t, err)
+	out := make([]string, len(page.Recommendations))
+	for i, r := range page.Recommendations {
+		out[i] = r.SchoolID
+	}
+	return out
+}
+
+func (c *continuousEnv) next(t *testing.T, student string, limit int, swipes ...command.SwipeInput) query.ContinuousPage {
+	t.Helper()
+	page, err := c.cf.ContinuousFeed(context.Background(), student, limit, swipes)
+	require.NoError(t, err)
+	return page
+}
+
+func ids(p query.ContinuousPage) []string {
+	out := make([]string, len(p.Recommendations))
+	for i, r := range p.Recommendations {
+		out[i] = r.SchoolID
+	}
+	return out
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func TestContinuousFeedRecyclesAfterTheCooldown(t *testing.T) {
+	c := newContinuousEnv(t, 35, 0, time.Minute, nil)
+	st := c.save(t, completeStudent())
+	all := c.order(t, st.ID)
+	require.Len(t, all, 35)
+	t0 := c.clock.Now()
+
+	// Shown schools cool down: each call continues down the ranked list.
+	for i := range 3 {
+		p := c.next(t, st.ID, 10)
+		assert.Equal(t, all[i*10:i*10+10], ids(p), "call %d", i)
+		assert.Empty(t, p.Metadata.NextAvailableAt, "a full page says nothing of the cooldown")
+		c.clock.advance(time.Second)
+	}
+	// Then the list runs out: a short page that says when the first school is free.
+	p := c.next(t, st.ID, 10)
+	assert.Equal(t, all[30:], ids(p))
+	assert.Equal(t, rfc3339(t0.Add(time.Minute)), p.Metadata.NextAvailableAt)
+	p = c.next(t, st.ID, 10)
+	assert.Empty(t, p.Recommendations, "every school is cooling down")
+	assert.Equal(t, rfc3339(t0.Add(time.Minute)), p.Metadata.NextAvailableAt)
+	assert.Equal(t, 35, p.Metadata.TotalCount)
+
+	// Just before the cooldown ends, nothing; at its end, the first ten come
+	// back first, ranked as if never shown.
+	c.clock.advance(t0.Add(time.Minute - time.Millisecond).Sub(c.clock.Now()))
+	p = c.next(t, st.ID, 10)
+	assert.Empty(t, p.Recommendations)
+	c.clock.advance(time.Millisecond)
+	p = c.next(t, st.ID, 10)
+	assert.Equal(t, all[:10], ids(p), "top matches come back first")
+	p = c.next(t, st.ID, 10)
+	assert.Empty(t, p.Recommendations)
+	assert.Equal(t, rfc3339(t0.Add(time.Minute+time.Second)), p.Metadata.NextAvailableAt, "the second page's cooldown")
+	c.clock.advance(time.Second)
+	p = c.next(t, st.ID, 4)
+	assert.Equal(t, all[10:14], ids(p))
+}
+
+// A property test over many calls on a small catalogue: every answer is
+// exactly the first eligible schools of the feed (neither swiped nor
+// cooling down), the page is short only when nothing else is eligible, and
+// then next_available_at is the earliest end of a cooldown.
+func TestContinuousFeedNeverRunsDry(t *testing.T) {
+	const cooldown = 30 * time.Second
+	c := newContinuousEnv(t, 24, 0, cooldown, nil)
+	ctx := context.Background()
+	st := c.save(t, completeStudent())
+	all := c.order(t, st.ID)
+	require.Len(t, all, 24)
+
+	shown := map[string]time.Time{}
+	swiped := map[string]bool{}
+	var last []string
+	short := 0
+	for call := range 80 {
+		now := c.clock.Now()
+		var swipes []command.SwipeInput
+		// Swipe the first item of the last page, for the first 14 calls.
+		if call < 14 && len(last) > 0 {
+			dir := []string{"left", "right"}[call%2]
+			swipes = append(swipes, command.SwipeInput{SchoolID: last[0], Direction: dir})
+			swiped[last[0]] = true
+		}
+		limit := 3 + call%5
+		p, err := c.cf.ContinuousFeed(ctx, st.ID, limit, swipes)
+		require.NoError(t, err)
+
+		want := []string{}
+		var nextFree time.Time
+		for _, id := range all {
+			if swiped[id] {
+				continue
+			}
+			if at, ok := shown[id]; ok && at.Add(cooldown).After(now) {
+				if free := at.Add(cooldown); nextFree.IsZero() || free.Before(nextFree) {
+					nextFree = free
+				}
+				continue
+			}
+			if len(want) < limit {
+				want = append(want, id)
+			}
+		}
+		require.Equal(t, want, ids(p), "call %d", call)
+		if len(want) < limit {
+			short++
+			if nextFree.IsZero() && len(want) > 0 {
+				nextFree = now.Add(cooldown)
+			}
+			require.NotZero(t, nextFree, "something is always cooling down here")
+			require.Equal(t, rfc3339(nextFree), p.Metadata.NextAvailableAt, "call %d", call)
+		} else {
+			require.Empty(t, p.Metadata.NextAvailableAt)
+		}
+		for _, id := range want {
+			shown[id] = now
+		}
+		last = want
+		c.clock.advance(3 * time.Second)
+	}
+	assert.GreaterOrEqual(t, len(swiped), 6)
+	assert.Positive(t, short, "the test reaches pages cut short by the cooldown")
+	assert.Len(t, c.recorder.calls, len(swiped), "every swipe sent along was recorded once")
+}
+
+func TestContinuousFeedRanksPastTheStoredFeed(t *testing.T) {
+	c := newContinuousEnv(t, 30, 10, time.Minute, nil)
+	st := c.save(t, completeStudent())
+	all := c.order(t, st.ID)
+	require.Len(t, all, 30, "the list goes on past the 10 stored items")
+	got := []string{}
+	for range 4 {
+		got = append(got, ids(c.next(t, st.ID, 8))...)
+	}
+	assert.Equal(t, all, got, "the stored items, then the rest of the same list")
+	p := c.next(t, st.ID, 8)
+	assert.Empty(t, p.Recommendations)
+	assert.NotEmpty(t, p.Metadata.NextAvailableAt)
+
+	// Schools swiped long ago (not in the stored items, not recent) stay out
+	// past the stored feed too.
+	h := history{all[12], all[25]}
+	c2 := newContinuousEnv(t, 30, 10, time.Minute, h)
+	st2 := c2.save(t, completeStudent())
+	got = []string{}
+	for range 4 {
+		got = append(got, ids(c2.next(t, st2.ID, 8))...)
+	}
+	assert.Len(t, got, 28)
+	assert.NotContains(t, got, all[12])
+	assert.NotContains(t, got, all[25])
+}
+
+func TestContinuousFeedRemembersProbes(t *testing.T) {
+	c := newContinuousEnv(t, 40, 0, time.Minute, nil)
+	ctx := context.Background()
+	st := c.save(t, completeStudent())
+	c.order(t, st.ID) // builds and stores the feed
+	// Flag every 4th stored item a probe, as the feed rules do.
+	f, err := c.Feeds.Feed(ctx, st.ID)
+	require.NoError(t, err)
+	f.Items = f.Range(0, f.Len())
+	for i := range f.Items {
+		f.Items[i].Probe = i%4 == 3
+	}
+	stored, err := c.Feeds.Put(ctx, f)
+	require.NoError(t, err)
+	require.True(t, stored)
+
+	p := c.next(t, st.ID, 8)
+	probes := cache.NewProbes(c.Redis, 5*time.Minute)
+	for i, r := range p.Recommendations {
+		assert.Equal(t, i%4 == 3, r.IsProbe, "item %d keeps the feed's flag", i)
+		was, err := probes.WasProbe(ctx, st.ID, r.SchoolID)
+		require.NoError(t, err)
+		assert.Equal(t, r.IsProbe, was, "item %d: served as a probe is remembered as one", i)
+	}
+}
+
+func TestContinuousFeedRecordsSwipesFirst(t *testing.T) {
+	c := newContinuousEnv(t, 40, 0, time.Minute, nil)
+	st := c.save(t, completeStudent())
+	all := c.order(t, st.ID)
+
+	spent := 3.5
+	p := c.next(t, st.ID, 5,
+		command.SwipeInput{SchoolID: strings.ToUpper(all[0]), Direction: "right", TimeSpent: &spent, ClientID: "a"},
+		command.SwipeInput{SchoolID: all[1], Direction: "left", InteractionType: "tap"},
+		command.SwipeInput{SchoolID: all[2], Direction: "left"},
+	)
+	require.Len(t, c.recorder.calls, 3)
+	for i, in := range c.recorder.calls {
+		assert.Equal(t, st.ID, in.StudentID, "swipe %d is the acting student's", i)
+	}
+	assert.Equal(t, command.SwipeInput{StudentID: st.ID, SchoolID: strings.ToUpper(all[0]), Direction: "right",
+		TimeSpent: &spent, ClientID: "a"}, c.recorder.calls[0], "passed on as sent, in order")
+	assert.Equal(t, "tap", c.recorder.calls[1].InteractionType)
+	assert.Equal(t, 2, p.TotalSwipes, "the counts after the swipes: a tap is not counted")
+	assert.Equal(t, "discovery", p.Metadata.LearningPhase)
+	assert.InDelta(t, 2.0/31, p.LearningState.Progress, 1e-4)
+	assert.Equal(t, []string{all[1], all[3], all[4], all[5], all[6]}, ids(p),
+		"swiped schools are left out; a tapped one is not swiped")
+
+	// Swiped schools never come back, whatever the cooldown does.
+	c.clock.advance(2 * time.Minute)
+	p = c.next(t, st.ID, 40)
+	assert.Len(t, p.Recommendations, 38)
+	assert.NotContains(t, ids(p), all[0])
+	assert.NotContains(t, ids(p), all[2])
+
+	// Nine more swipes move the phase to refinement (11 counted swipes).
+	var swipes []command.SwipeInput
+	for _, id := range all[10:19] {
+		swipes = append(swipes, command.SwipeInput{SchoolID: id, Direction: "right"})
+	}
+	c.clock.advance(2 * time.Minute)
+	p = c.next(t, st.ID, 40, swipes...)
+	assert.Equal(t, 11, p.TotalSwipes)
+	assert.Equal(t, "refinement", p.Metadata.LearningPhase)
+	assert.Equal(t, "refinement", p.LearningState.Phase)
+	assert.Len(t, p.Recommendations, 40-11)
+}
+
+func TestContinuousFeedSwipeErrors(t *testing.T) {
+	c := newContinuousEnv(t, 40, 0, time.Minute, nil)
+	ctx := context.Background()
+	st := c.save(t, completeStudent())
+	all := c.order(t, st.ID)
+
+	// An unknown school records nothing and names the swipe.
+	unknown := uuid.NewString()
+	_, err := c.cf.ContinuousFeed(ctx, st.ID, 5, []command.SwipeInput{
+		{SchoolID: all[0], Direction: "left"}, {SchoolID: unknown, Direction: "left"}})
+	var de *domain.Error
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, domain.CodeInvalidSchoolID, de.Code)
+	assert.Equal(t, "swipes[1].school_id", de.Details["field"])
+	assert.Equal(t, unknown, de.Details["school_id"])
+	assert.Equal(t, 0, de.Details["swipes_recorded"])
+	assert.Empty(t, c.recorder.calls, "nothing is recorded")
+
+	// The student is checked first.
+	_, err = c.cf.ContinuousFeed(ctx, uuid.NewString(), 5, []command.SwipeInput{{SchoolID: unknown, Direction: "left"}})
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, domain.CodeInvalidStudentID, de.Code)
+
+	// A swipe the recorder refuses: those before it stay recorded (and are
+	// known as swiped), the error names it.
+	c.recorder.failAt = 1
+	c.recorder.err = domain.Invalid("direction must be left or right", map[string]string{"direction": "must be left or right"})
+	_, err = c.cf.ContinuousFeed(ctx, st.ID, 5, []command.SwipeInput{
+		{SchoolID: all[0], Direction: "left"}, {SchoolID: all[1], Direction: "up"}, {SchoolID: all[2], Direction: "left"}})
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, domain.KindInvalid, de.Kind)
+	assert.Equal(t, map[string]string{"swipes[1].direction": "must be left or right"}, de.Details["fields"])
+	assert.Equal(t, 1, de.Details["swipe_index"])
+	assert.Equal(t, 1, de.Details["swipes_recorded"])
+	assert.True(t, strings.HasPrefix(de.Message, "swipes[1]: "), de.Message)
+	assert.Len(t, c.recorder.calls, 2, "the batch stops at the failing swipe")
+	p := c.next(t, st.ID, 3)
+	assert.Equal(t, all[1:4], ids(p), "the swipe recorded before the failure is left out")
+
+	// Errors that are not the client's pass through unchanged.
+	c.recorder.failAt, c.recorder.err = len(c.recorder.calls), errors.New("database down")
+	_, err = c.cf.ContinuousFeed(ctx, st.ID, 5, []command.SwipeInput{{SchoolID: all[5], Direction: "left"}})
+	require.EqualError(t, err, "database down")
+}
+
+func TestContinuousFeedServesAnyStudent(t *testing.T) {
+	c := newContinuousEnv(t, 30, 0, time.Minute, nil)
+	ctx := context.Background()
+	partial := c.save(t, domain.Student{ID: uuid.NewString(), Name: "P", Email: "p@example.com", GraduationYear: "2027"})
+	p, err := c.cf.ContinuousFeed(ctx, partial.ID, 10, nil)
+	require.NoError(t, err, "an incomplete profile is served, as by POST /v2/recommendations")
+	assert.Len(t, p.Recommendations, 10)
+	for _, r := range p.Recommendations {
+		assert.Nil(t, r.Distance)
+	}
+	_, err = c.cf.ContinuousFeed(ctx, uuid.NewString(), 10, nil)
+	var de *domain.Error
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, domain.CodeInvalidStudentID, de.Code)
+}
+
+// Without Redis the feed is computed from PostgreSQL; nothing cools down.
+func TestContinuousFeedWithoutRedis(t *testing.T) {
+	e := newEnv(t, 30, 0)
+	st := e.save(t, completeStudent())
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	t.Cleanup(func() { _ = down.Close() })
+	feeds := cache.NewFeeds(down, time.Minute)
+	svc := e.service(t, e.Students, feeds, 0)
+	rec := newFakeRecorder()
+	cf := query.NewContinuous(query.ContinuousConfig{Queries: svc, Store: cache.NewCooldowns(feeds, time.Minute),
+		Probes: cache.NewProbes(down, time.Minute), Recorder: rec})
+	want, err := svc.Recommendations(context.Background(), st.ID, 6, 0)
+	require.NoError(t, err)
+	p, err := cf.ContinuousFeed(context.Background(), st.ID, 5,
+		[]command.SwipeInput{{SchoolID: want.Recommendations[0].SchoolID, Direction: "right"}})
+	require.NoError(t, err)
+	got := ids(p)
+	for i, r := range want.Recommendations[1:] {
+		assert.Equal(t, r.SchoolID, got[i])
+	}
+	assert.Equal(t, 1, p.TotalSwipes)
+	assert.False(t, math.IsNaN(p.LearningState.Progress))
+}
