@@ -278,3 +278,109 @@ func TestContinuousFeedCooldownOnRealTime(t *testing.T) {
 		assert.NotEqual(t, first[5], id)
 	}
 }
+
+// The swipes sent along go through the same command as POST /swipe: the
+// same rows, counts, events and idempotency, and the counts in the answer
+// are the ones after them. Probes served here are probes to a later swipe.
+func TestContinuousFeedRecordsSwipesAsPostSwipe(t *testing.T) {
+	api := newTestAPI(t) // the continuous feed records with the real swipe command
+	schools := api.seedSchools(t, 80)
+	id, tok := api.newStudent(t, completeProfile())
+	ref, rtok := api.newStudent(t, completeProfile())
+	cf := func(b map[string]any) result {
+		b["student_id"] = id
+		return api.do(t, "POST", "/continuous-feed", tok, b)
+	}
+	first := feedIDs(t, cf(map[string]any{"limit": 5}))
+
+	// Three swipes sent along; the same three through POST /swipe for another student.
+	sent := []map[string]any{
+		{"school_id": first[0], "direction": "right", "time_spent": 2.5, "swipe_id": uuid.NewString()},
+		{"school_id": first[1], "direction": "left", "interaction_type": "tap"},
+		{"school_id": first[2], "direction": "left", "swipe_id": uuid.NewString()},
+	}
+	swipes := make([]any, len(sent))
+	for i, s := range sent {
+		swipes[i] = s
+	}
+	res := cf(map[string]any{"limit": 5, "swipes": swipes})
+	page := feedIDs(t, res)
+	for i, s := range sent {
+		b := map[string]any{"student_id": ref}
+		for k, v := range s {
+			if k != "swipe_id" {
+				b[k] = v
+			}
+		}
+		if i != 1 {
+			b["swipe_id"] = uuid.NewString()
+		}
+		api.swipe(t, rtok, b)
+	}
+	assert.EqualValues(t, 2, res.Body["total_swipes"], "the exact count after the swipes; a tap is not counted")
+	assert.Equal(t, "discovery", res.Body["learning_state"].(map[string]any)["phase"])
+	rows := `SELECT count(*) FROM swipes WHERE student_id = $1`
+	counted := `SELECT count(*) FROM swipes WHERE student_id = $1 AND counted`
+	events := `SELECT count(*) FROM outbox WHERE student_id = $1 AND topic = 'swipe.recorded'`
+	for _, q := range []string{rows, counted, events, `SELECT swipe_count FROM students WHERE id = $1`} {
+		assert.Equal(t, api.count(t, q, ref), api.count(t, q, id), "as POST /swipe records them: %s", q)
+	}
+	assert.Equal(t, 3, api.count(t, rows, id))
+	assert.Equal(t, 2, api.count(t, counted, id))
+	assert.Equal(t, 1, api.count(t, `SELECT count(*) FROM swipes WHERE student_id = $1 AND time_spent = 2.5`, id))
+	assert.NotContains(t, page, first[0])
+	assert.NotContains(t, page, first[2])
+
+	// A retry with the same swipe_ids stores nothing twice.
+	res = cf(map[string]any{"limit": 5, "swipes": []any{sent[0], sent[2]}})
+	require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
+	assert.Equal(t, 3, api.count(t, rows, id))
+	assert.EqualValues(t, 2, res.Body["total_swipes"])
+
+	// Nine more in one request: 11 counted swipes, refinement, before the items are chosen.
+	var nine []any
+	for _, s := range schools[40:49] {
+		nine = append(nine, map[string]any{"school_id": s.ID, "direction": "right"})
+	}
+	res = cf(map[string]any{"limit": 50, "swipes": nine})
+	require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
+	assert.EqualValues(t, 11, res.Body["total_swipes"])
+	assert.Equal(t, "refinement", res.Body["metadata"].(map[string]any)["learning_phase"])
+	swiped := map[string]bool{first[0]: true, first[2]: true}
+	for _, s := range schools[40:49] {
+		swiped[s.ID] = true
+	}
+	for _, sid := range feedIDs(t, res) {
+		assert.False(t, swiped[sid], "a swiped school is never served")
+	}
+
+	// Probes: flag items of the stored feed as probes, serve them, swipe one.
+	ctx := context.Background()
+	feeds := cache.NewFeeds(api.Redis, 5*time.Minute)
+	_ = api.do(t, "POST", "/v2/recommendations", tok, map[string]any{"student_id": id, "limit": 1}) // stores the feed
+	f, err := feeds.Feed(ctx, id)
+	require.NoError(t, err)
+	f.Items = f.Range(0, f.Len())
+	for i := range f.Items {
+		f.Items[i].Probe = i%4 == 3
+	}
+	_, err = feeds.Put(ctx, f)
+	require.NoError(t, err)
+	require.NoError(t, api.Redis.Del(ctx, cache.ShownKey(id)).Err()) // everything may be served again
+	res = cf(map[string]any{"limit": 8})
+	var probe, plain string
+	for _, r := range res.Body["recommendations"].([]any) {
+		item := r.(map[string]any)
+		if item["is_probe"] == true && probe == "" {
+			probe = item["school_id"].(string)
+		} else if item["is_probe"] == false && plain == "" {
+			plain = item["school_id"].(string)
+		}
+	}
+	require.NotEmpty(t, probe, "the feed's probe flags are served: %s", res.Raw)
+	body := api.swipe(t, tok, map[string]any{"student_id": id, "school_id": probe, "direction": "left"})
+	assert.Equal(t, true, body["trigger_feedback"], "a swipe on a probe served by the continuous feed asks for feedback")
+	assert.Equal(t, 1, api.count(t, `SELECT count(*) FROM swipes WHERE student_id = $1 AND school_id = $2 AND is_probe`, id, probe))
+	api.swipe(t, tok, map[string]any{"student_id": id, "school_id": plain, "direction": "left"})
+	assert.Equal(t, 0, api.count(t, `SELECT count(*) FROM swipes WHERE student_id = $1 AND school_id = $2 AND is_probe`, id, plain))
+}

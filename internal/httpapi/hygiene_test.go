@@ -1,0 +1,201 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/testutil"
+)
+
+// keyRule is what the service promises of one kind of Redis key.
+type keyRule struct {
+	kind string // Redis type
+	cap  int64  // most members (sorted sets and sets); 0: not a collection
+}
+
+// redisKeyRules lists every kind of key the service writes, by the key's
+// last segment (read models, rm:v1:{student:<id>}:<name>) or prefix (rate
+// limits). A new kind of key must be added here with its cap.
+var redisKeyRules = map[string]keyRule{
+	"feed":   {kind: "hash"},                             // fixed fields: header, items, compact page
+	"shown":  {kind: "zset", cap: cache.MaxShown},        // the continuous feed's cooldowns
+	"swiped": {kind: "zset", cap: cache.MaxRecentSwipes}, // recent swipes
+	"probes": {kind: "zset", cap: 256},                   // probes served (cache.Probes caps it at 256)
+	"rate":   {kind: "string"},                           // redis_rate's GCRA counters
+}
+
+// The Redis hygiene promise (architecture.md): every key the service
+// writes has a TTL, and every per-student collection is capped, so memory
+// stays bounded however long students keep swiping. A realistic workload
+// goes through the real router (onboarding, category swipes, every read,
+// the compact feed, swipes, feedback, the continuous feed with swipes,
+// rate limits up to 429) and the worker's outbox relay; then every key of
+// the Redis DB is checked.
+//
+// asynq's own keys (asynq:{<queue>}:..., the task queues, task hashes and
+// server bookkeeping) are the exception: they are asynq's to manage (it
+// deletes a task when it has run and expires its statistics and server
+// entries); the service does not put TTLs on them.
+func TestRedisKeysHaveTTLsAndCaps(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBHTTPAPI)
+	api := newTestAPIOn(t, testutil.NewDB(t), rdb)
+	ctx := context.Background()
+	schools := api.seedSchools(t, 150)
+
+	type student struct{ id, tok string }
+	var students []student
+	for i := range 3 {
+		profile := completeProfile()
+		if i == 2 {
+			profile = map[string]any{"name": "Min", "email": "min@example.com", "graduation_year": "2028"}
+		}
+		id, tok := api.newStudent(t, profile)
+		students = append(students, student{id, tok})
+	}
+	ok := func(res result) result {
+		t.Helper()
+		require.Less(t, res.Status, 300, "%s", res.Raw)
+		return res
+	}
+	for i, s := range students {
+		ok(api.do(t, "POST", "/v2/onboarding/category-swipe", s.tok,
+			map[string]any{"student_id": s.id, "category_id": "liberal-arts", "direction": []string{"left", "right"}[i%2]}))
+		ok(api.do(t, "GET", "/v2/onboarding/category-schools", s.tok, nil))
+		ok(api.do(t, "POST", "/v2/recommendations", s.tok, map[string]any{"student_id": s.id, "limit": 30, "offset": 10}))
+		ok(api.do(t, "GET", "/match/"+s.id+"/"+schools[i].ID, s.tok, nil))
+		ok(api.do(t, "POST", "/m/batch/schools", s.tok, map[string]any{"school_ids": []string{schools[1].ID, uuid.NewString()}}))
+		if i < 2 {
+			ok(api.do(t, "POST", "/recommendations", s.tok, map[string]any{"student_id": s.id}))
+			ok(api.do(t, "GET", "/m/recommendations/"+s.id, s.tok, nil))
+		}
+	}
+
+	// Students swipe through the continuous feed, sending their swipes along,
+	// and now and then through POST /swipe and POST /feedback.
+	probes := false // a probe was served, so probe memory was written
+	for round := range 12 {
+		for i, s := range students {
+			res := ok(api.do(t, "POST", "/continuous-feed", s.tok, map[string]any{"student_id": s.id, "limit": 6}))
+			ids := feedIDs(t, res)
+			for _, r := range res.Body["recommendations"].([]any) {
+				probes = probes || r.(map[string]any)["is_probe"] == true
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			var swipes []any
+			for j, id := range ids[:len(ids)-1] {
+				swipes = append(swipes, map[string]any{"school_id": id, "direction": []string{"left", "right"}[(i+j)%2],
+					"time_spent": 1.5, "swipe_id": uuid.NewString()})
+			}
+			ok(api.do(t, "POST", "/continuous-feed", s.tok, map[string]any{"student_id": s.id, "limit": 4, "swipes": swipes}))
+			last := ids[len(ids)-1]
+			ok(api.do(t, "POST", "/swipe", s.tok, map[string]any{"student_id": s.id, "school_id": last, "direction": "left"}))
+			if round%4 == 0 {
+				ok(api.do(t, "POST", "/feedback", s.tok, map[string]any{"student_id": s.id, "school_id": last, "reason": "too_expensive"}))
+			}
+		}
+	}
+	// One student runs into the recommendations allowance.
+	limited := false
+	for range 70 {
+		res := api.do(t, "POST", "/continuous-feed", students[0].tok, map[string]any{"student_id": students[0].id, "limit": 1})
+		if res.Status == http.StatusTooManyRequests {
+			limited = true
+			break
+		}
+	}
+	require.True(t, limited, "the workload reaches a 429")
+
+	// The worker's relay hands over whatever the API did not.
+	relay := tasks.NewRelay(testutil.Logger(t), relaySource{api.Store}, asynq.NewClientFromRedisClient(rdb), learnRouter(),
+		tasks.NewRelayMetrics(prometheus.NewRegistry()), tasks.RelayConfig{})
+	_, err := relay.Drain(ctx)
+	require.NoError(t, err)
+
+	want := []string{"feed", "shown", "swiped", "rate", "asynq"}
+	if probes {
+		want = append(want, "probes")
+	}
+	checkRedisHygiene(t, ctx, rdb, want)
+}
+
+// checkRedisHygiene scans every key of the DB: each of the service's keys
+// has a TTL and, for a collection, at most its cap of members; asynq's keys
+// are counted, not checked. want lists the kinds of key the workload must
+// have produced, so the check is not vacuous.
+func checkRedisHygiene(t *testing.T, ctx context.Context, rdb redis.UniversalClient, want []string) {
+	t.Helper()
+	found := map[string]int{}
+	var cursor uint64
+	for {
+		keys, next, err := rdb.Scan(ctx, cursor, "*", 500).Result()
+		require.NoError(t, err)
+		for _, key := range keys {
+			if strings.HasPrefix(key, "asynq:") {
+				found["asynq"]++
+				continue
+			}
+			name := key[strings.LastIndex(key, ":")+1:]
+			if strings.HasPrefix(key, "rate:") {
+				name = "rate"
+			}
+			rule, known := redisKeyRules[name]
+			if !assert.True(t, known, "%s: a key of an unknown kind; give it a TTL and a cap and list it in redisKeyRules", key) {
+				continue
+			}
+			found[name]++
+			assert.True(t, strings.HasPrefix(key, "rm:v1:{student:") || name == "rate", "%s: read models carry the prefix and hash tag", key)
+			ttl, err := rdb.PTTL(ctx, key).Result()
+			require.NoError(t, err)
+			if ttl == -2*time.Nanosecond || ttl == -2*time.Millisecond {
+				continue // expired between SCAN and PTTL
+			}
+			assert.Greater(t, ttl, time.Duration(0), "%s has a TTL", key)
+			kind, err := rdb.Type(ctx, key).Result()
+			require.NoError(t, err)
+			assert.Equal(t, rule.kind, kind, key)
+			if rule.cap > 0 {
+				n, err := rdb.ZCard(ctx, key).Result()
+				require.NoError(t, err)
+				assert.LessOrEqual(t, n, rule.cap, "%s is capped", key)
+			}
+		}
+		cursor = next
+		if cursor == 0 {
+			break
+		}
+	}
+	t.Logf("keys by kind: %v", found)
+	for _, k := range want {
+		assert.Positive(t, found[k], "the workload wrote %s keys", k)
+	}
+}
+
+// relaySource lets the relay read the outbox through the store, as
+// cmd/worker wires it.
+type relaySource struct{ *store.Store }
+
+func (s relaySource) RelayOutbox(ctx context.Context, topics []string, limit int,
+	hand func(context.Context, []tasks.OutboxRow) ([]int64, error)) (int, error) {
+	return s.Store.RelayOutbox(ctx, topics, limit, func(ctx context.Context, rows []store.OutboxRow) ([]int64, error) {
+		out := make([]tasks.OutboxRow, len(rows))
+		for i, r := range rows {
+			out[i] = tasks.OutboxRow(r)
+		}
+		return hand(ctx, out)
+	})
+}
