@@ -368,19 +368,28 @@ func TestContinuousFeedRecordsSwipesAsPostSwipe(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, api.Redis.Del(ctx, cache.ShownKey(id)).Err()) // everything may be served again
 	res = cf(map[string]any{"limit": 8})
+	memory := cache.NewProbes(api.Redis, 5*time.Minute)
 	var probe, plain string
 	for _, r := range res.Body["recommendations"].([]any) {
 		item := r.(map[string]any)
-		if item["is_probe"] == true && probe == "" {
-			probe = item["school_id"].(string)
-		} else if item["is_probe"] == false && plain == "" {
-			plain = item["school_id"].(string)
+		sid := item["school_id"].(string)
+		was, err := memory.WasProbe(ctx, id, sid)
+		require.NoError(t, err)
+		switch {
+		case item["is_probe"] == true:
+			assert.True(t, was, "a probe served is remembered as one")
+			if probe == "" {
+				probe = sid
+			}
+		case plain == "" && !was: // not served as a probe by any endpoint
+			plain = sid
 		}
 	}
 	require.NotEmpty(t, probe, "the feed's probe flags are served: %s", res.Raw)
 	body := api.swipe(t, tok, map[string]any{"student_id": id, "school_id": probe, "direction": "left"})
 	assert.Equal(t, true, body["trigger_feedback"], "a swipe on a probe served by the continuous feed asks for feedback")
 	assert.Equal(t, 1, api.count(t, `SELECT count(*) FROM swipes WHERE student_id = $1 AND school_id = $2 AND is_probe`, id, probe))
+	require.NotEmpty(t, plain)
 	api.swipe(t, tok, map[string]any{"student_id": id, "school_id": plain, "direction": "left"})
 	assert.Equal(t, 0, api.count(t, `SELECT count(*) FROM swipes WHERE student_id = $1 AND school_id = $2 AND is_probe`, id, plain))
 }
