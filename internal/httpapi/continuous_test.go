@@ -51,9 +51,13 @@ func (m *memRecorder) recorded() []command.SwipeInput {
 }
 
 // withContinuous serves POST /continuous-feed over rdb with the given
-// cooldown (FEED_COOLDOWN) and swipe recorder.
+// cooldown (FEED_COOLDOWN) and swipe recorder (nil: the swipe command of
+// POST /swipe).
 func withContinuous(rdb redis.UniversalClient, cooldown time.Duration, rec query.SwipeRecorder) apiOption {
 	return func(d *httpapi.Deps) {
+		if rec == nil {
+			rec = d.Swipes
+		}
 		d.Continuous = query.NewContinuous(query.ContinuousConfig{Queries: d.Queries.(*query.Service),
 			Store:  cache.NewCooldowns(cache.NewFeeds(rdb, 5*time.Minute), cooldown),
 			Probes: cache.NewProbes(rdb, 5*time.Minute), Recorder: rec})

@@ -18,8 +18,7 @@ import (
 func TestOpenAPIContinuousFeed(t *testing.T) {
 	c := newOAContract(t)
 	rdb := testutil.NewRedis(t, testutil.RedisDBOpenAPI)
-	rec := &memRecorder{}
-	c.api = newTestAPIOn(t, testutil.NewDB(t), rdb, withContinuous(rdb, time.Minute, rec))
+	c.api = newTestAPIOn(t, testutil.NewDB(t), rdb, withContinuous(rdb, time.Minute, nil))
 	schools := c.api.seedSchools(t, 14)
 	student, tok := c.api.newStudent(t, completeProfile())
 	unknown := uuid.NewString()
@@ -76,6 +75,17 @@ func TestOpenAPIContinuousFeed(t *testing.T) {
 			require.Error(t, res.reqErr, "the document rejects what the server rejects: %v", body)
 			require.NoError(t, res.resErr, "the 400 matches the document: %s", res.Raw)
 		}
+	})
+	t.Run("409", func(t *testing.T) {
+		reused := uuid.NewString()
+		res := c.valid(t, cf(tok, map[string]any{"student_id": student, "swipes": []any{
+			map[string]any{"school_id": schools[5].ID, "direction": "left", "swipe_id": reused},
+			map[string]any{"school_id": schools[6].ID, "direction": "left", "swipe_id": reused},
+		}}))
+		require.Equal(t, http.StatusConflict, res.Status, "%s", res.Raw)
+		require.Contains(t, res.errorFields(), "swipes[1].swipe_id")
+		details := res.Body["error"].(map[string]any)["details"].(map[string]any)
+		require.EqualValues(t, 1, details["swipes_recorded"])
 	})
 	t.Run("404", func(t *testing.T) {
 		res := c.valid(t, cf(utok, map[string]any{"student_id": unknown}))
