@@ -116,7 +116,7 @@ type ContinuousMetadata struct {
 	NextAvailableAt string `json:"next_available_at,omitempty"`
 }
 
-// SwipeError is the error of the swipe at Index of a request: the
+// swipeError is the error of the swipe at index i of a request: the
 // recorder's (or the school check's) error, its fields named after the
 // swipe (swipes[2].school_id). Recorded swipes before it stay recorded.
 func swipeError(i, recorded int, err error) error {
