@@ -228,33 +228,59 @@ func TestContinuousFeedRequests(t *testing.T) {
 	})
 }
 
-// The cooldown on real time: FEED_COOLDOWN of two seconds.
+// The cooldown on real time: FEED_COOLDOWN of two seconds, swipes recorded
+// by the swipe command of POST /swipe.
 func TestContinuousFeedCooldownOnRealTime(t *testing.T) {
 	const cooldown = 2 * time.Second
 	rdb := testutil.NewRedis(t, testutil.RedisDBHTTPAPI)
-	rec := &memRecorder{}
-	api := newTestAPIOn(t, testutil.NewDB(t), rdb, withContinuous(rdb, cooldown, rec))
+	api := newTestAPIOn(t, testutil.NewDB(t), rdb, withContinuous(rdb, cooldown, nil))
 	api.seedSchools(t, 25)
 	student, tok := api.newStudent(t, completeProfile())
 	cf := func(b map[string]any) result {
 		b["student_id"] = student
 		return api.do(t, "POST", "/continuous-feed", tok, b)
 	}
-	res := api.do(t, "POST", "/v2/recommendations", tok, map[string]any{"student_id": student, "limit": 100})
-	all := feedIDs(t, res)
+	// order is the student's whole list now, as POST /v2/recommendations
+	// pages it (it starts no cooldown), without the schools swiped.
+	swiped := map[string]bool{}
+	order := func() []string {
+		res := api.do(t, "POST", "/v2/recommendations", tok, map[string]any{"student_id": student, "limit": 100})
+		var out []string
+		for _, id := range feedIDs(t, res) {
+			if !swiped[id] {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	all := order()
 	require.Len(t, all, 25)
 
 	start := time.Now()
 	first := feedIDs(t, cf(map[string]any{}))
 	require.Equal(t, all[:10], first)
-	// Two of the first page are swiped: they never come back.
+	// Two of the first page are swiped: they never come back. The feed is
+	// rebuilt after the swipes; the next items are its best ones not cooling down.
 	second := cf(map[string]any{"swipes": []any{
 		map[string]any{"school_id": first[0], "direction": "right"},
 		map[string]any{"school_id": first[5], "direction": "left"},
 	}})
-	require.Equal(t, all[10:20], feedIDs(t, second))
+	swiped[first[0]], swiped[first[5]] = true, true
+	require.EqualValues(t, 2, second.Body["total_swipes"])
+	shown := map[string]bool{}
+	for _, id := range first {
+		shown[id] = true
+	}
+	var want []string
+	for _, id := range order() {
+		if !shown[id] {
+			want = append(want, id)
+		}
+	}
+	require.Len(t, want, 15)
+	require.Equal(t, want[:10], feedIDs(t, second))
 	third := cf(map[string]any{})
-	require.Equal(t, all[20:], feedIDs(t, third), "fewer: the rest are cooling down")
+	require.Equal(t, want[10:], feedIDs(t, third), "fewer: the rest are cooling down")
 	next := nextAvailableAt(third)
 	require.NotEmpty(t, next)
 	empty := cf(map[string]any{})
@@ -268,19 +294,18 @@ func TestContinuousFeedCooldownOnRealTime(t *testing.T) {
 		"the first page's cooldown ends then (rounded up to the second)")
 	assert.Equal(t, time.UTC, at.Location())
 
+	// At next_available_at the first page's unswiped schools are free again.
 	time.Sleep(time.Until(at))
-	back := feedIDs(t, cf(map[string]any{"limit": 10}))
-	want := []string{}
-	for _, id := range all[:10] {
-		if id != first[0] && id != first[5] {
-			want = append(want, id)
-		}
-	}
-	require.Equal(t, want, back[:8], "after the cooldown the best matches come back first; swiped ones never")
+	back := feedIDs(t, cf(map[string]any{"limit": 8}))
+	require.Len(t, back, 8)
 	for _, id := range back {
-		assert.NotEqual(t, first[0], id)
-		assert.NotEqual(t, first[5], id)
+		assert.False(t, swiped[id], "a swiped school never comes back")
 	}
+	// Once every cooldown has ended, the best matches come back first,
+	// ranked as if never shown.
+	time.Sleep(cooldown + 100*time.Millisecond)
+	again := feedIDs(t, cf(map[string]any{"limit": 12}))
+	require.Equal(t, order()[:12], again)
 }
 
 // The swipes sent along go through the same command as POST /swipe: the
