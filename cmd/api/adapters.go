@@ -18,20 +18,17 @@ func (s students) StudentState(ctx context.Context, id string) (query.StudentSta
 	return studentState(ctx, s.Store, id)
 }
 
-// studentState loads a student with its learned weights and its onboarding
-// category swipes.
+// studentState loads a student with what their feed is built from: the
+// learned model and weights, the onboarding category swipes and the
+// swiped schools, in one snapshot.
 func studentState(ctx context.Context, db *store.Store, id string) (query.StudentState, error) {
-	st, err := db.StudentState(ctx, id)
+	st, err := db.LearnerState(ctx, id, true)
 	if err != nil {
 		return query.StudentState{}, err
 	}
-	prefs, err := db.CategoryPreferences(ctx, id)
-	if err != nil {
-		return query.StudentState{}, err
-	}
-	out := query.StudentState{Student: st.Student, Version: st.Version, Weights: st.Weights,
-		Categories: make([]match.CategoryPreference, len(prefs))}
-	for i, p := range prefs {
+	out := query.StudentState{Student: st.Student, Version: st.Version, Weights: st.Weights, Model: st.Model,
+		Swiped: st.Swiped, Categories: make([]match.CategoryPreference, len(st.Categories))}
+	for i, p := range st.Categories {
 		out.Categories[i] = match.CategoryPreferenceFrom(p.CategoryID, p.Direction)
 	}
 	return out, nil

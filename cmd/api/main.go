@@ -88,6 +88,9 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		Metrics:  qm,
 		// The onboarding categories' example schools have image URLs under it.
 		ImageBaseURL: cfg.ImageBaseURL,
+		// Probes served are remembered for FEED_CACHE_TTL, so a swipe on
+		// one is known as a probe swipe.
+		Probes: cache.NewProbes(rdb, cfg.FeedCacheTTL),
 	})
 
 	// The write side hands each committed event's tasks to the queue at

@@ -11,8 +11,7 @@ import (
 
 // StudentStore is what onboarding needs from the database.
 type StudentStore interface {
-	Student(ctx context.Context, id string) (domain.Student, error)
-	SaveStudent(ctx context.Context, s domain.Student) (domain.Student, bool, error)
+	UpdateStudent(ctx context.Context, id string, apply func(current domain.Student, exists bool) (domain.Student, error)) (domain.Student, bool, error)
 	ZipCentroid(ctx context.Context, zip string) (lat, lon float64, state string, ok bool, err error)
 }
 
@@ -54,14 +53,18 @@ func NewOnboarding(store StudentStore, opts ...Option) *Onboarding {
 // A ZIP code is resolved to coordinates and a state when the ZIP table
 // knows it; an unknown ZIP falls back to the state when one is given.
 func (o *Onboarding) SaveProfile(ctx context.Context, id string, patch domain.ProfilePatch) (domain.Student, bool, error) {
-	current, err := o.store.Student(ctx, id)
-	isNew := domain.KindOf(err) == domain.KindNotFound
-	if err != nil && !isNew {
-		return domain.Student{}, false, err
+	saved, created, err := o.store.UpdateStudent(ctx, id, func(current domain.Student, _ bool) (domain.Student, error) {
+		return o.apply(ctx, current, patch)
+	})
+	if err == nil && !created && o.feeds != nil { // a new student has no feed yet
+		o.feeds.InvalidateFeed(ctx, saved.ID)
 	}
-	if isNew {
-		current = domain.Student{ID: id}
-	}
+	return saved, created, err
+}
+
+// apply computes the new profile: the patch, the required fields, and the
+// home location kept consistent with a new state or ZIP code.
+func (o *Onboarding) apply(ctx context.Context, current domain.Student, patch domain.ProfilePatch) (domain.Student, error) {
 	next := patch.Apply(current)
 	missing := map[string]string{}
 	for field, v := range map[string]string{"name": next.Name, "email": next.Email, "graduation_year": next.GraduationYear} {
@@ -70,29 +73,34 @@ func (o *Onboarding) SaveProfile(ctx context.Context, id string, patch domain.Pr
 		}
 	}
 	if len(missing) > 0 {
-		return domain.Student{}, false, domain.Invalid(fmt.Sprintf("%d required fields are missing; see details.fields", len(missing)), missing)
+		return domain.Student{}, domain.Invalid(fmt.Sprintf("%d required fields are missing; see details.fields", len(missing)), missing)
+	}
+	movedWithoutPoint := !patch.Home.Set &&
+		((patch.State.Set && !patch.State.Null && next.State != current.State) ||
+			(patch.Zip.Set && !patch.Zip.Null && next.Zip != current.Zip))
+	if movedWithoutPoint {
+		// Coordinates from an earlier home, state or ZIP no longer place the
+		// student: drop them, and let a known ZIP place them again below.
+		next.HomeLat, next.HomeLon = nil, nil
 	}
 	if patch.Zip.Set && !patch.Zip.Null && !patch.Home.Set {
 		lat, lon, state, ok, err := o.store.ZipCentroid(ctx, next.Zip)
 		if err != nil {
-			return domain.Student{}, false, err
+			return domain.Student{}, err
 		}
 		switch {
+		case ok && patch.State.Set && !patch.State.Null && patch.State.Value != state:
+			return domain.Student{}, domain.Invalid("zip "+next.Zip+" is in "+state+", not "+patch.State.Value,
+				map[string]string{"zip": "is in " + state + ", which contradicts state " + patch.State.Value})
 		case ok:
 			next.HomeLat, next.HomeLon = &lat, &lon
-			if !patch.State.Set || patch.State.Null {
-				next.State = state
-			}
+			next.State = state
 		case patch.State.Set && !patch.State.Null:
 			// Unknown ZIP, but the state places the student.
 		default:
-			return domain.Student{}, false, domain.Invalid("zip "+next.Zip+" is not a known ZIP code",
+			return domain.Student{}, domain.Invalid("zip "+next.Zip+" is not a known ZIP code",
 				map[string]string{"zip": "is not a known ZIP code; send state (or home) as well"})
 		}
 	}
-	saved, created, err := o.store.SaveStudent(ctx, next)
-	if err == nil && !created && o.feeds != nil { // a new student has no feed yet
-		o.feeds.InvalidateFeed(ctx, saved.ID)
-	}
-	return saved, created, err
+	return next, nil
 }

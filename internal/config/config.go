@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -119,6 +120,11 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 		c.OpsAddr = DefaultOpsAddr
 		if role == RoleWorker {
 			c.OpsAddr = DefaultWorkerOps
+		}
+	}
+	for name, addr := range map[string]string{"HTTP_ADDR": c.HTTPAddr, "OPS_ADDR": c.OpsAddr} {
+		if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+			bad(name, fmt.Errorf("%q is not a listen address such as :8080 or 127.0.0.1:9090", addr))
 		}
 	}
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {

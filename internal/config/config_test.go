@@ -54,11 +54,12 @@ func TestOverrides(t *testing.T) {
 func TestEveryProblemOnOneLine(t *testing.T) {
 	_, err := config.Load(env(map[string]string{
 		"AUTH_HS256_SECRET": "short", "FEED_CACHE_TTL": "-1m", "RATE_LIMIT_DEFAULT": "0/min", "REDIS_URL": "http://x",
+		"HTTP_ADDR": "8080",
 	}), config.RoleAPI)
 	require.Error(t, err)
 	msg := err.Error()
 	assert.NotContains(t, msg, "\n")
-	for _, name := range []string{"AUTH_HS256_SECRET", "FEED_CACHE_TTL", "RATE_LIMIT_DEFAULT", "REDIS_URL"} {
+	for _, name := range []string{"AUTH_HS256_SECRET", "FEED_CACHE_TTL", "RATE_LIMIT_DEFAULT", "REDIS_URL", "HTTP_ADDR"} {
 		assert.Contains(t, msg, name)
 	}
 }

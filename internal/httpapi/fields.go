@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/collegematch/matching/internal/domain"
 )
@@ -76,6 +77,10 @@ func (f *fields) String(name string, nullable bool) domain.Field[string] {
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
 		f.bad(name, "must be a string")
+		return domain.Field[string]{}
+	}
+	if strings.ContainsFunc(s, unicode.IsControl) {
+		f.bad(name, "must not contain control characters")
 		return domain.Field[string]{}
 	}
 	return domain.Val(strings.TrimSpace(s))

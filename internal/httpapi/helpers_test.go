@@ -70,6 +70,7 @@ func newTestAPIOn(t testing.TB, pool *pgxpool.Pool, rdb redis.UniversalClient, o
 	students := &countingStudents{db: db}
 	queries := query.New(query.Config{
 		Students: students, Feeds: cache.NewFeeds(rdb, 5*time.Minute), Catalogs: catalog, Log: log, Metrics: qm,
+		Probes: cache.NewProbes(rdb, 5*time.Minute),
 	})
 	d := httpapi.Deps{
 		Log:            log,
@@ -112,16 +113,12 @@ type countingStudents struct {
 
 func (c *countingStudents) StudentState(ctx context.Context, id string) (query.StudentState, error) {
 	c.calls.Add(1)
-	st, err := c.db.StudentState(ctx, id)
+	st, err := c.db.LearnerState(ctx, id, true)
 	if err != nil {
 		return query.StudentState{}, err
 	}
-	prefs, err := c.db.CategoryPreferences(ctx, id)
-	if err != nil {
-		return query.StudentState{}, err
-	}
-	out := query.StudentState{Student: st.Student, Version: st.Version, Weights: st.Weights}
-	for _, p := range prefs {
+	out := query.StudentState{Student: st.Student, Version: st.Version, Weights: st.Weights, Model: st.Model, Swiped: st.Swiped}
+	for _, p := range st.Categories {
 		out.Categories = append(out.Categories, match.CategoryPreferenceFrom(p.CategoryID, p.Direction))
 	}
 	return out, nil

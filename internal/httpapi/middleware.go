@@ -105,7 +105,10 @@ func observe(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler 
 			m.Requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
 			m.Duration.WithLabelValues(route, r.Method).Observe(took.Seconds())
 			level := slog.LevelInfo
-			if sw.status >= 500 {
+			switch {
+			case sw.status == http.StatusServiceUnavailable:
+				level = slog.LevelWarn // a dependency is down; its own log line says which
+			case sw.status >= 500 && sw.status != http.StatusNotImplemented:
 				level = slog.LevelError
 			}
 			log.LogAttrs(r.Context(), level, "request",

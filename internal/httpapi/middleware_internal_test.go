@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -82,4 +84,18 @@ func TestRequestIDAcceptsSaneIncomingIDs(t *testing.T) {
 		}
 		assert.Equal(t, rec.Header().Get("X-Request-ID"), rec.Body.String())
 	}
+}
+
+func TestCancelledRequestIsNotAServerError(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/x", nil).WithContext(ctx)
+	respondErr(rec, req, slog.New(slog.NewTextHandler(io.Discard, nil)), fmt.Errorf("load: %w", context.Canceled))
+	assert.Equal(t, statusClientClosed, rec.Code)
+
+	// A cancellation the request did not ask for is still a server error.
+	rec = httptest.NewRecorder()
+	respondErr(rec, httptest.NewRequest("GET", "/x", nil), slog.New(slog.NewTextHandler(io.Discard, nil)), context.Canceled)
+	assert.Equal(t, 500, rec.Code)
 }

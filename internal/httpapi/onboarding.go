@@ -200,6 +200,10 @@ func handleOnboardingMinimal(log *slog.Logger, o Onboarding) http.Handler {
 		Missing         []string    `json:"missing"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := checkContentType(r); err != nil {
+			respondErr(w, r, log, err)
+			return
+		}
 		body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBodyBytes))
 		if err != nil {
 			respondErr(w, r, log, decodeError(err))

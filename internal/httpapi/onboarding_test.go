@@ -2,7 +2,9 @@ package httpapi_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -279,4 +281,80 @@ func TestRequestIDEchoed(t *testing.T) {
 	assert.Equal(t, 404, req.Status)
 	assert.Equal(t, "NOT_FOUND", req.errorCode())
 	assert.Len(t, req.Header.Get("X-Request-ID"), 24)
+}
+
+func TestOnboardingConcurrentUpdatesAreAllKept(t *testing.T) {
+	api := newTestAPI(t)
+	id := uuid.NewString()
+	tok := token(t, id, false)
+	require.Equal(t, 201, api.do(t, "POST", "/v2/onboarding/minimal", tok, minimalProfile()).Status)
+
+	updates := []map[string]any{
+		{"gpa": 3.5}, {"state": "OR"}, {"budget": 18000}, {"family_income": 52000},
+		{"max_distance_miles": 300}, {"preferred_size": "small"}, {"preferred_setting": "town"},
+		{"intended_majors": []string{"history"}},
+	}
+	var wg sync.WaitGroup
+	for _, u := range updates {
+		wg.Go(func() {
+			res := api.do(t, "POST", "/v2/onboarding/minimal", tok, u)
+			assert.Equal(t, 200, res.Status, "%s", res.Raw)
+		})
+	}
+	wg.Wait()
+	st, err := api.Store.Student(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, 3.5, *st.GPA)
+	assert.Equal(t, "OR", st.State)
+	assert.Equal(t, 18000, *st.Budget)
+	assert.Equal(t, 52000, *st.FamilyIncome)
+	assert.Equal(t, 300, *st.MaxDistanceMiles)
+	assert.Equal(t, "small", st.PreferredSize)
+	assert.Equal(t, "town", st.PreferredSetting)
+	assert.Len(t, st.IntendedMajors, 1)
+}
+
+func TestOnboardingHomeFollowsStateAndZip(t *testing.T) {
+	api := newTestAPI(t)
+	_, err := api.Store.ReplaceZipCentroids(context.Background(), []store.ZipCentroid{{Zip: "02138", Lat: 42.38, Lon: -71.135, State: "MA"}})
+	require.NoError(t, err)
+	tok := token(t, "", false)
+	res := api.do(t, "POST", "/v2/onboarding/minimal", tok, withExtra("zip", "02138"))
+	require.Equal(t, 201, res.Status, "%s", res.Raw)
+
+	// Moving to another state drops the Cambridge coordinates.
+	res = api.do(t, "POST", "/v2/onboarding/minimal", tok, map[string]any{"state": "HI"})
+	require.Equal(t, 200, res.Status, "%s", res.Raw)
+	p := res.Body["profile"].(map[string]any)
+	assert.Equal(t, "HI", p["state"])
+	assert.Nil(t, p["home"])
+
+	// The same state again keeps explicit coordinates.
+	res = api.do(t, "POST", "/v2/onboarding/minimal", tok, map[string]any{"home": map[string]any{"lat": 21.3, "lon": -157.8}})
+	require.Equal(t, 200, res.Status, "%s", res.Raw)
+	res = api.do(t, "POST", "/v2/onboarding/minimal", tok, map[string]any{"state": "HI"})
+	require.Equal(t, 200, res.Status, "%s", res.Raw)
+	assert.Equal(t, map[string]any{"lat": 21.3, "lon": -157.8}, res.Body["profile"].(map[string]any)["home"])
+
+	// A ZIP that contradicts the state sent with it is refused.
+	body := map[string]any{"zip": "02138", "state": "TX"}
+	res = api.do(t, "POST", "/v2/onboarding/minimal", tok, body)
+	require.Equal(t, 400, res.Status, "%s", res.Raw)
+	assert.Contains(t, res.errorFields(), "zip")
+}
+
+func TestOnboardingRefusesControlCharactersAndOtherContentTypes(t *testing.T) {
+	api := newTestAPI(t)
+	res := api.do(t, "POST", "/v2/onboarding/minimal", token(t, "", false), withExtra("name", "Ada\u0000Lovelace"))
+	require.Equal(t, 400, res.Status, "%s", res.Raw)
+	assert.Contains(t, res.errorFields(), "name")
+
+	req, err := http.NewRequest("POST", api.URL+"/v2/onboarding/minimal", strings.NewReader(`{"name":"A","email":"a@example.com","graduation_year":"2027"}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token(t, "", false))
+	req.Header.Set("Content-Type", "text/plain")
+	r, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	r.Body.Close()
+	assert.Equal(t, 400, r.StatusCode)
 }

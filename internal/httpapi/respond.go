@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/collegematch/matching/internal/domain"
 )
+
+// statusClientClosed marks requests the client abandoned.
+const statusClientClosed = 499
 
 // MaxBodyBytes caps every request body.
 const MaxBodyBytes = 1 << 20
@@ -42,6 +46,12 @@ type errorObject struct {
 // not a *domain.Error, or is KindInternal, is logged and rendered as a
 // generic 500 that leaks nothing.
 func respondErr(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		// The client went away; nobody reads this answer. 499 (the
+		// convention of nginx) keeps it out of the server-error metrics.
+		writeError(w, statusClientClosed, domain.CodeInternal, "request cancelled by the client", nil)
+		return
+	}
 	var de *domain.Error
 	if !errors.As(err, &de) || de.Kind == domain.KindInternal {
 		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
@@ -116,8 +126,8 @@ func decode[T any](r *http.Request) (T, error) {
 }
 
 func decodeInto(r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
-		return domain.Invalid("Content-Type must be application/json", map[string]string{"body": "must be JSON"})
+	if err := checkContentType(r); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, MaxBodyBytes))
 	dec.DisallowUnknownFields()
@@ -196,4 +206,13 @@ func summarize(problems map[string]string) string {
 		}
 	}
 	return strconv.Itoa(len(problems)) + " fields are invalid; see details.fields"
+}
+
+// checkContentType accepts JSON bodies, and bodies sent without a
+// Content-Type (many mobile HTTP stacks omit it).
+func checkContentType(r *http.Request) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
+		return domain.Invalid("Content-Type must be application/json", map[string]string{"body": "must be JSON"})
+	}
+	return nil
 }

@@ -74,5 +74,7 @@
 package match
 
 // AlgorithmVersion is the semantic version of scoring; it changes whenever
-// a change here changes scores, and recommendation metadata carries it.
-const AlgorithmVersion = "1.0.0"
+// a change here changes scores (1.1.0: feeds ranked by the learned model,
+// with probes, exploration and the geographic mix), and recommendation
+// metadata carries it.
+const AlgorithmVersion = "1.1.0"

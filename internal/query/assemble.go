@@ -1,6 +1,7 @@
 package query
 
 import (
+	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/match"
 )
 
@@ -22,17 +23,28 @@ func Progress(swipes int) float64 { return match.Progress(swipes) }
 // student state (id and swipe count) always gives the same feed.
 func FeedSeed(studentID string, swipes int) uint64 { return match.FeedSeed(studentID, swipes) }
 
+// FeedPageSize is the page the feed's per-page rules (the geographic mix,
+// no exploration pick at position 1) apply to: the default limit of POST
+// /recommendations and the compact page.
+const FeedPageSize = 20
+
 // AssembleInput is everything feed assembly may read. It is plain data; no
 // clock, no global random source.
 type AssembleInput struct {
-	Ranked      []match.Scored // the whole catalogue scored for the student, best first (match.Rank)
+	Ranked      []match.Scored // the whole catalogue ranked for the student, best first (match.RankModel)
 	Catalog     *match.Catalog
 	Profile     match.Profile
-	Weights     match.Weights
-	Phase       string // PhaseFor(TotalSwipes)
-	TotalSwipes int
-	Seed        uint64 // FeedSeed(student, TotalSwipes)
-	Size        int    // how many items to return
+	Model       match.Model // the student's learned model (probe boundaries, exploration picks)
+	TotalSwipes int         // counted swipes: the phase and the probe positions
+	// Excluded marks, by catalogue index, schools that must not appear (the
+	// ones the student swiped); nil excludes nothing.
+	Excluded []bool
+	// SwipedRegions are the census regions of the swiped schools (the
+	// discovery band is the others).
+	SwipedRegions []domain.Region
+	Seed          uint64 // FeedSeed(student, TotalSwipes)
+	Size          int    // how many items to return
+	PageSize      int    // FeedPageSize when 0
 }
 
 // Slot is one position of an assembled feed.
@@ -43,32 +55,40 @@ type Slot struct {
 }
 
 // Assemble turns the ranked catalogue into the feed a student is shown:
-// the first Size positions (fewer when the catalogue is smaller), appended
-// to dst[:0].
+// the first Size positions (fewer when the catalogue runs out), appended to
+// dst[:0].
 //
 // It is the one place the feed's composition is decided, and it is pure:
-// the same input gives the same output. Every caller relies on two
-// properties that any composition must keep:
+// the same input gives the same output. It is match.AssembleFeed with the
+// rules of decisions.md: a 1-based position p is a probe when TotalSwipes
+// + p is a multiple of 4; the phase's exploration share (30/20/10 %) of
+// the other positions goes to uncertainty-guided exploration picks, never
+// at position 1 of a page; each page mixes 50 % schools within the
+// student's max distance, 30 % within one to two times it and 20 % from
+// census regions the student has not swiped in, falling back to the next
+// band when one is empty; excluded schools never appear. Every caller
+// relies on two properties:
 //
 //   - prefix stability: Assemble with Size n returns the first n items of
-//     Assemble with any larger Size, so pages of any size tile one list;
+//     Assemble with any larger Size (whole pages are assembled), so pages of
+//     any size tile one list;
 //   - every school appears at most once.
-//
-// Today the feed is the ranked list itself, with no probes and no
-// exploration picks. The learning loop composes it here: a 1-based
-// position p is a probe when TotalSwipes + p is a multiple of 4; the
-// phase's exploration share (30/20/10 %) of the other positions goes to
-// exploration picks, never at position 1; and each page mixes 50 % schools
-// within the student's max distance, 30 % within one to two times it and
-// 20 % from census regions the student has not swiped in, falling back to
-// the next band when one is empty. match.AssembleFeed does all of that;
-// calling it here needs the student's learned model (learning_state.model),
-// swiped schools and swiped regions, which the read side does not load yet.
 func Assemble(in AssembleInput, dst []Slot) []Slot {
-	n := min(max(in.Size, 0), len(in.Ranked))
 	dst = dst[:0]
-	for _, s := range in.Ranked[:n] {
-		dst = append(dst, Slot{Scored: s})
+	if in.Size <= 0 || len(in.Ranked) == 0 {
+		return dst
+	}
+	page := in.PageSize
+	if page <= 0 {
+		page = FeedPageSize
+	}
+	items := match.AssembleFeed(match.FeedInput{
+		Catalog: in.Catalog, Profile: in.Profile, Model: in.Model, Ranked: in.Ranked,
+		Swipes: in.TotalSwipes, Length: in.Size, PageSize: page,
+		Excluded: in.Excluded, SwipedRegions: in.SwipedRegions, Seed: in.Seed,
+	})
+	for _, it := range items {
+		dst = append(dst, Slot{Scored: it.Scored, Probe: it.IsProbe, Exploration: it.IsExploration})
 	}
 	return dst
 }

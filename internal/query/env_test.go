@@ -14,6 +14,7 @@ import (
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
@@ -59,7 +60,7 @@ func (e *env) service(t *testing.T, students query.Students, feeds query.FeedSto
 
 // studentSource is the store as the read side sees it.
 type studentSource interface {
-	StudentState(ctx context.Context, id string) (store.StudentState, error)
+	LearnerState(ctx context.Context, id string, withSwiped bool) (store.LearnerState, error)
 	StudentVersion(ctx context.Context, id string) (int64, error)
 }
 
@@ -72,8 +73,12 @@ type countingStudents struct {
 
 func (c *countingStudents) StudentState(ctx context.Context, id string) (query.StudentState, error) {
 	c.loads.Add(1)
-	st, err := c.src.StudentState(ctx, id)
-	return query.StudentState{Student: st.Student, Version: st.Version, Weights: st.Weights}, err
+	st, err := c.src.LearnerState(ctx, id, true)
+	out := query.StudentState{Student: st.Student, Version: st.Version, Weights: st.Weights, Model: st.Model, Swiped: st.Swiped}
+	for _, p := range st.Categories {
+		out.Categories = append(out.Categories, match.CategoryPreferenceFrom(p.CategoryID, p.Direction))
+	}
+	return out, err
 }
 
 func (c *countingStudents) StudentVersion(ctx context.Context, id string) (int64, error) {

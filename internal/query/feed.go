@@ -26,16 +26,34 @@ type FeedInput struct {
 	StudentID      string
 	StudentVersion int64
 	Profile        match.Profile
-	Weights        match.Weights
-	TotalSwipes    int
-	Catalog        *Catalog
-	Size           int // items kept; DefaultFeedSize when 0
-	Now            time.Time
+	// Model is the student's learned model (a model centred on the prior
+	// before any learning): the ranking, the probes and the exploration
+	// picks come from it, the weights of every score shown from
+	// Model.Weights().
+	Model       match.Model
+	TotalSwipes int
+	// Swiped are the schools the student has swiped (counted swipes): never
+	// in the feed, and their census regions are not new to the student.
+	Swiped []string
+	// Exclude are further schools to leave out (optional).
+	Exclude []string
+	Catalog *Catalog
+	Size    int // items kept; DefaultFeedSize when 0
+	Now     time.Time
 }
 
-// BuildFeed ranks the catalogue for the student, assembles the feed and
-// encodes its compact first page. It is pure apart from reusing scratch
-// (Rank's buffer, returned for the next call).
+// BuildFeed ranks the catalogue for the student with the learned model
+// (match.RankModel), assembles the feed (Assemble: probes, exploration,
+// geographic mix, swiped schools left out) and encodes its compact first
+// page. It is pure apart from reusing scratch (the ranking's buffer,
+// returned for the next call).
+//
+// The order is the model's: RankModel ranks by the score expected under
+// the model's uncertainty about the preferred size and selectivity. The
+// score shown (match_score, the compact s) is the plain match score with
+// the learned weights, the one GET /match reports for the same school, so
+// a list and a detail always agree; while the model is unsure, two
+// neighbours of a page may therefore show scores slightly out of order.
 //
 // Scores are rounded to 4 decimals and distances to 0.1 mile here, once:
 // the stored feed, the compact page and every response show the same
@@ -47,12 +65,34 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 		size = DefaultFeedSize
 	}
 	cat := in.Catalog
-	ranked := match.Rank(scratch, in.Profile, in.Weights, cat.Catalog)
-	phase := PhaseFor(in.TotalSwipes)
+	w := in.Model.Weights()
+	ranked := match.RankModel(scratch, in.Profile, in.Model, cat.Catalog)
+	excluded := cat.Mask(in.Swiped)
+	swipedIdx := make([]int, 0, len(in.Swiped))
+	for _, id := range in.Swiped {
+		if i, ok := cat.Index(id); ok {
+			swipedIdx = append(swipedIdx, i)
+		}
+	}
+	for _, id := range in.Exclude {
+		if i, ok := cat.Index(id); ok {
+			excluded[i] = true
+		}
+	}
+	eligible := 0
+	for _, x := range excluded {
+		if !x {
+			eligible++
+		}
+	}
 	slots := Assemble(AssembleInput{
-		Ranked: ranked, Catalog: cat.Catalog, Profile: in.Profile, Weights: in.Weights,
-		Phase: phase, TotalSwipes: in.TotalSwipes, Seed: FeedSeed(in.StudentID, in.TotalSwipes), Size: size,
+		Ranked: ranked, Catalog: cat.Catalog, Profile: in.Profile, Model: in.Model, TotalSwipes: in.TotalSwipes,
+		Excluded: excluded, SwipedRegions: match.RegionsOf(cat.Catalog, swipedIdx),
+		Seed: FeedSeed(in.StudentID, in.TotalSwipes), Size: size,
 	}, make([]Slot, 0, min(size, cat.Len())))
+	for i := range slots {
+		slots[i].Score = match.Score(in.Profile, w, cat.Catalog, int(slots[i].Index)).Score
+	}
 
 	profile, _ := json.Marshal(in.Profile) // plain numbers and strings: cannot fail
 	f := cache.Feed{
@@ -61,16 +101,29 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 		CatalogVersion:   cat.Version,
 		BuiltAt:          in.Now,
 		AlgorithmVersion: match.AlgorithmVersion,
-		Phase:            phase,
+		Phase:            PhaseFor(in.TotalSwipes),
 		TotalSwipes:      in.TotalSwipes,
-		TotalCount:       cat.Len(),
-		Weights:          in.Weights.Sanitize().Map(),
+		TotalCount:       eligible,
+		Weights:          w.Sanitize().Map(),
 		Profile:          profile,
 		Items:            feedItems(cat, slots),
 	}
 	n := min(CompactPageSize, len(slots))
 	f.Compact = encodeCompactPage(cat, slots[:n], f.Items[:n])
 	return f, ranked
+}
+
+// CompactProbes are the schools of the feed's compact first page served as
+// probes: the page GET /m/recommendations answers from Redis without any
+// other round trip, so its probes are remembered when the feed is built.
+func CompactProbes(f *cache.Feed) []string {
+	var out []string
+	for _, it := range f.Range(0, CompactPageSize) {
+		if it.Probe {
+			out = append(out, it.SchoolID.String())
+		}
+	}
+	return out
 }
 
 // feedItems turns assembled slots into stored items, rounded for display.

@@ -51,12 +51,13 @@ func buildInput(t testing.TB, n, size int) query.FeedInput {
 	t.Helper()
 	cat := query.NewCatalog(catalog.Generate(n, 11), 9)
 	p := match.NewProfile(completeStudent())
-	return query.FeedInput{StudentID: uuid.NewString(), StudentVersion: 4, Profile: p, Weights: match.SeedWeights(p),
+	return query.FeedInput{StudentID: uuid.NewString(), StudentVersion: 4, Profile: p, Model: match.NewModel(match.SeedWeights(p)),
 		TotalSwipes: 12, Catalog: cat, Size: size, Now: time.Unix(1_790_000_000, 0)}
 }
 
 func TestBuildFeed(t *testing.T) {
 	in := buildInput(t, 600, 250)
+	in.Swiped = []string{in.Catalog.Schools[5].ID, in.Catalog.Schools[9].ID, "not-a-school"}
 	f, _ := query.BuildFeed(in, nil)
 
 	assert.Equal(t, in.StudentID, f.StudentID)
@@ -65,39 +66,59 @@ func TestBuildFeed(t *testing.T) {
 	assert.Equal(t, match.AlgorithmVersion, f.AlgorithmVersion)
 	assert.Equal(t, "refinement", f.Phase)
 	assert.Equal(t, 12, f.TotalSwipes)
-	assert.Equal(t, 600, f.TotalCount, "every active school is eligible")
-	assert.Equal(t, in.Weights.Map(), f.Weights)
+	assert.Equal(t, 598, f.TotalCount, "every active school the student has not swiped")
+	w := in.Model.Weights()
+	assert.Equal(t, w.Map(), f.Weights)
 	var p match.Profile
 	require.NoError(t, json.Unmarshal(f.Profile, &p))
 	assert.Equal(t, in.Profile, p, "the profile travels with the feed")
 
 	require.Len(t, f.Items, 250)
 	seen := map[uuid.UUID]bool{}
-	ranked := match.Rank(nil, in.Profile, in.Weights, in.Catalog.Catalog)
+	ranked := match.RankModel(nil, in.Profile, in.Model, in.Catalog.Catalog)
+	rankOf := map[string]int{}
+	for i, s := range ranked {
+		rankOf[in.Catalog.Schools[s.Index].ID] = i
+	}
+	prevRank := -1
 	for i, it := range f.Items {
 		require.False(t, seen[it.SchoolID], "every school once")
 		seen[it.SchoolID] = true
-		if i > 0 {
-			require.LessOrEqual(t, it.Score, f.Items[i-1].Score, "best first")
+		id := it.SchoolID.String()
+		require.NotEqual(t, in.Catalog.Schools[5].ID, id, "swiped schools never appear")
+		require.NotEqual(t, in.Catalog.Schools[9].ID, id)
+		assert.Equal(t, query.IsProbePosition(12, i+1), it.Probe, "position %d", i+1)
+		if i%query.FeedPageSize == 0 {
+			assert.False(t, it.Exploration, "no exploration pick at position 1 of a page")
 		}
-		// The ranked order, rounded for display.
-		want := ranked[i]
-		assert.Equal(t, in.Catalog.Schools[want.Index].ID, it.SchoolID.String())
+		// The score shown is the plain match score with the learned weights:
+		// what GET /match says of the same school.
+		idx, ok := in.Catalog.Index(id)
+		require.True(t, ok)
+		want := match.Score(in.Profile, w, in.Catalog.Catalog, idx)
 		assert.Equal(t, math.Round(want.Score*1e4)/1e4, it.Score)
 		assert.Equal(t, math.Round(want.Academic*1e4)/1e4, it.Academic)
-		assert.False(t, it.Probe || it.Exploration, "no probes or exploration picks yet")
 		if want.HasDistance() {
 			assert.Equal(t, math.Round(want.Distance*10)/10, it.Distance)
+		}
+		// The ranked items of a page come in the model's order.
+		if !it.Probe && !it.Exploration {
+			if i%query.FeedPageSize == 0 {
+				prevRank = -1
+			}
+			assert.Greater(t, rankOf[id], prevRank, "ranked items in the model's order")
+			prevRank = rankOf[id]
 		}
 	}
 
 	// The compact page: the first 20, s = round(match_score*100) of the
-	// shown (rounded) score, and its grade.
+	// shown (rounded) score, and its grade; p marks the probes.
 	var page struct {
 		R []map[string]any `json:"r"`
 	}
 	require.NoError(t, json.Unmarshal(f.Compact.Body, &page))
 	require.Len(t, page.R, query.CompactPageSize)
+	var probes []string
 	for i, item := range page.R {
 		it := f.Items[i]
 		idx, ok := in.Catalog.Index(it.SchoolID.String())
@@ -109,8 +130,15 @@ func TestBuildFeed(t *testing.T) {
 		assert.Equal(t, match.Grade(it.Score), item["g"])
 		assert.Equal(t, s.City, item["c"])
 		assert.Equal(t, s.State, item["st"])
-		assert.NotContains(t, item, "p", "p is absent on items that are not probes")
+		if it.Probe {
+			assert.Equal(t, true, item["p"])
+			probes = append(probes, s.ID)
+		} else {
+			assert.NotContains(t, item, "p", "p is absent on items that are not probes")
+		}
 	}
+	assert.Len(t, probes, 5, "with 12 swipes, positions 4, 8, 12, 16 and 20")
+	assert.Equal(t, probes, query.CompactProbes(&f))
 	assert.Regexp(t, `^"[A-Za-z0-9_-]{22}"$`, f.Compact.ETag)
 }
 
@@ -120,9 +148,11 @@ func TestBuildFeedIsDeterministicAndTheETagFollowsTheBody(t *testing.T) {
 	b, scratch := query.BuildFeed(in, nil)
 	assert.Equal(t, a, b, "same state, same feed")
 	c, _ := query.BuildFeed(in, scratch)
-	assert.Equal(t, a, c, "reusing Rank's buffer changes nothing")
+	assert.Equal(t, a, c, "reusing the ranking's buffer changes nothing")
 
-	in.Weights.CostWeight, in.Weights.DistanceWeight = 1, 0
+	w := in.Model.Weights()
+	w.CostWeight, w.DistanceWeight = 0.99, 0.01
+	in.Model = match.NewModel(w)
 	d, _ := query.BuildFeed(in, nil)
 	require.NotEqual(t, a.Compact.Body, d.Compact.Body)
 	assert.NotEqual(t, a.Compact.ETag, d.Compact.ETag, "another body, another ETag")
@@ -144,13 +174,15 @@ func TestBuildFeedSmallAndEmptyCatalogues(t *testing.T) {
 // any longer assembly.
 func TestAssembleIsPrefixStable(t *testing.T) {
 	in := buildInput(t, 400, 0)
-	ranked := match.Rank(nil, in.Profile, in.Weights, in.Catalog.Catalog)
-	full := query.Assemble(query.AssembleInput{Ranked: ranked, Catalog: in.Catalog.Catalog, Profile: in.Profile,
-		Weights: in.Weights, Phase: "refinement", TotalSwipes: 12, Seed: 1, Size: 400}, nil)
+	ranked := match.RankModel(nil, in.Profile, in.Model, in.Catalog.Catalog)
+	assemble := func(n int) []query.Slot {
+		return query.Assemble(query.AssembleInput{Ranked: ranked, Catalog: in.Catalog.Catalog, Profile: in.Profile,
+			Model: in.Model, TotalSwipes: 12, Seed: 1, Size: n}, nil)
+	}
+	full := assemble(400)
 	require.Len(t, full, 400)
 	for _, n := range []int{0, 1, 20, 137, 400, 1000} {
-		part := query.Assemble(query.AssembleInput{Ranked: ranked, Catalog: in.Catalog.Catalog, Profile: in.Profile,
-			Weights: in.Weights, Phase: "refinement", TotalSwipes: 12, Seed: 1, Size: n}, nil)
+		part := assemble(n)
 		if n == 0 {
 			assert.Empty(t, part)
 			continue

@@ -31,9 +31,14 @@ type StudentState struct {
 	Student domain.Student
 	Version int64              // students.version
 	Weights map[string]float64 // learned preference weights; nil before any learning
+	// Model is the learned model (learning_state.model, JSON); nil before
+	// any learning.
+	Model []byte
 	// Categories are the student's onboarding category swipes, the latest
 	// direction per category: the prior before any learning.
 	Categories []match.CategoryPreference
+	// Swiped are the schools the student has a counted swipe on, once each.
+	Swiped []string
 }
 
 // Students is what the read side needs from PostgreSQL.
@@ -56,6 +61,12 @@ type FeedStore interface {
 	CompactLocation(studentID string) (key, field string)
 }
 
+// ProbeRecorder remembers the schools served to a student as probes
+// (cache.Probes), so that a swipe on one is known as a probe swipe.
+type ProbeRecorder interface {
+	Remember(ctx context.Context, studentID string, schoolIDs ...string) error
+}
+
 // Catalogs gives the catalogue currently held (CatalogHolder).
 type Catalogs interface {
 	Current() *Catalog
@@ -69,6 +80,9 @@ type Config struct {
 	Log      *slog.Logger
 	Metrics  *Metrics
 	FeedSize int              // items a stored feed keeps; optional, DefaultFeedSize
+	// Probes remembers what is served as a probe; optional (without it no
+	// swipe is known as a probe swipe).
+	Probes ProbeRecorder
 	Now      func() time.Time // optional, time.Now
 	// ImageBaseURL is the base of school image URLs (IMAGE_BASE_URL);
 	// optional, match.DefaultImageBaseURL.
@@ -80,6 +94,7 @@ type Service struct {
 	students Students
 	feeds    FeedStore
 	catalogs Catalogs
+	probes   ProbeRecorder // nil: probes are not remembered
 	log      *slog.Logger
 	m        *Metrics
 	size     int
@@ -102,7 +117,7 @@ func New(c Config) *Service {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return &Service{students: c.Students, feeds: c.Feeds, catalogs: c.Catalogs, log: c.Log, m: c.Metrics,
+	return &Service{students: c.Students, feeds: c.Feeds, catalogs: c.Catalogs, probes: c.Probes, log: c.Log, m: c.Metrics,
 		size: c.FeedSize, now: c.Now, images: c.ImageBaseURL}
 }
 
@@ -116,6 +131,16 @@ type feedState struct {
 	profile match.Profile
 	weights match.Weights
 	missing []string // what the profile lacks to be complete (domain.Student.Missing)
+	// learner is the model and the swiped schools the feed was built from;
+	// nil for a feed read from Redis (loaded when a deeper page needs them).
+	learner *learnerState
+}
+
+// learnerState is what ranks and assembles a student's feed beyond the
+// profile: the learned model and the swiped schools.
+type learnerState struct {
+	model  match.Model
+	swiped []string
 }
 
 // MissingProfile is 422 MISSING_PROFILE for an incomplete profile.
@@ -125,17 +150,32 @@ func MissingProfile(studentID string, missing []string) error {
 		Details: map[string]any{"missing": missing, "student_id": studentID}}
 }
 
-// scoringStart is the profile and weights a student is scored with: the
-// learned weights once the student has a learning state; before that the
-// cold start of match.CategoryStart, the profile's seed weights moved by
-// the onboarding category swipes (and the liked categories' majors when
-// the student named none).
-func scoringStart(st StudentState) (match.Profile, match.Weights) {
-	p := match.NewProfile(st.Student)
-	if st.Weights != nil {
-		return p, match.WeightsFromMap(st.Weights)
+// scoringStart is the one place that decides what a student is scored
+// with: the profile of match.CategoryStart (the liked categories' majors
+// when the student named none) and the learned model once the student has
+// a learning state; before that, a model centred on the cold start of
+// match.CategoryStart (the profile's seed weights moved by the onboarding
+// category swipes). The worker learns with the same profile and prior.
+// Scores use the model's weights (Model.Weights).
+func scoringStart(st StudentState) (match.Profile, match.Model) {
+	p, prior := match.CategoryStart(match.NewProfile(st.Student), st.Categories)
+	return p, studentModel(st.Model, st.Weights, prior)
+}
+
+// studentModel is the stored model; when it cannot be read (a model of
+// another version, until the worker refolds it), a model centred on the
+// stored weights; before any learning, a model centred on the prior.
+func studentModel(raw []byte, learned map[string]float64, prior match.Weights) match.Model {
+	if raw != nil {
+		var m match.Model
+		if err := json.Unmarshal(raw, &m); err == nil {
+			return m
+		}
 	}
-	return match.CategoryStart(p, st.Categories)
+	if learned != nil {
+		return match.NewModel(match.WeightsFromMap(learned))
+	}
+	return match.NewModel(prior)
 }
 
 // missingOf is what a profile lacks to be complete, read from its scoring
@@ -204,35 +244,11 @@ func (s *Service) build(ctx context.Context, studentID string, cat *Catalog, any
 	v, err, _ := s.builds.Do(key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), buildTimeout)
 		defer cancel()
-		st, err := s.students.StudentState(ctx, studentID)
+		fs, err := s.compute(ctx, studentID, cat, anyProfile)
 		if err != nil {
 			return nil, err
 		}
-		if st.Student.DeletedAt != nil {
-			return nil, domain.StudentNotFound(studentID)
-		}
-		missing := st.Student.Missing()
-		if len(missing) > 0 && !anyProfile {
-			return nil, MissingProfile(studentID, missing)
-		}
-		p, w := scoringStart(st)
-		fs := &feedState{profile: p, weights: w, missing: missing}
-
-		start := time.Now()
-		scratch := s.getScratch()
-		fs.feed, scratch = BuildFeed(FeedInput{
-			StudentID: studentID, StudentVersion: st.Version, Profile: p, Weights: fs.weights,
-			TotalSwipes: st.Student.SwipeCount, Catalog: cat, Size: s.size, Now: s.now(),
-		}, scratch)
-		s.putScratch(scratch)
-		s.m.FeedBuilds.Observe(time.Since(start).Seconds())
-		if len(missing) > 0 {
-			// GET /m/recommendations refuses an incomplete profile: a stored
-			// page without an ETag sends it to a build, which says why.
-			fs.feed.Compact = cache.Compact{}
-		}
-
-		s.store(ctx, fs.feed)
+		_ = s.store(ctx, fs) // a failure only costs the next read a rebuild
 		return fs, nil
 	})
 	if err != nil {
@@ -241,8 +257,46 @@ func (s *Service) build(ctx context.Context, studentID string, cat *Catalog, any
 	return v.(*feedState), nil
 }
 
-// store writes a built feed; a failure only costs the next read a rebuild.
-func (s *Service) store(ctx context.Context, f cache.Feed) {
+// compute loads the student and builds their feed on cat; see build.
+func (s *Service) compute(ctx context.Context, studentID string, cat *Catalog, anyProfile bool) (*feedState, error) {
+	// StudentState reads the version in the same snapshot as the swipes and
+	// the model, so the feed never claims a version newer than its content.
+	st, err := s.students.StudentState(ctx, studentID)
+	if err != nil {
+		return nil, err
+	}
+	if st.Student.DeletedAt != nil {
+		return nil, domain.StudentNotFound(studentID)
+	}
+	missing := st.Student.Missing()
+	if len(missing) > 0 && !anyProfile {
+		return nil, MissingProfile(studentID, missing)
+	}
+	p, model := scoringStart(st)
+	fs := &feedState{profile: p, weights: model.Weights(), missing: missing,
+		learner: &learnerState{model: model, swiped: st.Swiped}}
+
+	start := time.Now()
+	scratch := s.getScratch()
+	fs.feed, scratch = BuildFeed(FeedInput{
+		StudentID: studentID, StudentVersion: st.Version, Profile: p, Model: model,
+		TotalSwipes: st.Student.SwipeCount, Swiped: st.Swiped, Catalog: cat, Size: s.size, Now: s.now(),
+	}, scratch)
+	s.putScratch(scratch)
+	s.m.FeedBuilds.Observe(time.Since(start).Seconds())
+	if len(missing) > 0 {
+		// GET /m/recommendations refuses an incomplete profile: a stored
+		// page without an ETag sends it to a build, which says why.
+		fs.feed.Compact = cache.Compact{}
+	}
+	return fs, nil
+}
+
+// store writes a built feed and remembers the probes of its compact page
+// (GET /m/recommendations serves that page from Redis in one round trip,
+// so they are remembered here rather than when served).
+func (s *Service) store(ctx context.Context, fs *feedState) error {
+	f := fs.feed
 	stored, err := s.feeds.Put(ctx, f)
 	switch {
 	case err != nil:
@@ -250,11 +304,57 @@ func (s *Service) store(ctx context.Context, f cache.Feed) {
 		if !errors.Is(err, cache.ErrUnavailable) {
 			s.log.WarnContext(ctx, "feed not stored", "student_id", f.StudentID, "err", err)
 		}
+		return err
 	case stored:
 		s.m.FeedWrites.WithLabelValues("stored").Inc()
+		if f.Compact.ETag != "" {
+			s.rememberProbes(ctx, f.StudentID, CompactProbes(&f))
+		}
 	default:
 		s.m.FeedWrites.WithLabelValues("kept_newer").Inc()
 	}
+	return nil
+}
+
+// probeTimeout bounds remembering probes, which is best effort.
+const probeTimeout = 250 * time.Millisecond
+
+// rememberProbes records schools served to the student as probes.
+func (s *Service) rememberProbes(ctx context.Context, studentID string, schoolIDs []string) {
+	if s.probes == nil || len(schoolIDs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+	defer cancel()
+	if err := s.probes.Remember(ctx, studentID, schoolIDs...); err != nil {
+		s.log.DebugContext(ctx, "probes not remembered", "student_id", studentID, "err", err)
+	}
+}
+
+// RebuildFeed builds a student's feed from their current state and stores
+// it, newer version wins (the worker's rebuild after learning; the same
+// path as a read's miss). Any existing student's feed is built, complete
+// profile or not; an unknown or erased student is INVALID_STUDENT_ID. An
+// error means the feed was not stored.
+func (s *Service) RebuildFeed(ctx context.Context, studentID string) error {
+	fs, err := s.compute(ctx, studentID, s.catalogs.Current(), true)
+	if err != nil {
+		return err
+	}
+	return s.store(ctx, fs)
+}
+
+// StoredFeedVersion is the student version the stored feed was built from;
+// found is false when none is stored (or only a tombstone).
+func (s *Service) StoredFeedVersion(ctx context.Context, studentID string) (int64, bool, error) {
+	h, err := s.feeds.Header(ctx, studentID)
+	switch {
+	case errors.Is(err, cache.ErrNotBuilt):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, err
+	}
+	return h.StudentVersion, true, nil
 }
 
 func (s *Service) getScratch() []match.Scored {
@@ -296,6 +396,13 @@ func (s *Service) recommendations(ctx context.Context, endpoint, studentID strin
 		}
 		recs, complete := s.page(studentID, fs, cat, limit, offset)
 		if complete || attempt > 0 {
+			var probes []string
+			for _, r := range recs {
+				if r.IsProbe {
+					probes = append(probes, r.SchoolID)
+				}
+			}
+			s.rememberProbes(ctx, studentID, probes)
 			f := &fs.feed
 			return RecommendationsPage{
 				Recommendations: recs,
@@ -334,19 +441,38 @@ func (s *Service) page(studentID string, fs *feedState, cat *Catalog, limit, off
 	return recs, true
 }
 
-// deeper ranks the feed past the stored items, to n items: the same
-// ranking and assembly as the stored feed, which is a prefix of it.
+// deeper builds the feed past the stored items, to n items: the same
+// ranking and assembly as the stored feed, which is a prefix of it. A feed
+// read from Redis does not carry the model and the swiped schools; they
+// are loaded (a page this deep is rare), and without PostgreSQL the stored
+// weights and profile stand in.
 func (s *Service) deeper(studentID string, fs *feedState, cat *Catalog, n int) []cache.FeedItem {
+	l := fs.learner
+	if l == nil {
+		l = s.loadLearner(studentID, fs)
+	}
 	scratch := s.getScratch()
-	ranked := match.Rank(scratch, fs.profile, fs.weights, cat.Catalog)
-	swipes := fs.feed.TotalSwipes
-	slots := Assemble(AssembleInput{
-		Ranked: ranked, Catalog: cat.Catalog, Profile: fs.profile, Weights: fs.weights,
-		Phase: PhaseFor(swipes), TotalSwipes: swipes, Seed: FeedSeed(studentID, swipes), Size: n,
-	}, make([]Slot, 0, n))
-	items := feedItems(cat, slots)
-	s.putScratch(ranked)
-	return items
+	f, scratch := BuildFeed(FeedInput{
+		StudentID: studentID, StudentVersion: fs.feed.StudentVersion, Profile: fs.profile, Model: l.model,
+		TotalSwipes: fs.feed.TotalSwipes, Swiped: l.swiped, Catalog: cat, Size: n, Now: fs.feed.BuiltAt,
+	}, scratch)
+	s.putScratch(scratch)
+	return f.Items
+}
+
+// loadLearner loads the learned model and swiped schools for a feed read
+// from Redis.
+func (s *Service) loadLearner(studentID string, fs *feedState) *learnerState {
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	st, err := s.students.StudentState(ctx, studentID)
+	if err != nil {
+		s.log.WarnContext(ctx, "learning state not loaded for a deep page; using the stored weights",
+			"student_id", studentID, "err", err)
+		return &learnerState{model: match.NewModel(fs.weights)}
+	}
+	_, model := scoringStart(st)
+	return &learnerState{model: model, swiped: st.Swiped}
 }
 
 // Prefetched is a compact feed value read before the query was called (in
@@ -432,7 +558,9 @@ func (s *Service) MatchDetail(ctx context.Context, studentID, schoolID string) (
 		if err != nil {
 			return MatchDetailView{}, err
 		}
-		p, w = scoringStart(st)
+		var model match.Model
+		p, model = scoringStart(st)
+		w = model.Weights()
 		missing = st.Student.Missing()
 	}
 	idx, ok := cat.School(schoolID)

@@ -65,7 +65,8 @@ func mapErr(err error, what string) error {
 		return &domain.Error{Kind: domain.KindNotFound, Code: domain.CodeNotFound, Message: what + " not found", Err: err}
 	case errors.As(err, &pgErr) && pgErr.Code == "23505":
 		return &domain.Error{Kind: domain.KindConflict, Code: domain.CodeInvalidRequest, Message: what + " already exists", Err: err}
-	case errors.As(err, &pgErr) && (pgErr.Code == "23514" || pgErr.Code == "22P02" || pgErr.Code == "22003"):
+	case errors.As(err, &pgErr) && (pgErr.Code == "23514" || pgErr.Code == "22P02" || pgErr.Code == "22003" ||
+		pgErr.Code == "22021" || pgErr.Code == "22P05"): // check, bad text, out of range, NUL/untranslatable character
 		return &domain.Error{Kind: domain.KindInvalid, Code: domain.CodeInvalidRequest, Message: what + ": a value is out of range", Err: err}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err

@@ -63,6 +63,15 @@ func (s *Store) Student(ctx context.Context, id string) (domain.Student, error) 
 // reports whether it was created. Swipe counts and timestamps are the
 // store's own and are not taken from st.
 func (s *Store) SaveStudent(ctx context.Context, st domain.Student) (saved domain.Student, created bool, err error) {
+	return saveStudent(ctx, s.pool, st)
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func saveStudent(ctx context.Context, q1 querier, st domain.Student) (saved domain.Student, created bool, err error) {
 	const q = `
 INSERT INTO students (id, name, email, graduation_year, gpa, sat, act, home_lat, home_lon, state, zip,
 	max_distance_miles, budget, family_income, intended_majors, preferred_size, preferred_setting)
@@ -81,10 +90,44 @@ RETURNING ` + studentColumns + `, (xmax = 0)`
 	for i, m := range st.IntendedMajors {
 		majors[i] = string(m)
 	}
-	row := s.pool.QueryRow(ctx, q, st.ID, st.Name, st.Email, st.GraduationYear, st.GPA, st.SAT, st.ACT,
+	row := q1.QueryRow(ctx, q, st.ID, st.Name, st.Email, st.GraduationYear, st.GPA, st.SAT, st.ACT,
 		st.HomeLat, st.HomeLon, st.State, st.Zip, st.MaxDistanceMiles, st.Budget, st.FamilyIncome, majors,
 		st.PreferredSize, st.PreferredSetting)
 	saved, err = scanStudent(rowWithExtra{row, &created})
+	return saved, created, mapErr(err, "student")
+}
+
+// UpdateStudent reads the student (exists is false for an unknown id),
+// lets apply compute the new profile and stores it, all under a per-student
+// lock, so concurrent updates of one student (or an update racing an
+// erasure) apply one after the other and none is lost.
+func (s *Store) UpdateStudent(ctx context.Context, id string,
+	apply func(current domain.Student, exists bool) (domain.Student, error)) (saved domain.Student, created bool, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// An advisory lock serialises a student's updates even before its
+		// row exists (two concurrent first onboardings).
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, id); err != nil {
+			return err
+		}
+		current, err := scanStudent(tx.QueryRow(ctx, `SELECT `+studentColumns+` FROM students WHERE id = $1`, id))
+		exists := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if !exists {
+			current = domain.Student{ID: id}
+		}
+		next, err := apply(current, exists)
+		if err != nil {
+			return err
+		}
+		saved, created, err = saveStudent(ctx, tx, next)
+		return err
+	})
+	var de *domain.Error
+	if errors.As(err, &de) {
+		return saved, created, err
+	}
 	return saved, created, mapErr(err, "student")
 }
 
