@@ -24,6 +24,7 @@ import (
 	"github.com/collegematch/matching/internal/config"
 	"github.com/collegematch/matching/internal/metrics"
 	"github.com/collegematch/matching/internal/ops"
+	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 )
@@ -80,12 +81,28 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	reg := metrics.NewRegistry()
 	taskMetrics := tasks.NewTaskMetrics(reg)
 
+	// The learner rebuilds feeds exactly as the API does on a miss, on the
+	// school catalogue held in memory (reloaded when the store's catalogue
+	// version moves).
+	qm := query.NewMetrics(reg)
+	catalog := query.NewCatalogHolder(db, log, qm, query.DefaultCatalogPoll)
+	if err := catalog.Load(ctx); err != nil {
+		return fmt.Errorf("load the school catalogue: %w", err)
+	}
+	go catalog.Run(ctx)
+	feeds := query.New(query.Config{
+		Students: students{db}, Feeds: cache.NewFeeds(rdb, cfg.FeedCacheTTL), Catalogs: catalog,
+		Log: log.With("component", "feeds"), Metrics: qm, Probes: cache.NewProbes(rdb, cfg.FeedCacheTTL),
+	})
+
 	// Topics are routed here together with the handlers of the tasks they
 	// produce (see tasks.Handler.Register). Until a topic is, this worker
 	// leaves its rows unpublished for a worker that routes it and reports
 	// them in matching_outbox_unrouted_backlog. The relay also deletes
-	// published rows after RelayConfig.Retention.
+	// published rows after RelayConfig.Retention. The API's fast path routes
+	// the learn topics the same way (tasks.AddLearnRoutes).
 	router := tasks.NewRouter()
+	tasks.AddLearnRoutes(router)
 	relay := tasks.NewRelay(log.With("component", "outbox_relay"), outboxSource{db}, queue, router,
 		tasks.NewRelayMetrics(reg), tasks.RelayConfig{})
 
@@ -109,7 +126,11 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	})
 	mux := asynq.NewServeMux()
 	mux.Use(taskMetrics.Middleware)
-	tasks.NewHandler(tasks.Deps{Log: log, Relay: relay}).Register(mux)
+	tasks.NewHandler(tasks.Deps{
+		Log: log, Relay: relay,
+		Learning: learningStore{db}, Feeds: feeds, Catalogs: matchCatalogs{catalog},
+		LearnMetrics: tasks.NewLearnMetrics(reg),
+	}).Register(mux)
 
 	checks := []ops.Check{
 		{Name: "postgres", Check: db.Ping},

@@ -1,0 +1,464 @@
+package tasks_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/catalog"
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/match"
+	"github.com/collegematch/matching/internal/query"
+	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/testutil"
+)
+
+// learnStore and learnStudents are the adapters cmd/worker wires.
+type learnStore struct{ *store.Store }
+
+func (l learnStore) FoldLearning(ctx context.Context, studentID string, fold tasks.LearnFold) (tasks.LearnOutcome, error) {
+	out, err := l.Store.FoldLearning(ctx, studentID, func(in store.LearnInput, history func() ([]store.LearnEvent, error)) (store.LearnUpdate, error) {
+		tin := tasks.LearnInput{Student: in.Student, Model: in.Model, New: learnEvents(in.New)}
+		for _, p := range in.Categories {
+			tin.Categories = append(tin.Categories, match.CategoryPreferenceFrom(p.CategoryID, p.Direction))
+		}
+		up, err := fold(tin, func() ([]tasks.LearnEvent, error) {
+			all, err := history()
+			return learnEvents(all), err
+		})
+		return store.LearnUpdate(up), err
+	})
+	return tasks.LearnOutcome{Erased: out.Erased, Folded: learnEvents(out.Folded), StudentVersion: out.StudentVersion}, err
+}
+
+func learnEvents(in []store.LearnEvent) []tasks.LearnEvent {
+	out := make([]tasks.LearnEvent, len(in))
+	for i, e := range in {
+		out[i] = tasks.LearnEvent{SwipeID: e.SwipeID, FeedbackID: e.FeedbackID, SchoolID: e.SchoolID,
+			Direction: e.Direction, Interaction: e.Interaction, Reason: e.Reason, Repeat: e.Repeat, CreatedAt: e.CreatedAt}
+	}
+	return out
+}
+
+type learnStudents struct{ *store.Store }
+
+func (s learnStudents) StudentState(ctx context.Context, id string) (query.StudentState, error) {
+	st, err := s.Store.LearnerState(ctx, id, true)
+	out := query.StudentState{Student: st.Student, Version: st.Version, Weights: st.Weights, Model: st.Model, Swiped: st.Swiped}
+	for _, p := range st.Categories {
+		out.Categories = append(out.Categories, match.CategoryPreferenceFrom(p.CategoryID, p.Direction))
+	}
+	return out, err
+}
+
+type matchCatalogs struct{ *query.CatalogHolder }
+
+func (c matchCatalogs) Current() *match.Catalog { return c.CatalogHolder.Current().Catalog }
+
+// learnEnv is the learner over a fresh database with a generated catalogue
+// and this package's Redis DB.
+type learnEnv struct {
+	db      *store.Store
+	rdb     *redis.Client
+	catalog *query.CatalogHolder
+	feeds   *cache.Feeds
+	queries *query.Service
+	reg     *prometheus.Registry
+	handler *tasks.Handler
+	now     time.Time // the handler's clock; zero: time.Now
+}
+
+func newLearnEnv(t *testing.T, schools int) *learnEnv {
+	t.Helper()
+	e := &learnEnv{db: store.New(testutil.NewDB(t)), rdb: testutil.NewRedis(t, testutil.RedisDBTasks), reg: prometheus.NewRegistry()}
+	ctx := context.Background()
+	_, err := e.db.UpsertSchools(ctx, catalog.Generate(schools, 3))
+	require.NoError(t, err)
+	log := testutil.Logger(t)
+	qm := query.NewMetrics(e.reg)
+	e.catalog = query.NewCatalogHolder(e.db, log, qm, time.Hour)
+	require.NoError(t, e.catalog.Load(ctx))
+	e.feeds = cache.NewFeeds(e.rdb, 5*time.Minute)
+	e.queries = query.New(query.Config{Students: learnStudents{e.db}, Feeds: e.feeds, Catalogs: e.catalog, Log: log,
+		Metrics: qm, Probes: cache.NewProbes(e.rdb, 5*time.Minute)})
+	relay := tasks.NewRelay(log, storeSource{e.db}, asynq.NewClientFromRedisClient(e.rdb), tasks.NewRouter(),
+		tasks.NewRelayMetrics(e.reg), tasks.RelayConfig{})
+	e.handler = tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, Learning: learnStore{e.db}, Feeds: e.queries,
+		Catalogs: matchCatalogs{e.catalog}, LearnMetrics: tasks.NewLearnMetrics(e.reg),
+		Now: func() time.Time {
+			if e.now.IsZero() {
+				return time.Now()
+			}
+			return e.now
+		}})
+	return e
+}
+
+// student stores a complete profile: home in Philadelphia, a budget, SAT.
+func (e *learnEnv) student(t *testing.T) string {
+	t.Helper()
+	sat, gpa, lat, lon, budget, income, dist := 1380, 3.8, 39.95, -75.16, 25000, 70000, 400
+	st, _, err := e.db.SaveStudent(context.Background(), domain.Student{ID: uuid.NewString(), Name: "Ada",
+		Email: "ada@example.com", GraduationYear: "2027", SAT: &sat, GPA: &gpa, HomeLat: &lat, HomeLon: &lon,
+		State: "PA", Budget: &budget, FamilyIncome: &income, MaxDistanceMiles: &dist,
+		IntendedMajors: []domain.Major{"computer"}})
+	require.NoError(t, err)
+	return st.ID
+}
+
+// swipe records a swipe as the write side does, with its outbox event.
+func (e *learnEnv) swipe(t *testing.T, student, school, direction string, interaction ...string) store.RecordedSwipe {
+	t.Helper()
+	kind := "swipe"
+	if len(interaction) > 0 {
+		kind = interaction[0]
+	}
+	topic := tasks.TopicSwipeRecorded
+	if kind != "swipe" {
+		topic = tasks.TopicInteractionRecorded
+	}
+	rec, err := e.db.RecordSwipe(context.Background(), store.NewSwipe{StudentID: student, SchoolID: school,
+		Direction: direction, InteractionType: kind, Counted: kind == "swipe"},
+		func(id int64, at time.Time) (string, any) { return topic, map[string]any{"swipe_id": id} },
+		func(int) ([]byte, error) { return []byte(`{}`), nil })
+	require.NoError(t, err)
+	return rec
+}
+
+func (e *learnEnv) feedback(t *testing.T, student, school, reason string) {
+	t.Helper()
+	_, err := e.db.RecordFeedback(context.Background(), store.NewFeedback{StudentID: student, SchoolID: school, Reason: reason},
+		func(id int64, at time.Time) (string, any) {
+			return tasks.TopicFeedbackRecorded, map[string]any{"feedback_id": id}
+		})
+	require.NoError(t, err)
+}
+
+// learn runs one student:learn task through the handler.
+func (e *learnEnv) learn(t *testing.T, student string) {
+	t.Helper()
+	require.NoError(t, e.learnErr(context.Background(), student))
+}
+
+func (e *learnEnv) learnErr(ctx context.Context, student string) error {
+	task, err := tasks.NewStudentLearnTask(student, 1)
+	if err != nil {
+		return err
+	}
+	return e.handler.HandleStudentLearn(ctx, asynq.NewTask(task.Type(), task.Payload()))
+}
+
+// state reads the stored learning state.
+type learnRow struct {
+	model                       match.Model
+	weights                     match.Weights
+	lastSwipe, lastFeedback, lv int64
+	studentVersion              int64
+}
+
+func (e *learnEnv) state(t *testing.T, student string) learnRow {
+	t.Helper()
+	var (
+		r          learnRow
+		model, wts []byte
+	)
+	require.NoError(t, e.db.Pool().QueryRow(context.Background(), `
+SELECT ls.model, ls.weights, ls.last_swipe_id, ls.last_feedback_id, ls.version, s.version
+FROM students s JOIN learning_state ls ON ls.student_id = s.id WHERE s.id = $1`, student).
+		Scan(&model, &wts, &r.lastSwipe, &r.lastFeedback, &r.lv, &r.studentVersion))
+	require.NoError(t, json.Unmarshal(model, &r.model))
+	var m map[string]float64
+	require.NoError(t, json.Unmarshal(wts, &m))
+	r.weights = match.WeightsFromMap(m)
+	assert.Equal(t, r.model.Weights().Map(), m, "weights are the model's")
+	return r
+}
+
+func (e *learnEnv) studentVersion(t *testing.T, student string) int64 {
+	t.Helper()
+	v, err := e.db.StudentVersion(context.Background(), student)
+	require.NoError(t, err)
+	return v
+}
+
+// profile is the scoring view and prior the learner uses for the student.
+func (e *learnEnv) profile(t *testing.T, student string) (match.Profile, match.Weights) {
+	t.Helper()
+	st, err := e.db.Student(context.Background(), student)
+	require.NoError(t, err)
+	return match.CategoryStart(match.NewProfile(st), nil)
+}
+
+// schoolsWhere lists up to n catalogue ids whose detail for the student satisfies keep.
+func (e *learnEnv) schoolsWhere(t *testing.T, student string, n int, keep func(d match.MatchDetail) bool) []string {
+	t.Helper()
+	p, w := e.profile(t, student)
+	cat := e.catalog.Current().Catalog
+	var out []string
+	for i := 0; i < cat.Len() && len(out) < n; i++ {
+		if keep(match.Detail(p, w, cat, i)) {
+			out = append(out, cat.Schools[i].ID)
+		}
+	}
+	return out
+}
+
+func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+func TestLearnFoldsOnceAndRebuildsTheFeed(t *testing.T) {
+	e := newLearnEnv(t, 600)
+	ctx := context.Background()
+	student := e.student(t)
+	cat := e.catalog.Current()
+	var swiped []string
+	var last int64
+	for i := range 6 {
+		id := cat.Schools[i*7].ID
+		swiped = append(swiped, id)
+		last = e.swipe(t, student, id, []string{"right", "left"}[i%2]).ID
+	}
+	e.swipe(t, student, cat.Schools[100].ID, "right", "save")
+	e.feedback(t, student, cat.Schools[7].ID, match.ReasonTooExpensive)
+
+	e.learn(t, student)
+	first := e.state(t, student)
+	assert.Equal(t, 6, first.model.Swipes())
+	assert.Equal(t, 1, first.model.Signals())
+	assert.Equal(t, 1, first.model.FeedbackCount())
+	assert.EqualValues(t, 1, first.lv, "a new learning state starts at version 1")
+	assert.Equal(t, last+1, first.lastSwipe, "the save came after the last swipe")
+	assert.Positive(t, first.lastFeedback)
+
+	// The feed is rebuilt with the new state: its version, its weights,
+	// no swiped school.
+	f, err := e.feeds.Feed(ctx, student)
+	require.NoError(t, err)
+	assert.Equal(t, first.studentVersion, f.StudentVersion)
+	assert.Equal(t, 6, f.TotalSwipes)
+	assert.Equal(t, cat.Len()-6, f.TotalCount)
+	assert.Equal(t, first.model.Weights().Map(), f.Weights)
+	for _, it := range f.Range(0, f.Len()) {
+		assert.NotContains(t, swiped, it.SchoolID.String())
+	}
+	assert.EqualValues(t, 7, histogramCount(t, e.reg, "matching_feed_lag_seconds"), "one lag per swipe folded (the save too)")
+
+	// The same task again changes nothing more: same state, same feed.
+	e.learn(t, student)
+	again := e.state(t, student)
+	assert.Equal(t, first.lv, again.lv)
+	assert.Equal(t, first.studentVersion, again.studentVersion)
+	assert.Equal(t, first.model, again.model)
+	g, err := e.feeds.Feed(ctx, student)
+	require.NoError(t, err)
+	assert.Equal(t, f.BuiltAt, g.BuiltAt, "the stored feed was current: not rebuilt")
+	assert.EqualValues(t, 7, histogramCount(t, e.reg, "matching_feed_lag_seconds"))
+
+	// A dropped feed is rebuilt by the next task even with nothing to fold.
+	require.NoError(t, e.feeds.Delete(ctx, student))
+	e.learn(t, student)
+	g, err = e.feeds.Feed(ctx, student)
+	require.NoError(t, err)
+	assert.Equal(t, first.studentVersion, g.StudentVersion)
+	assert.Equal(t, first.lv, e.state(t, student).lv)
+
+	// A new swipe is folded on top, incrementally.
+	e.swipe(t, student, cat.Schools[300].ID, "right")
+	e.learn(t, student)
+	next := e.state(t, student)
+	assert.Equal(t, 7, next.model.Swipes())
+	assert.Equal(t, first.lv+1, next.lv)
+	assert.Greater(t, next.studentVersion, first.studentVersion)
+}
+
+func TestConsistentSwipesMoveWeightsThroughTheWorker(t *testing.T) {
+	e := newLearnEnv(t, 1500)
+	student := e.student(t)
+	_, prior := e.profile(t, student)
+	const budget, maxDist = 25000.0, 400.0
+	cheapNear := e.schoolsWhere(t, student, 15, func(d match.MatchDetail) bool {
+		return d.NetPrice.Known() && float64(d.NetPrice.Amount) < 0.7*budget && d.Distance >= 0 && d.Distance < 0.6*maxDist
+	})
+	dearFar := e.schoolsWhere(t, student, 15, func(d match.MatchDetail) bool {
+		return float64(d.NetPrice.Amount) > 1.1*budget && d.Distance > 1.5*maxDist
+	})
+	require.Len(t, cheapNear, 15)
+	require.Len(t, dearFar, 15)
+	for k := range 15 {
+		e.swipe(t, student, cheapNear[k], "right")
+		e.swipe(t, student, dearFar[k], "left")
+		if k%5 == 4 {
+			e.learn(t, student) // folded in several steps, as tasks arrive
+		}
+	}
+	w := e.state(t, student).weights
+	assert.Greater(t, w.CostWeight, prior.CostWeight+0.05, "cost_weight %v -> %v", prior.CostWeight, w.CostWeight)
+	assert.Greater(t, w.DistanceWeight, prior.DistanceWeight+0.05, "distance_weight %v -> %v", prior.DistanceWeight, w.DistanceWeight)
+
+	// Folding in steps is folding all at once.
+	p, _ := e.profile(t, student)
+	cat := e.catalog.Current().Catalog
+	var hist []match.Observation
+	for k := range 15 {
+		a, _ := cat.Index(cheapNear[k])
+		b, _ := cat.Index(dearFar[k])
+		hist = append(hist, match.SwipeObservation(a, match.Like), match.SwipeObservation(b, match.Dislike))
+	}
+	assert.Equal(t, match.Fold(prior, p, cat, hist).Weights(), w)
+}
+
+func TestFeedbackMovesWeightsThroughTheWorker(t *testing.T) {
+	e := newLearnEnv(t, 400)
+	cat := e.catalog.Current()
+	for _, c := range []struct {
+		reason string
+		moved  func(before, after match.Weights) bool
+	}{
+		{match.ReasonTooExpensive, func(b, a match.Weights) bool { return a.CostWeight > b.CostWeight+0.01 }},
+		{match.ReasonWrongLocation, func(b, a match.Weights) bool { return a.DistanceWeight > b.DistanceWeight+0.01 }},
+		{match.ReasonNotMyMajor, func(b, a match.Weights) bool { return a.ProgramWeight > b.ProgramWeight+0.01 }},
+		{match.ReasonTooSelective, func(b, a match.Weights) bool { return a.AcademicSelectivity < b.AcademicSelectivity-0.01 }},
+		{match.ReasonPerfectMatch, func(b, a match.Weights) bool { return a != b }},
+	} {
+		t.Run(c.reason, func(t *testing.T) {
+			student := e.student(t)
+			// A few swipes first, so feedback acts on a learned model.
+			for i := range 3 {
+				e.swipe(t, student, cat.Schools[i*11].ID, "right")
+			}
+			e.learn(t, student)
+			before := e.state(t, student)
+			e.feedback(t, student, cat.Schools[50].ID, c.reason)
+			e.learn(t, student)
+			after := e.state(t, student)
+			assert.True(t, c.moved(before.weights, after.weights), "%v -> %v", before.weights, after.weights)
+			assert.Equal(t, 1, after.model.FeedbackCount())
+			assert.Equal(t, before.lv+1, after.lv)
+		})
+	}
+}
+
+func TestRepeatSwipeKeepsTheLatestDirection(t *testing.T) {
+	e := newLearnEnv(t, 400)
+	student := e.student(t)
+	cat := e.catalog.Current()
+	p, prior := e.profile(t, student)
+	x, y := cat.Schools[10].ID, cat.Schools[20].ID
+	e.swipe(t, student, x, "right")
+	e.swipe(t, student, y, "left")
+	e.learn(t, student)
+	e.swipe(t, student, x, "left") // changes its mind
+	e.learn(t, student)
+
+	st := e.state(t, student)
+	xi, _ := cat.Index(x)
+	yi, _ := cat.Index(y)
+	want := match.Fold(prior, p, cat.Catalog, []match.Observation{match.SwipeObservation(yi, match.Dislike),
+		match.SwipeObservation(xi, match.Dislike)})
+	assert.Equal(t, want.Weights(), st.weights, "the first direction on x is gone")
+	assert.Equal(t, 2, st.model.Swipes(), "one swipe per school")
+	f, err := e.feeds.Feed(context.Background(), student)
+	require.NoError(t, err)
+	assert.Equal(t, 3, f.TotalSwipes, "yet all three are counted")
+	assert.Equal(t, cat.Len()-2, f.TotalCount)
+}
+
+func TestConcurrentLearnTasksFoldEachSwipeOnce(t *testing.T) {
+	e := newLearnEnv(t, 400)
+	student := e.student(t)
+	cat := e.catalog.Current()
+	for i := range 12 {
+		e.swipe(t, student, cat.Schools[i*3].ID, "right")
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range errs {
+		wg.Go(func() { errs[i] = e.learnErr(context.Background(), student) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	st := e.state(t, student)
+	assert.Equal(t, 12, st.model.Swipes())
+	assert.EqualValues(t, 1, st.lv, "one task folded, the others found nothing new")
+}
+
+func TestLearnInterruptedBeforeCommitLosesNothing(t *testing.T) {
+	e := newLearnEnv(t, 400)
+	student := e.student(t)
+	cat := e.catalog.Current()
+	for i := range 5 {
+		e.swipe(t, student, cat.Schools[i*5].ID, "right")
+	}
+	versionBefore := e.studentVersion(t, student)
+
+	// The worker dies in the middle of the fold, before its commit: the
+	// context ends while the transaction is open.
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := e.db.FoldLearning(ctx, student, func(in store.LearnInput, _ func() ([]store.LearnEvent, error)) (store.LearnUpdate, error) {
+		require.Len(t, in.New, 5)
+		cancel()
+		return store.LearnUpdate{Model: []byte(`{}`), Weights: map[string]float64{}}, nil
+	})
+	require.Error(t, err)
+	// And a fold whose computation fails.
+	_, err = e.db.FoldLearning(context.Background(), student, func(store.LearnInput, func() ([]store.LearnEvent, error)) (store.LearnUpdate, error) {
+		return store.LearnUpdate{}, errors.New("killed")
+	})
+	require.Error(t, err)
+
+	var n int
+	require.NoError(t, e.db.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM learning_state WHERE student_id = $1`, student).Scan(&n))
+	assert.Zero(t, n, "nothing was stored")
+	assert.Equal(t, versionBefore, e.studentVersion(t, student))
+
+	// The retried task folds every swipe exactly once.
+	e.learn(t, student)
+	st := e.state(t, student)
+	assert.Equal(t, 5, st.model.Swipes())
+	e.learn(t, student)
+	assert.Equal(t, 5, e.state(t, student).model.Swipes())
+}
+
+func TestLearnSkipsErasedAndUnknownStudents(t *testing.T) {
+	e := newLearnEnv(t, 200)
+	student := e.student(t)
+	e.swipe(t, student, e.catalog.Current().Schools[0].ID, "right")
+	_, err := e.db.DeleteStudent(context.Background(), student)
+	require.NoError(t, err)
+	e.learn(t, student)
+	var n int
+	require.NoError(t, e.db.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM learning_state WHERE student_id = $1`, student).Scan(&n))
+	assert.Zero(t, n)
+	_, err = e.feeds.Header(context.Background(), student)
+	assert.ErrorIs(t, err, cache.ErrNotBuilt)
+
+	e.learn(t, uuid.NewString())
+	err = e.handler.HandleStudentLearn(context.Background(), asynq.NewTask(tasks.TypeStudentLearn, []byte("{")))
+	assert.ErrorIs(t, err, asynq.SkipRetry)
+}
