@@ -255,15 +255,17 @@ func TestUnknownRouteAndWrongMethod(t *testing.T) {
 			details := requireErrorBody(t, api.do(t, "GET", p, tk, nil), http.StatusNotFound, "NOT_FOUND")
 			assert.Empty(t, details)
 		}
-		for _, c := range []struct{ method, path string }{
-			{"DELETE", "/health"},
-			{"POST", "/health"},
-			{"GET", "/v2/onboarding/minimal"},
-			{"PUT", "/swipe"},
-			{"POST", "/m/recommendations/" + uuid.NewString()},
+		for _, c := range []struct{ method, path, allow string }{
+			{"DELETE", "/health", "GET"},
+			{"POST", "/health", "GET"},
+			{"GET", "/v2/onboarding/minimal", "POST"},
+			{"PUT", "/swipe", "POST"},
+			{"POST", "/m/recommendations/" + uuid.NewString(), "GET"},
 		} {
-			details := requireErrorBody(t, api.do(t, c.method, c.path, tk, nil), http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
+			res := api.do(t, c.method, c.path, tk, nil)
+			details := requireErrorBody(t, res, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
 			assert.Empty(t, details)
+			assert.Equal(t, c.allow, res.Header.Get("Allow"), c.path)
 		}
 	}
 }

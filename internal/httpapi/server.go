@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -64,9 +65,24 @@ func NewServer(d Deps) http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, domain.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path, nil)
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusMethodNotAllowed, domain.CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path, nil)
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		if allow := allowedMethods(r, req.URL.Path); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		writeError(w, http.StatusMethodNotAllowed, domain.CodeMethodNotAllowed, req.Method+" is not allowed on "+req.URL.Path, nil)
 	})
 	addRoutes(r, d)
 	return r
+}
+
+// allowedMethods lists the methods routes has for path, for the Allow
+// header a 405 must carry.
+func allowedMethods(routes chi.Routes, path string) string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if routes.Match(chi.NewRouteContext(), m, path) {
+			allow = append(allow, m)
+		}
+	}
+	return strings.Join(allow, ", ")
 }
