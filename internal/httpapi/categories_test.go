@@ -169,6 +169,10 @@ func TestCategorySwipeValidation(t *testing.T) {
 		res = api.do(t, "POST", "/v2/recommendations", gtok, map[string]any{"student_id": gone})
 		require.Equal(t, http.StatusNotFound, res.Status, "%s", res.Raw)
 		assert.Equal(t, domain.CodeInvalidStudentID, res.errorCode())
+		// The student is checked before the school.
+		res = api.do(t, "GET", "/match/"+gone+"/"+uuid.NewString(), gtok, nil)
+		require.Equal(t, http.StatusNotFound, res.Status, "match detail of an erased student: %s", res.Raw)
+		assert.Equal(t, domain.CodeInvalidStudentID, res.errorCode())
 	})
 }
 

@@ -558,6 +558,9 @@ func (s *Service) MatchDetail(ctx context.Context, studentID, schoolID string) (
 		if err != nil {
 			return MatchDetailView{}, err
 		}
+		if st.Student.DeletedAt != nil { // erased: unknown, as on every other read
+			return MatchDetailView{}, domain.StudentNotFound(studentID)
+		}
 		var model match.Model
 		p, model = scoringStart(st)
 		w = model.Weights()
