@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"strconv"
 	"strings"
@@ -61,13 +60,6 @@ type ProbeMemory interface {
 	Remember(ctx context.Context, studentID string, schoolIDs ...string) error
 }
 
-// SwipeHistory lists every school a student has swiped. The continuous
-// feed needs it only when it ranks past the stored feed (whose items
-// already leave swiped schools out).
-type SwipeHistory interface {
-	SwipedSchools(ctx context.Context, studentID string) ([]string, error)
-}
-
 // ContinuousConfig is what NewContinuous needs.
 type ContinuousConfig struct {
 	Queries *Service      // the read side whose learned feed is served; required
@@ -76,9 +68,6 @@ type ContinuousConfig struct {
 	// Recorder records the swipes sent along; optional: without it a
 	// request that carries swipes is NOT_IMPLEMENTED.
 	Recorder SwipeRecorder
-	// History is optional: without it, ranking past the stored feed leaves
-	// out only the swipes the continuous feed knows of (recent ones).
-	History SwipeHistory
 }
 
 // Continuous serves POST /continuous-feed.
@@ -87,7 +76,6 @@ type Continuous struct {
 	store    CooldownStore
 	probes   ProbeMemory
 	recorder SwipeRecorder
-	history  SwipeHistory
 }
 
 // NewContinuous builds the continuous feed.
@@ -95,7 +83,7 @@ func NewContinuous(c ContinuousConfig) *Continuous {
 	if c.Queries == nil || c.Store == nil || c.Probes == nil {
 		panic("query.NewContinuous: missing dependency")
 	}
-	return &Continuous{q: c.Queries, store: c.Store, probes: c.Probes, recorder: c.Recorder, history: c.History}
+	return &Continuous{q: c.Queries, store: c.Store, probes: c.Probes, recorder: c.Recorder}
 }
 
 // ContinuousPage is the answer of POST /continuous-feed: the envelope of
@@ -217,10 +205,7 @@ func (c *Continuous) ContinuousFeed(ctx context.Context, studentID string, limit
 				return ContinuousPage{}, err
 			}
 		}
-		pick, complete, err := c.choose(ctx, studentID, fs, cat, st, now, limit)
-		if err != nil {
-			return ContinuousPage{}, err
-		}
+		pick, complete := c.choose(studentID, fs, cat, st, now, limit)
 		if !complete && attempt == 0 {
 			// A stored feed named a school this catalogue does not hold:
 			// build on this one.
@@ -311,23 +296,22 @@ const walkChunk = 64
 
 // choose walks the feed in rank order and picks the first limit schools
 // that are neither swiped nor cooling down. When the stored items run out
-// before that and the catalogue holds more, it ranks past them. complete
-// is false when a stored item's school is not in cat.
-func (c *Continuous) choose(ctx context.Context, studentID string, fs *feedState, cat *Catalog,
-	st cache.ContinuousState, now time.Time, limit int) (picked, bool, error) {
+// before that and the student has more unswiped schools, it goes on down
+// the same list past them (Service.deeper, which leaves out every school
+// the student swiped). complete is false when a stored item's school is
+// not in cat.
+func (c *Continuous) choose(studentID string, fs *feedState, cat *Catalog,
+	st cache.ContinuousState, now time.Time, limit int) (picked, bool) {
 	cooldown := c.store.Cooldown()
 	var out picked
 	seen := make(map[uuid.UUID]struct{}, limit)
 	// consider reports whether it took the item (and whether the walk is done).
-	consider := func(it cache.FeedItem, swiped map[uuid.UUID]struct{}) bool {
+	consider := func(it cache.FeedItem) bool {
 		if _, dup := seen[it.SchoolID]; dup {
 			return false
 		}
 		seen[it.SchoolID] = struct{}{}
 		if _, ok := st.Swiped[it.SchoolID]; ok {
-			return false
-		}
-		if _, ok := swiped[it.SchoolID]; ok {
 			return false
 		}
 		if at, ok := st.Shown[it.SchoolID]; ok {
@@ -346,39 +330,24 @@ func (c *Continuous) choose(ctx context.Context, studentID string, fs *feedState
 	for from := 0; from < n && len(out.items) < limit; from += walkChunk {
 		for _, it := range fs.feed.Range(from, from+walkChunk) {
 			if _, ok := cat.Index(it.SchoolID.String()); !ok {
-				return out, false, nil
+				return out, false
 			}
-			if consider(it, nil) {
+			if consider(it) {
 				break
 			}
 		}
 	}
 	if len(out.items) == limit || n >= fs.feed.TotalCount {
-		return out, true, nil
+		return out, true
 	}
-
-	// The stored items are exhausted: rank past them, leaving out every
-	// school the student swiped (which the stored items already did).
-	var swiped map[uuid.UUID]struct{}
-	if c.history != nil {
-		ids, err := c.history.SwipedSchools(ctx, studentID)
-		if err != nil {
-			return out, true, fmt.Errorf("continuous feed: swiped schools: %w", err)
-		}
-		swiped = make(map[uuid.UUID]struct{}, len(ids))
-		for _, id := range ids {
-			if u, err := uuid.Parse(id); err == nil {
-				swiped[u] = struct{}{}
-			}
-		}
-	}
-	deep := c.q.deeper(studentID, fs, cat, fs.feed.TotalCount)
-	for _, it := range deep[min(n, len(deep)):] {
-		if consider(it, swiped) {
+	// The stored items are used up: the whole list, whose prefix they are
+	// (what was walked already is skipped).
+	for _, it := range c.q.deeper(studentID, fs, cat, fs.feed.TotalCount) {
+		if consider(it) {
 			break
 		}
 	}
-	return out, true, nil
+	return out, true
 }
 
 // remember records the served schools as shown and the probes among them,

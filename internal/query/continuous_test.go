@@ -19,6 +19,7 @@ import (
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
+	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
 )
 
@@ -69,11 +70,6 @@ func (f *fakeRecorder) Record(_ context.Context, in command.SwipeInput) (command
 	return command.SwipeResult{SwipeCount: n, Phase: string(match.PhaseFor(n)), Progress: match.Progress(n)}, nil
 }
 
-// history is a fixed list of swiped schools.
-type history []string
-
-func (h history) SwipedSchools(context.Context, string) ([]string, error) { return h, nil }
-
 // continuousEnv is the continuous feed over e's store and Redis, with a
 // settable clock and a stored feed of feedSize items.
 type continuousEnv struct {
@@ -85,14 +81,14 @@ type continuousEnv struct {
 	cooldown time.Duration
 }
 
-func newContinuousEnv(t *testing.T, schools, feedSize int, cooldown time.Duration, h query.SwipeHistory) *continuousEnv {
+func newContinuousEnv(t *testing.T, schools, feedSize int, cooldown time.Duration) *continuousEnv {
 	t.Helper()
 	e := newEnv(t, schools, feedSize)
 	c := &continuousEnv{env: e, clock: newClock(), recorder: newFakeRecorder(), cooldown: cooldown}
 	c.svc = query.New(query.Config{Students: e.Students, Feeds: e.Feeds, Catalogs: e.Catalog, Log: testutil.Logger(t),
 		Metrics: e.Metrics, FeedSize: feedSize, Now: c.clock.Now})
 	c.cf = query.NewContinuous(query.ContinuousConfig{Queries: c.svc, Store: cache.NewCooldowns(e.Feeds, cooldown),
-		Probes: cache.NewProbes(e.Redis, 5*time.Minute), Recorder: c.recorder, History: h})
+		Probes: cache.NewProbes(e.Redis, 5*time.Minute), Recorder: c.recorder})
 	return c
 }
 
@@ -126,7 +122,7 @@ func ids(p query.ContinuousPage) []string {
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 func TestContinuousFeedRecyclesAfterTheCooldown(t *testing.T) {
-	c := newContinuousEnv(t, 35, 0, time.Minute, nil)
+	c := newContinuousEnv(t, 35, 0, time.Minute)
 	st := c.save(t, completeStudent())
 	all := c.order(t, st.ID)
 	require.Len(t, all, 35)
@@ -170,7 +166,7 @@ func TestContinuousFeedRecyclesAfterTheCooldown(t *testing.T) {
 // then next_available_at is the earliest end of a cooldown.
 func TestContinuousFeedNeverRunsDry(t *testing.T) {
 	const cooldown = 30 * time.Second
-	c := newContinuousEnv(t, 24, 0, cooldown, nil)
+	c := newContinuousEnv(t, 24, 0, cooldown)
 	ctx := context.Background()
 	st := c.save(t, completeStudent())
 	all := c.order(t, st.ID)
@@ -232,7 +228,7 @@ func TestContinuousFeedNeverRunsDry(t *testing.T) {
 }
 
 func TestContinuousFeedRanksPastTheStoredFeed(t *testing.T) {
-	c := newContinuousEnv(t, 30, 10, time.Minute, nil)
+	c := newContinuousEnv(t, 30, 10, time.Minute)
 	st := c.save(t, completeStudent())
 	all := c.order(t, st.ID)
 	require.Len(t, all, 30, "the list goes on past the 10 stored items")
@@ -245,22 +241,34 @@ func TestContinuousFeedRanksPastTheStoredFeed(t *testing.T) {
 	assert.Empty(t, p.Recommendations)
 	assert.NotEmpty(t, p.Metadata.NextAvailableAt)
 
-	// Schools swiped long ago (not in the stored items, not recent) stay out
-	// past the stored feed too.
-	h := history{all[12], all[25]}
-	c2 := newContinuousEnv(t, 30, 10, time.Minute, h)
+	// Schools swiped long ago (not in the stored items, not recent swipes of
+	// this endpoint) stay out past the stored feed too.
+	c2 := newContinuousEnv(t, 30, 10, time.Minute)
 	st2 := c2.save(t, completeStudent())
+	all2 := c2.order(t, st2.ID)
+	for _, id := range []string{all2[12], all2[25]} {
+		_, err := c2.Store.RecordSwipe(context.Background(), store.NewSwipe{StudentID: st2.ID, SchoolID: id,
+			Direction: "left", InteractionType: "swipe", Counted: true},
+			func(int64, time.Time) (string, any) { return "swipe.recorded", map[string]any{} },
+			func(int) ([]byte, error) { return []byte("{}"), nil })
+		require.NoError(t, err)
+	}
 	got = []string{}
 	for range 4 {
 		got = append(got, ids(c2.next(t, st2.ID, 8))...)
 	}
 	assert.Len(t, got, 28)
-	assert.NotContains(t, got, all[12])
-	assert.NotContains(t, got, all[25])
+	assert.NotContains(t, got, all2[12])
+	assert.NotContains(t, got, all2[25])
+	seen := map[string]bool{}
+	for _, id := range got {
+		assert.False(t, seen[id], "each school once")
+		seen[id] = true
+	}
 }
 
 func TestContinuousFeedRemembersProbes(t *testing.T) {
-	c := newContinuousEnv(t, 40, 0, time.Minute, nil)
+	c := newContinuousEnv(t, 40, 0, time.Minute)
 	ctx := context.Background()
 	st := c.save(t, completeStudent())
 	c.order(t, st.ID) // builds and stores the feed
@@ -286,7 +294,7 @@ func TestContinuousFeedRemembersProbes(t *testing.T) {
 }
 
 func TestContinuousFeedRecordsSwipesFirst(t *testing.T) {
-	c := newContinuousEnv(t, 40, 0, time.Minute, nil)
+	c := newContinuousEnv(t, 40, 0, time.Minute)
 	st := c.save(t, completeStudent())
 	all := c.order(t, st.ID)
 
@@ -330,7 +338,7 @@ func TestContinuousFeedRecordsSwipesFirst(t *testing.T) {
 }
 
 func TestContinuousFeedSwipeErrors(t *testing.T) {
-	c := newContinuousEnv(t, 40, 0, time.Minute, nil)
+	c := newContinuousEnv(t, 40, 0, time.Minute)
 	ctx := context.Background()
 	st := c.save(t, completeStudent())
 	all := c.order(t, st.ID)
@@ -375,7 +383,7 @@ func TestContinuousFeedSwipeErrors(t *testing.T) {
 }
 
 func TestContinuousFeedServesAnyStudent(t *testing.T) {
-	c := newContinuousEnv(t, 30, 0, time.Minute, nil)
+	c := newContinuousEnv(t, 30, 0, time.Minute)
 	ctx := context.Background()
 	partial := c.save(t, domain.Student{ID: uuid.NewString(), Name: "P", Email: "p@example.com", GraduationYear: "2027"})
 	p, err := c.cf.ContinuousFeed(ctx, partial.ID, 10, nil)
