@@ -15,6 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/httpapi"
+	"github.com/collegematch/matching/internal/match"
+	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
@@ -42,8 +45,9 @@ var redisKeyRules = map[string]keyRule{
 // stays bounded however long students keep swiping. A realistic workload
 // goes through the real router (onboarding, category swipes, every read,
 // the compact feed, swipes, feedback, the continuous feed with swipes,
-// rate limits up to 429) and the worker's outbox relay; then every key of
-// the Redis DB is checked.
+// rate limits up to 429) and the worker's task code (the outbox relay, and
+// the learner folding the swipes in and rebuilding feeds); then every key
+// of the Redis DB is checked.
 //
 // asynq's own keys (asynq:{<queue>}:..., the task queues, task hashes and
 // server bookkeeping) are the exception: they are asynq's to manage (it
@@ -51,7 +55,8 @@ var redisKeyRules = map[string]keyRule{
 // entries); the service does not put TTLs on them.
 func TestRedisKeysHaveTTLsAndCaps(t *testing.T) {
 	rdb := testutil.NewRedis(t, testutil.RedisDBHTTPAPI)
-	api := newTestAPIOn(t, testutil.NewDB(t), rdb)
+	var queries *query.Service // the read side, which the worker rebuilds feeds with
+	api := newTestAPIOn(t, testutil.NewDB(t), rdb, func(d *httpapi.Deps) { queries = d.Queries.(*query.Service) })
 	ctx := context.Background()
 	schools := api.seedSchools(t, 150)
 
@@ -109,6 +114,22 @@ func TestRedisKeysHaveTTLsAndCaps(t *testing.T) {
 			}
 		}
 	}
+	// The worker: its relay hands over whatever the API did not, and its
+	// learner folds every student's swipes and feedback in and rebuilds
+	// their feeds into Redis, as cmd/worker wires them.
+	relay := tasks.NewRelay(testutil.Logger(t), relaySource{api.Store}, asynq.NewClientFromRedisClient(rdb), learnRouter(),
+		tasks.NewRelayMetrics(prometheus.NewRegistry()), tasks.RelayConfig{})
+	_, err := relay.Drain(ctx)
+	require.NoError(t, err)
+	worker := tasks.NewHandler(tasks.Deps{Log: testutil.Logger(t), Relay: relay, Learning: hygieneLearnStore{api.Store},
+		Feeds: queries, Catalogs: matchCatalogs{api.Catalog}, LearnMetrics: tasks.NewLearnMetrics(prometheus.NewRegistry())})
+	for _, s := range students {
+		task, err := tasks.NewStudentLearnTask(s.id, 1)
+		require.NoError(t, err)
+		require.NoError(t, worker.HandleStudentLearn(ctx, asynq.NewTask(task.Type(), task.Payload())))
+		ok(api.do(t, "POST", "/continuous-feed", s.tok, map[string]any{"student_id": s.id}))
+	}
+
 	// One student runs into the recommendations allowance.
 	limited := false
 	for range 70 {
@@ -119,12 +140,6 @@ func TestRedisKeysHaveTTLsAndCaps(t *testing.T) {
 		}
 	}
 	require.True(t, limited, "the workload reaches a 429")
-
-	// The worker's relay hands over whatever the API did not.
-	relay := tasks.NewRelay(testutil.Logger(t), relaySource{api.Store}, asynq.NewClientFromRedisClient(rdb), learnRouter(),
-		tasks.NewRelayMetrics(prometheus.NewRegistry()), tasks.RelayConfig{})
-	_, err := relay.Drain(ctx)
-	require.NoError(t, err)
 
 	want := []string{"feed", "shown", "swiped", "rate", "asynq"}
 	if probes {
@@ -198,4 +213,31 @@ func (s relaySource) RelayOutbox(ctx context.Context, topics []string, limit int
 		}
 		return hand(ctx, out)
 	})
+}
+
+// hygieneLearnStore lets the learner fold through the store, as cmd/worker
+// wires it.
+type hygieneLearnStore struct{ *store.Store }
+
+func (l hygieneLearnStore) FoldLearning(ctx context.Context, studentID string, fold tasks.LearnFold) (tasks.LearnOutcome, error) {
+	events := func(in []store.LearnEvent) []tasks.LearnEvent {
+		out := make([]tasks.LearnEvent, len(in))
+		for i, e := range in {
+			out[i] = tasks.LearnEvent{SwipeID: e.SwipeID, FeedbackID: e.FeedbackID, SchoolID: e.SchoolID,
+				Direction: e.Direction, Interaction: e.Interaction, Reason: e.Reason, Repeat: e.Repeat, CreatedAt: e.CreatedAt}
+		}
+		return out
+	}
+	out, err := l.Store.FoldLearning(ctx, studentID, func(in store.LearnInput, history func() ([]store.LearnEvent, error)) (store.LearnUpdate, error) {
+		tin := tasks.LearnInput{Student: in.Student, Model: in.Model, New: events(in.New)}
+		for _, p := range in.Categories {
+			tin.Categories = append(tin.Categories, match.CategoryPreferenceFrom(p.CategoryID, p.Direction))
+		}
+		up, err := fold(tin, func() ([]tasks.LearnEvent, error) {
+			all, err := history()
+			return events(all), err
+		})
+		return store.LearnUpdate(up), err
+	})
+	return tasks.LearnOutcome{Erased: out.Erased, Folded: events(out.Folded), StudentVersion: out.StudentVersion}, err
 }
