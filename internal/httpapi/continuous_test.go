@@ -422,3 +422,41 @@ func TestContinuousFeedRecordsSwipesAsPostSwipe(t *testing.T) {
 	api.swipe(t, tok, map[string]any{"student_id": id, "school_id": plain, "direction": "left"})
 	assert.Equal(t, 0, api.count(t, `SELECT count(*) FROM swipes WHERE student_id = $1 AND school_id = $2 AND is_probe`, id, plain))
 }
+
+// A client that swipes every item it is shown and sends the swipes along
+// gets a probe at every 4th swipe: the item at 1-based position p of each
+// answer is a probe exactly when total_swipes + p is a multiple of 4, and a
+// swipe on it is a probe swipe.
+func TestContinuousFeedProbesAtEveryFourthSwipe(t *testing.T) {
+	api := newTestAPI(t)
+	api.seedSchools(t, 400)
+	id, tok := api.newStudent(t, completeProfile())
+	var swipes []any
+	probes, swipedProbes := 0, 0
+	for page := range 5 {
+		body := map[string]any{"student_id": id, "limit": 7}
+		if swipes != nil {
+			body["swipes"] = swipes
+		}
+		res := api.do(t, "POST", "/continuous-feed", tok, body)
+		require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
+		total := int(res.Body["total_swipes"].(float64))
+		require.Equal(t, page*7, total)
+		swipes = nil
+		for i, r := range res.Body["recommendations"].([]any) {
+			item := r.(map[string]any)
+			p := i + 1
+			assert.Equal(t, (total+p)%4 == 0, item["is_probe"], "page %d position %d (total_swipes %d)", page, p, total)
+			if item["is_probe"] == true {
+				probes++
+				if page < 4 {
+					swipedProbes++
+				}
+			}
+			swipes = append(swipes, map[string]any{"school_id": item["school_id"], "direction": []string{"left", "right"}[i%2]})
+		}
+	}
+	assert.Equal(t, 35/4, probes, "one item in four")
+	assert.Equal(t, swipedProbes, api.count(t, `SELECT count(*) FROM swipes WHERE student_id = $1 AND is_probe`, id),
+		"every probe swiped was recorded as a probe swipe (the last page is not swiped)")
+}
