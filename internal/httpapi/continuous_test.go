@@ -271,16 +271,22 @@ func TestContinuousFeedCooldownOnRealTime(t *testing.T) {
 	for _, id := range first {
 		shown[id] = true
 	}
-	var want []string
-	for _, id := range order() {
-		if !shown[id] {
-			want = append(want, id)
+	// The next items come from the feed over the schools neither swiped nor
+	// cooling down; then the 5 left, a short page.
+	for _, page := range []struct {
+		res result
+		n   int
+	}{{second, 10}, {cf(map[string]any{}), 5}} {
+		got := feedIDs(t, page.res)
+		require.Len(t, got, page.n)
+		for _, id := range got {
+			require.False(t, shown[id], "%s is cooling down or swiped", id)
+			shown[id] = true
 		}
 	}
-	require.Len(t, want, 15)
-	require.Equal(t, want[:10], feedIDs(t, second))
-	third := cf(map[string]any{})
-	require.Equal(t, want[10:], feedIDs(t, third), "fewer: the rest are cooling down")
+	require.Len(t, shown, 25)
+	third := cf(map[string]any{"limit": 1})
+	require.Empty(t, feedIDs(t, third), "every unswiped school is cooling down")
 	next := nextAvailableAt(third)
 	require.NotEmpty(t, next)
 	empty := cf(map[string]any{})
@@ -459,4 +465,19 @@ func TestContinuousFeedProbesAtEveryFourthSwipe(t *testing.T) {
 	assert.Equal(t, 35/4, probes, "one item in four")
 	assert.Equal(t, swipedProbes, api.count(t, `SELECT count(*) FROM swipes WHERE student_id = $1 AND is_probe`, id),
 		"every probe swiped was recorded as a probe swipe (the last page is not swiped)")
+
+	// A client that swipes nothing pages on through schools not shown yet,
+	// and each answer keeps the rule: positions count within the answer.
+	other, otok := api.newStudent(t, completeProfile())
+	seen := map[string]bool{}
+	for page := range 4 {
+		res := api.do(t, "POST", "/continuous-feed", otok, map[string]any{"student_id": other, "limit": 6})
+		for i, r := range res.Body["recommendations"].([]any) {
+			item := r.(map[string]any)
+			assert.Equal(t, (i+1)%4 == 0, item["is_probe"], "page %d position %d", page, i+1)
+			assert.False(t, seen[item["school_id"].(string)], "cooling down")
+			seen[item["school_id"].(string)] = true
+		}
+	}
+	assert.Len(t, seen, 24)
 }

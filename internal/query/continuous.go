@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,12 +21,16 @@ import (
 // The continuous feed (POST /continuous-feed): the student's learned feed
 // served as an endless stream. Each request first records the swipes sent
 // along, exactly as POST /swipe records them, then returns the next items:
-// the stored feed in rank order without the schools the student swiped and
-// those the continuous feed showed within the cooldown (FEED_COOLDOWN). A
-// school whose cooldown has ended is eligible again and ranks where the
-// feed ranks it, like one never shown. What is served is recorded in the
-// student's shown set (cache.Cooldowns) and the probes among it in the
-// probe memory (cache.Probes), so a later swipe on one is a probe swipe.
+// the student's feed over the schools eligible now, neither swiped nor
+// served by the continuous feed within the cooldown (FEED_COOLDOWN). When
+// no school before them is left out, they are the stored feed's first
+// items; otherwise the feed is assembled afresh from the student's state
+// without those schools, with the same model and rules (probes at every
+// 4th swipe, exploration, geographic mix). A school whose cooldown has
+// ended is eligible again and ranks where the feed ranks it, like one never
+// shown. What is served is recorded in the student's shown set
+// (cache.Cooldowns) and the probes among it in the probe memory
+// (cache.Probes), so a later swipe on one is a probe swipe.
 
 // Continuous feed limits (decisions.md: limit 1-50, default 10).
 const (
@@ -205,7 +210,7 @@ func (c *Continuous) ContinuousFeed(ctx context.Context, studentID string, limit
 				return ContinuousPage{}, err
 			}
 		}
-		pick, complete := c.choose(studentID, fs, cat, st, now, limit)
+		pick, complete := c.choose(ctx, studentID, fs, cat, st, now, limit, counts)
 		if !complete && attempt == 0 {
 			// A stored feed named a school this catalogue does not hold:
 			// build on this one.
@@ -213,7 +218,7 @@ func (c *Continuous) ContinuousFeed(ctx context.Context, studentID string, limit
 			continue
 		}
 		c.remember(ctx, studentID, now, pick.items)
-		out := c.page(fs, cat, pick, counts)
+		out := c.page(cat, pick, counts)
 		if len(pick.items) < limit {
 			out.Metadata.NextAvailableAt = nextAvailable(pick, now, c.store.Cooldown())
 		}
@@ -283,70 +288,133 @@ func (c *Continuous) feedState(ctx context.Context, studentID string, st cache.C
 	return &feedState{feed: st.Feed, profile: p, weights: match.WeightsFromMap(st.Feed.Weights), missing: missingOf(p)}, true
 }
 
-// picked is what choose selected.
+// picked is what choose selected, and the feed it was taken from.
 type picked struct {
+	from  *feedState // profile, weights and counts the items were built with
 	items []cache.FeedItem
 	// nextFree is the earliest end of cooldown among the unswiped schools
-	// skipped for their cooldown; zero when none was.
+	// left out for their cooldown; zero when none was.
 	nextFree time.Time
+	// swipes is the counted swipes the items were assembled for.
+	swipes int
 }
 
 // walkChunk is how many stored items are decoded at a time.
 const walkChunk = 64
 
-// choose walks the feed in rank order and picks the first limit schools
-// that are neither swiped nor cooling down. When the stored items run out
-// before that and the student has more unswiped schools, it goes on down
-// the same list past them (Service.deeper, which leaves out every school
-// the student swiped). complete is false when a stored item's school is
-// not in cat.
-func (c *Continuous) choose(studentID string, fs *feedState, cat *Catalog,
-	st cache.ContinuousState, now time.Time, limit int) (picked, bool) {
+// choose picks the next limit items. When nothing the student swiped or
+// was served within the cooldown comes before them, they are the stored
+// feed's first items, exactly as the feed placed them (no PostgreSQL, no
+// ranking). Otherwise the feed is assembled afresh over the schools that
+// are eligible now (reassemble): ranked by the same model, with its probes
+// at every 4th swipe, its exploration picks and its geographic mix, as if
+// the schools left out had never been there. complete is false when a
+// stored item's school is not in cat.
+func (c *Continuous) choose(ctx context.Context, studentID string, fs *feedState, cat *Catalog,
+	st cache.ContinuousState, now time.Time, limit int, counts swipeCounts) (picked, bool) {
 	cooldown := c.store.Cooldown()
-	var out picked
-	seen := make(map[uuid.UUID]struct{}, limit)
-	// consider reports whether it took the item (and whether the walk is done).
-	consider := func(it cache.FeedItem) bool {
-		if _, dup := seen[it.SchoolID]; dup {
-			return false
-		}
-		seen[it.SchoolID] = struct{}{}
-		if _, ok := st.Swiped[it.SchoolID]; ok {
-			return false
-		}
-		if at, ok := st.Shown[it.SchoolID]; ok {
-			if free := at.Add(cooldown); free.After(now) {
-				if out.nextFree.IsZero() || free.Before(out.nextFree) {
-					out.nextFree = free
-				}
-				return false
-			}
-		}
-		out.items = append(out.items, it)
-		return len(out.items) == limit
-	}
-
+	walk := picked{from: fs, swipes: fs.feed.TotalSwipes}
+	prefix := true // no school was left out before the page filled
 	n := fs.feed.Len()
-	for from := 0; from < n && len(out.items) < limit; from += walkChunk {
+	for from := 0; from < n && len(walk.items) < limit; from += walkChunk {
 		for _, it := range fs.feed.Range(from, from+walkChunk) {
 			if _, ok := cat.Index(it.SchoolID.String()); !ok {
-				return out, false
+				return walk, false
 			}
-			if consider(it) {
+			if _, ok := st.Swiped[it.SchoolID]; ok {
+				prefix = false
+				continue
+			}
+			if at, ok := st.Shown[it.SchoolID]; ok && at.Add(cooldown).After(now) {
+				prefix = false
+				if free := at.Add(cooldown); walk.nextFree.IsZero() || free.Before(walk.nextFree) {
+					walk.nextFree = free
+				}
+				continue
+			}
+			walk.items = append(walk.items, it)
+			if len(walk.items) == limit {
 				break
 			}
 		}
 	}
-	if len(out.items) == limit || n >= fs.feed.TotalCount {
-		return out, true
+	// A stored feed built for another swipe count (the swipes just recorded
+	// are not in it yet) has its probes elsewhere: assemble afresh.
+	current := !counts.recorded || counts.total == fs.feed.TotalSwipes
+	if prefix && current && (len(walk.items) == limit || n >= fs.feed.TotalCount) {
+		return walk, true
 	}
-	// The stored items are used up: the whole list, whose prefix they are
-	// (what was walked already is skipped).
-	for _, it := range c.q.deeper(studentID, fs, cat, fs.feed.TotalCount) {
-		if consider(it) {
-			break
+	if p, ok := c.reassemble(ctx, studentID, cat, st, now, limit, counts); ok {
+		return p, true
+	}
+	// Without the student's state (PostgreSQL unavailable), the stored
+	// items that are eligible, in the feed's order, are the best known.
+	return walk, true
+}
+
+// reassemble builds the student's feed from their current state over the
+// schools eligible now: neither swiped (in PostgreSQL or just now) nor
+// cooling down. The probe positions follow the count the swipes just
+// recorded answered, when there were any. ok is false when the state
+// cannot be loaded.
+func (c *Continuous) reassemble(ctx context.Context, studentID string, cat *Catalog,
+	st cache.ContinuousState, now time.Time, limit int, counts swipeCounts) (picked, bool) {
+	s := c.q
+	state, err := s.students.StudentState(ctx, studentID)
+	if err != nil || state.Student.DeletedAt != nil {
+		if err != nil {
+			s.log.WarnContext(ctx, "student state not loaded; serving the stored feed's eligible items",
+				"student_id", studentID, "err", err)
+		}
+		return picked{}, false
+	}
+	swiped := make(map[uuid.UUID]struct{}, len(state.Swiped)+len(st.Swiped))
+	for _, id := range state.Swiped {
+		if u, err := uuid.Parse(id); err == nil {
+			swiped[u] = struct{}{}
 		}
 	}
+	exclude := make([]string, 0, len(st.Shown)+len(st.Swiped))
+	for id := range st.Swiped {
+		swiped[id] = struct{}{}
+		exclude = append(exclude, id.String())
+	}
+	var out picked
+	cooling := 0
+	cooldown := c.store.Cooldown()
+	for id, at := range st.Shown {
+		free := at.Add(cooldown)
+		if _, gone := swiped[id]; gone || !free.After(now) {
+			continue
+		}
+		if _, ok := cat.Index(id.String()); !ok {
+			continue
+		}
+		exclude = append(exclude, id.String())
+		cooling++
+		if out.nextFree.IsZero() || free.Before(out.nextFree) {
+			out.nextFree = free
+		}
+	}
+	slices.Sort(exclude) // the same state gives the same feed
+
+	p, model := scoringStart(state)
+	swipes := state.Student.SwipeCount
+	if counts.recorded {
+		swipes = counts.total
+	}
+	start := time.Now()
+	scratch := s.getScratch()
+	f, scratch := BuildFeed(FeedInput{
+		StudentID: studentID, StudentVersion: state.Version, Profile: p, Model: model,
+		TotalSwipes: swipes, Swiped: state.Swiped, Exclude: exclude,
+		Catalog: cat, Size: limit, Now: now,
+	}, scratch)
+	s.putScratch(scratch)
+	s.m.FeedBuilds.Observe(time.Since(start).Seconds())
+	f.TotalCount += cooling // the whole list counts the schools cooling down, as the stored feed does
+	out.from = &feedState{feed: f, profile: p, weights: model.Weights(), missing: state.Student.Missing()}
+	out.items, out.swipes = f.Items, swipes
 	return out, true
 }
 
@@ -381,27 +449,26 @@ func (c *Continuous) remember(ctx context.Context, studentID string, now time.Ti
 // page renders the picked items in the envelope of POST /recommendations.
 // The counts come from the swipes just recorded when there were any: they
 // are exact, while the stored feed may predate them.
-func (c *Continuous) page(fs *feedState, cat *Catalog, pick picked, counts swipeCounts) ContinuousPage {
-	f := &fs.feed
-	total := f.TotalSwipes
+func (c *Continuous) page(cat *Catalog, pick picked, counts swipeCounts) ContinuousPage {
+	fs := pick.from
+	total := pick.swipes
 	if counts.recorded {
 		total = counts.total
 	}
 	phase := PhaseFor(total)
 	recs := make([]Recommendation, 0, len(pick.items))
 	for _, it := range pick.items {
-		idx, _ := cat.Index(it.SchoolID.String()) // checked by choose
+		idx, _ := cat.Index(it.SchoolID.String()) // checked by choose, or built on cat
 		recs = append(recs, recommendation(cat, fs.profile, fs.weights, idx, it))
 	}
-	out := ContinuousPage{
+	return ContinuousPage{
 		Recommendations: recs,
-		Metadata: ContinuousMetadata{Metadata: Metadata{TotalCount: f.TotalCount, LearningPhase: phase,
-			AlgorithmVersion: f.AlgorithmVersion}},
+		Metadata: ContinuousMetadata{Metadata: Metadata{TotalCount: fs.feed.TotalCount, LearningPhase: phase,
+			AlgorithmVersion: fs.feed.AlgorithmVersion}},
 		LearningState: LearningState{Phase: phase, Progress: round4(Progress(total)),
-			PreferenceWeights: roundWeights(f.Weights)},
+			PreferenceWeights: roundWeights(fs.feed.Weights)},
 		TotalSwipes: total,
 	}
-	return out
 }
 
 // nextAvailable is when the first school of a short page's student is free
