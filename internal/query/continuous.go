@@ -440,6 +440,7 @@ func (c *Continuous) remember(ctx context.Context, studentID string, now time.Ti
 		if !errors.Is(err, cache.ErrUnavailable) {
 			c.q.log.WarnContext(ctx, "shown schools not recorded", "student_id", studentID, "err", err)
 		}
+		return // Redis is failing: the probe memory is there too
 	}
 	if err := c.probes.Remember(ctx, studentID, probes...); err != nil {
 		c.q.log.WarnContext(ctx, "served probes not remembered", "student_id", studentID, "err", err)
