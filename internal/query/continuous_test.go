@@ -460,3 +460,59 @@ func TestContinuousFeedWithoutRedis(t *testing.T) {
 	assert.Equal(t, 1, p.TotalSwipes)
 	assert.False(t, math.IsNaN(p.LearningState.Progress))
 }
+
+// roundTrips counts the Redis round trips a client makes for data (a
+// pipeline or a MULTI/EXEC is one); a new connection's handshake is not
+// counted.
+type roundTrips struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (r *roundTrips) count(name string) {
+	switch name {
+	case "hello", "select", "client", "auth", "ping":
+		return
+	}
+	r.mu.Lock()
+	r.n++
+	r.mu.Unlock()
+}
+
+func (r *roundTrips) get() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { r.count(cmd.Name()); return next(ctx, cmd) }
+}
+
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 {
+			r.count(cmds[0].Name())
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A warm read is one round trip for the feed, the cooldowns and the recent
+// swipes, and one for recording what was served (no probe on the page).
+func TestContinuousFeedRoundTrips(t *testing.T) {
+	c := newContinuousEnv(t, 60, 0, time.Minute)
+	st := c.save(t, completeStudent())
+	c.order(t, st.ID) // stores the feed
+	rt := &roundTrips{}
+	c.Redis.(*redis.Client).AddHook(rt)
+	p := c.next(t, st.ID, 3) // positions 1-3: no probe at 0 swipes
+	require.Len(t, p.Recommendations, 3)
+	for _, r := range p.Recommendations {
+		require.False(t, r.IsProbe)
+	}
+	assert.Equal(t, 2, rt.get(), "one read, one write")
+	assert.Zero(t, c.Students.loads.Load()-1, "no PostgreSQL read beyond the first build")
+}
