@@ -101,7 +101,13 @@ type FeedRebuilder interface {
 // Catalogs gives the school catalogue held in memory.
 type Catalogs interface {
 	Current() *match.Catalog
+	// Refresh reloads the catalogue when the store's has changed.
+	Refresh(ctx context.Context) (bool, error)
 }
+
+// errUnknownSchool stops a fold that met a school the catalogue held does
+// not know: a school added since it was loaded, most likely.
+var errUnknownSchool = errors.New("an event names a school the catalogue does not hold")
 
 // LearnMetrics are the learner's collectors.
 type LearnMetrics struct {
@@ -215,13 +221,28 @@ func (h *Handler) handleStudentLearn(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("decode %s payload %q: %w", t.Type(), t.Payload(), asynq.SkipRetry)
 	}
 	l := h.learn
-	cat := l.catalogs.Current()
 	var rebuilt bool
-	out, err := l.store.FoldLearning(ctx, p.StudentID, func(in LearnInput, history func() ([]LearnEvent, error)) (LearnUpdate, error) {
-		up, r, err := Learn(in, cat, history)
-		rebuilt = r
-		return up, err
-	})
+	fold := func(strict bool) (LearnOutcome, error) {
+		cat := l.catalogs.Current()
+		return l.store.FoldLearning(ctx, p.StudentID, func(in LearnInput, history func() ([]LearnEvent, error)) (LearnUpdate, error) {
+			if strict && !knowsAll(cat, in.New) {
+				return LearnUpdate{}, errUnknownSchool
+			}
+			up, r, err := Learn(in, cat, history)
+			rebuilt = r
+			return up, err
+		})
+	}
+	out, err := fold(true)
+	if errors.Is(err, errUnknownSchool) {
+		// Folding would skip the event for good: reload the catalogue and
+		// fold again. A school still unknown is no longer served, and its
+		// event is left out.
+		if _, rerr := l.catalogs.Refresh(ctx); rerr != nil {
+			return fmt.Errorf("reload the catalogue: %w", rerr)
+		}
+		out, err = fold(false)
+	}
 	switch {
 	case domain.KindOf(err) == domain.KindNotFound:
 		h.log.WarnContext(ctx, "student:learn for an unknown student; nothing to do", "student_id", p.StudentID)
@@ -261,6 +282,19 @@ func (h *Handler) handleStudentLearn(ctx context.Context, t *asynq.Task) error {
 	h.log.DebugContext(ctx, "student learned", "student_id", p.StudentID, "folded", len(out.Folded),
 		"rebuilt", rebuilt, "student_version", out.StudentVersion)
 	return nil
+}
+
+// knowsAll reports whether cat holds every event's school.
+func knowsAll(cat *match.Catalog, events []LearnEvent) bool {
+	for _, e := range events {
+		if cat == nil {
+			return false
+		}
+		if _, ok := cat.Index(e.SchoolID); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func eventKind(e LearnEvent) string {

@@ -462,3 +462,22 @@ func TestLearnSkipsErasedAndUnknownStudents(t *testing.T) {
 	err = e.handler.HandleStudentLearn(context.Background(), asynq.NewTask(tasks.TypeStudentLearn, []byte("{")))
 	assert.ErrorIs(t, err, asynq.SkipRetry)
 }
+
+func TestLearnReloadsACatalogueThatMissesASwipedSchool(t *testing.T) {
+	e := newLearnEnv(t, 200)
+	student := e.student(t)
+	// A school added after the worker loaded its catalogue, swiped at once.
+	added := catalog.Generate(201, 3)[200]
+	added.ID = uuid.NewString()
+	_, err := e.db.UpsertSchools(context.Background(), []domain.School{added})
+	require.NoError(t, err)
+	_, known := e.catalog.Current().Index(added.ID)
+	require.False(t, known)
+	e.swipe(t, student, added.ID, "right")
+	e.swipe(t, student, e.catalog.Current().Schools[3].ID, "left")
+
+	e.learn(t, student)
+	assert.Equal(t, 2, e.state(t, student).model.Swipes(), "the catalogue is reloaded, no swipe is skipped")
+	_, known = e.catalog.Current().Index(added.ID)
+	assert.True(t, known)
+}
