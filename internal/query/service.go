@@ -79,11 +79,11 @@ type Config struct {
 	Catalogs Catalogs
 	Log      *slog.Logger
 	Metrics  *Metrics
-	FeedSize int              // items a stored feed keeps; optional, DefaultFeedSize
+	FeedSize int // items a stored feed keeps; optional, DefaultFeedSize
 	// Probes remembers what is served as a probe; optional (without it no
 	// swipe is known as a probe swipe).
 	Probes ProbeRecorder
-	Now      func() time.Time // optional, time.Now
+	Now    func() time.Time // optional, time.Now
 	// ImageBaseURL is the base of school image URLs (IMAGE_BASE_URL);
 	// optional, match.DefaultImageBaseURL.
 	ImageBaseURL string
