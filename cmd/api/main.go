@@ -28,6 +28,7 @@ import (
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/wire"
 )
 
 func main() {
@@ -81,7 +82,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	go catalog.Run(ctx)
 	feeds := cache.NewFeeds(rdb, cfg.FeedCacheTTL)
 	queries := query.New(query.Config{
-		Students: students{db},
+		Students: wire.Students{Store: db},
 		Feeds:    feeds,
 		Catalogs: catalog,
 		Log:      log,
@@ -101,13 +102,13 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	defer queue.Close()
 	router := tasks.NewRouter()
 	tasks.AddLearnRoutes(router)
-	writes := writeStore{db}
+	writes := wire.WriteStore{Store: db}
 	swipes := command.NewSwipes(command.SwipesConfig{
 		Store: writes, Probes: cache.NewProbes(rdb, cfg.FeedCacheTTL), Feeds: feeds,
-		Catalogs: matchCatalogs{catalog}, Queue: queue, Router: router, Log: log,
+		Catalogs: wire.Catalogs{CatalogHolder: catalog}, Queue: queue, Router: router, Log: log,
 	})
 	feedback := command.NewFeedback(command.FeedbackConfig{
-		Store: writes, Catalogs: matchCatalogs{catalog}, Queue: queue, Router: router, Log: log,
+		Store: writes, Catalogs: wire.Catalogs{CatalogHolder: catalog}, Queue: queue, Router: router, Log: log,
 	})
 
 	// The continuous feed serves the same learned feed, skipping what it
@@ -133,7 +134,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		Onboarding:     command.NewOnboarding(db, command.WithFeedInvalidator(queries)),
 		Queries:        queries,
 		Categories:     queries,
-		CategorySwipes: categorySwipes{db},
+		CategorySwipes: wire.CategorySwipes{Store: db},
 		Swipes:         swipes,
 		Feedback:       feedback,
 		Continuous:     continuous,

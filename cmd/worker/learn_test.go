@@ -17,44 +17,12 @@ import (
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/domain"
-	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
+	"github.com/collegematch/matching/internal/wire"
 )
-
-// writeStore is the store as the API's write side sees it (cmd/api wires
-// the same adapter).
-type writeStore struct{ *store.Store }
-
-func (w writeStore) ScoringState(ctx context.Context, id string) (command.ScoringState, error) {
-	st, err := w.Store.LearnerState(ctx, id, false)
-	out := command.ScoringState{Student: st.Student, Model: st.Model, Weights: st.Weights}
-	for _, p := range st.Categories {
-		out.Categories = append(out.Categories, match.CategoryPreferenceFrom(p.CategoryID, p.Direction))
-	}
-	return out, err
-}
-
-func (w writeStore) RecordSwipe(ctx context.Context, r command.SwipeRecord, event func(int64, time.Time) command.Event,
-	respond func(int) ([]byte, error)) (command.StoredSwipe, error) {
-	rec, err := w.Store.RecordSwipe(ctx, store.NewSwipe(r), func(id int64, at time.Time) (string, any) {
-		e := event(id, at)
-		return e.Topic, e.Payload
-	}, respond)
-	return command.StoredSwipe{ID: rec.ID, Duplicate: rec.Duplicate, SchoolID: rec.SchoolID, Direction: rec.Direction,
-		InteractionType: rec.InteractionType, Response: rec.Response, SwipeCount: rec.SwipeCount, Version: rec.Version,
-		OutboxID: rec.OutboxID}, err
-}
-
-func (w writeStore) RecordFeedback(ctx context.Context, r command.FeedbackRecord, event func(int64, time.Time) command.Event) (command.StoredFeedback, error) {
-	rec, err := w.Store.RecordFeedback(ctx, store.NewFeedback(r), func(id int64, at time.Time) (string, any) {
-		e := event(id, at)
-		return e.Topic, e.Payload
-	})
-	return command.StoredFeedback{ID: rec.ID, OutboxID: rec.OutboxID}, err
-}
 
 // writeSide is the API's write side over db and rdb, as cmd/api wires it.
 type writeSide struct {
@@ -71,9 +39,9 @@ func newWriteSide(t testing.TB, db *store.Store, rdb redis.UniversalClient, log 
 	router := tasks.NewRouter()
 	tasks.AddLearnRoutes(router)
 	return writeSide{
-		swipes: command.NewSwipes(command.SwipesConfig{Store: writeStore{db}, Probes: cache.NewProbes(rdb, 5*time.Minute),
-			Feeds: cache.NewFeeds(rdb, 5*time.Minute), Catalogs: matchCatalogs{holder}, Queue: q, Router: router, Log: log}),
-		feedback: command.NewFeedback(command.FeedbackConfig{Store: writeStore{db}, Catalogs: matchCatalogs{holder},
+		swipes: command.NewSwipes(command.SwipesConfig{Store: wire.WriteStore{Store: db}, Probes: cache.NewProbes(rdb, 5*time.Minute),
+			Feeds: cache.NewFeeds(rdb, 5*time.Minute), Catalogs: wire.Catalogs{CatalogHolder: holder}, Queue: q, Router: router, Log: log}),
+		feedback: command.NewFeedback(command.FeedbackConfig{Store: wire.WriteStore{Store: db}, Catalogs: wire.Catalogs{CatalogHolder: holder},
 			Queue: q, Router: router, Log: log}),
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/wire"
 )
 
 const (
@@ -96,7 +97,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	}
 	go catalog.Run(ctx)
 	feeds := query.New(query.Config{
-		Students: students{db}, Feeds: cache.NewFeeds(rdb, cfg.FeedCacheTTL), Catalogs: catalog,
+		Students: wire.Students{Store: db}, Feeds: cache.NewFeeds(rdb, cfg.FeedCacheTTL), Catalogs: catalog,
 		Log: log.With("component", "feeds"), Metrics: qm, Probes: cache.NewProbes(rdb, cfg.FeedCacheTTL),
 	})
 
@@ -108,7 +109,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	// the learn topics the same way (tasks.AddLearnRoutes).
 	router := tasks.NewRouter()
 	tasks.AddLearnRoutes(router)
-	relay := tasks.NewRelay(log.With("component", "outbox_relay"), outboxSource{db}, queue, router,
+	relay := tasks.NewRelay(log.With("component", "outbox_relay"), wire.Outbox{Store: db}, queue, router,
 		tasks.NewRelayMetrics(reg), tasks.RelayConfig{})
 
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
@@ -134,7 +135,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	mux.Use(taskMetrics.Middleware)
 	tasks.NewHandler(tasks.Deps{
 		Log: log, Relay: relay,
-		Learning: learningStore{db}, Feeds: feeds, Catalogs: matchCatalogs{catalog},
+		Learning: wire.Learning{Store: db}, Feeds: feeds, Catalogs: wire.Catalogs{CatalogHolder: catalog},
 		LearnMetrics: tasks.NewLearnMetrics(reg),
 	}).Register(mux)
 

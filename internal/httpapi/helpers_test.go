@@ -24,12 +24,12 @@ import (
 	"github.com/collegematch/matching/internal/config"
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/httpapi"
-	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/metrics"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
+	"github.com/collegematch/matching/internal/wire"
 )
 
 var testSecret = []byte("test-secret-test-secret-test-secret-0123")
@@ -81,7 +81,7 @@ func newTestAPIOn(t testing.TB, pool *pgxpool.Pool, rdb redis.UniversalClient, o
 		Onboarding:     command.NewOnboarding(db, command.WithFeedInvalidator(queries)),
 		Queries:        queries,
 		Categories:     queries,
-		CategorySwipes: categorySwipes{db},
+		CategorySwipes: wire.CategorySwipes{Store: db},
 		Swipes:         newSwipes(t, db, rdb, catalog, log),
 		Feedback:       newFeedback(t, db, rdb, catalog, log),
 		Continuous: query.NewContinuous(query.ContinuousConfig{Queries: queries,
@@ -113,23 +113,7 @@ type countingStudents struct {
 
 func (c *countingStudents) StudentState(ctx context.Context, id string) (query.StudentState, error) {
 	c.calls.Add(1)
-	st, err := c.db.LearnerState(ctx, id, true)
-	if err != nil {
-		return query.StudentState{}, err
-	}
-	out := query.StudentState{Student: st.Student, Version: st.Version, Weights: st.Weights, Model: st.Model, Swiped: st.Swiped}
-	for _, p := range st.Categories {
-		out.Categories = append(out.Categories, match.CategoryPreferenceFrom(p.CategoryID, p.Direction))
-	}
-	return out, nil
-}
-
-// categorySwipes stores category swipes through the store, as cmd/api wires it.
-type categorySwipes struct{ db *store.Store }
-
-func (c categorySwipes) SaveCategorySwipe(ctx context.Context, studentID, categoryID, direction string) error {
-	_, err := c.db.SaveCategorySwipe(ctx, studentID, categoryID, direction)
-	return err
+	return wire.StudentState(ctx, c.db, id)
 }
 
 func (c *countingStudents) StudentVersion(ctx context.Context, id string) (int64, error) {

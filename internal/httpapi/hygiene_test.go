@@ -21,6 +21,7 @@ import (
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
+	"github.com/collegematch/matching/internal/wire"
 )
 
 // keyRule is what the service promises of one kind of Redis key.
@@ -122,7 +123,7 @@ func TestRedisKeysHaveTTLsAndCaps(t *testing.T) {
 	_, err := relay.Drain(ctx)
 	require.NoError(t, err)
 	worker := tasks.NewHandler(tasks.Deps{Log: testutil.Logger(t), Relay: relay, Learning: hygieneLearnStore{api.Store},
-		Feeds: queries, Catalogs: matchCatalogs{api.Catalog}, LearnMetrics: tasks.NewLearnMetrics(prometheus.NewRegistry())})
+		Feeds: queries, Catalogs: wire.Catalogs{CatalogHolder: api.Catalog}, LearnMetrics: tasks.NewLearnMetrics(prometheus.NewRegistry())})
 	for _, s := range students {
 		task, err := tasks.NewStudentLearnTask(s.id, 1)
 		require.NoError(t, err)

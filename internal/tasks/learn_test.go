@@ -23,49 +23,8 @@ import (
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
+	"github.com/collegematch/matching/internal/wire"
 )
-
-// learnStore and learnStudents are the adapters cmd/worker wires.
-type learnStore struct{ *store.Store }
-
-func (l learnStore) FoldLearning(ctx context.Context, studentID string, fold tasks.LearnFold) (tasks.LearnOutcome, error) {
-	out, err := l.Store.FoldLearning(ctx, studentID, func(in store.LearnInput, history func() ([]store.LearnEvent, error)) (store.LearnUpdate, error) {
-		tin := tasks.LearnInput{Student: in.Student, Model: in.Model, New: learnEvents(in.New)}
-		for _, p := range in.Categories {
-			tin.Categories = append(tin.Categories, match.CategoryPreferenceFrom(p.CategoryID, p.Direction))
-		}
-		up, err := fold(tin, func() ([]tasks.LearnEvent, error) {
-			all, err := history()
-			return learnEvents(all), err
-		})
-		return store.LearnUpdate(up), err
-	})
-	return tasks.LearnOutcome{Erased: out.Erased, Folded: learnEvents(out.Folded), StudentVersion: out.StudentVersion}, err
-}
-
-func learnEvents(in []store.LearnEvent) []tasks.LearnEvent {
-	out := make([]tasks.LearnEvent, len(in))
-	for i, e := range in {
-		out[i] = tasks.LearnEvent{SwipeID: e.SwipeID, FeedbackID: e.FeedbackID, SchoolID: e.SchoolID,
-			Direction: e.Direction, Interaction: e.Interaction, Reason: e.Reason, Repeat: e.Repeat, CreatedAt: e.CreatedAt}
-	}
-	return out
-}
-
-type learnStudents struct{ *store.Store }
-
-func (s learnStudents) StudentState(ctx context.Context, id string) (query.StudentState, error) {
-	st, err := s.Store.LearnerState(ctx, id, true)
-	out := query.StudentState{Student: st.Student, Version: st.Version, Weights: st.Weights, Model: st.Model, Swiped: st.Swiped}
-	for _, p := range st.Categories {
-		out.Categories = append(out.Categories, match.CategoryPreferenceFrom(p.CategoryID, p.Direction))
-	}
-	return out, err
-}
-
-type matchCatalogs struct{ *query.CatalogHolder }
-
-func (c matchCatalogs) Current() *match.Catalog { return c.CatalogHolder.Current().Catalog }
 
 // learnEnv is the learner over a fresh database with a generated catalogue
 // and this package's Redis DB.
@@ -91,12 +50,12 @@ func newLearnEnv(t *testing.T, schools int) *learnEnv {
 	e.catalog = query.NewCatalogHolder(e.db, log, qm, time.Hour)
 	require.NoError(t, e.catalog.Load(ctx))
 	e.feeds = cache.NewFeeds(e.rdb, 5*time.Minute)
-	e.queries = query.New(query.Config{Students: learnStudents{e.db}, Feeds: e.feeds, Catalogs: e.catalog, Log: log,
+	e.queries = query.New(query.Config{Students: wire.Students{Store: e.db}, Feeds: e.feeds, Catalogs: e.catalog, Log: log,
 		Metrics: qm, Probes: cache.NewProbes(e.rdb, 5*time.Minute)})
 	relay := tasks.NewRelay(log, storeSource{e.db}, asynq.NewClientFromRedisClient(e.rdb), tasks.NewRouter(),
 		tasks.NewRelayMetrics(e.reg), tasks.RelayConfig{})
-	e.handler = tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, Learning: learnStore{e.db}, Feeds: e.queries,
-		Catalogs: matchCatalogs{e.catalog}, LearnMetrics: tasks.NewLearnMetrics(e.reg),
+	e.handler = tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, Learning: wire.Learning{Store: e.db}, Feeds: e.queries,
+		Catalogs: wire.Catalogs{CatalogHolder: e.catalog}, LearnMetrics: tasks.NewLearnMetrics(e.reg),
 		Now: func() time.Time {
 			if e.now.IsZero() {
 				return time.Now()
