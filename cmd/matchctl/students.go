@@ -146,7 +146,7 @@ func deleteStudent(ctx context.Context, e env, st *store.Store, id string) error
 	fmt.Fprintf(w, "  kept without personal data: %d swipes, %d feedback reasons, %d category preferences\n",
 		er.SwipesKept, er.FeedbackKept, er.CategoryPreferencesKept)
 
-	n, err := dropStudentKeys(ctx, e.cfg.RedisURL, id)
+	n, err := dropStudentKeys(ctx, e.cfg.RedisURL, e.cfg.FeedCacheTTL, id, er.Version)
 	if err != nil {
 		fmt.Fprintf(w, "  redis: not reachable (%v); the student's cached read models were not dropped and expire by their TTL; "+
 			"run this command again to drop them now\n", err)
@@ -159,8 +159,11 @@ func deleteStudent(ctx context.Context, e env, st *store.Store, id string) error
 
 // dropStudentKeys unlinks every Redis key of the student: each per-student
 // key of the service (feeds, cooldowns, rate limits) carries the hash tag
-// {student:<id>}. It returns how many keys it dropped.
-func dropStudentKeys(ctx context.Context, redisURL, id string) (int, error) {
+// {student:<id>}. It returns how many keys it dropped. It then leaves a feed
+// tombstone at the erased version (two numbers, no personal data, expiring
+// with the feed TTL), so a feed build that loaded the student before the
+// erasure cannot store it afterwards.
+func dropStudentKeys(ctx context.Context, redisURL string, feedTTL time.Duration, id string, version int64) (int, error) {
 	rdb, err := cache.Open(redisURL)
 	if err != nil {
 		return 0, err
@@ -168,7 +171,11 @@ func dropStudentKeys(ctx context.Context, redisURL, id string) (int, error) {
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(ctx, redisPurgeTimeout)
 	defer cancel()
-	return unlinkMatching(ctx, rdb, studentKeyPattern(id))
+	n, err := unlinkMatching(ctx, rdb, studentKeyPattern(id))
+	if err != nil {
+		return n, err
+	}
+	return n, cache.NewFeeds(rdb, feedTTL).Invalidate(ctx, strings.ToLower(id), version)
 }
 
 // studentKeyPattern matches every key tagged with the student's id, in any

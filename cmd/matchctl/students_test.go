@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,10 +168,22 @@ FROM students WHERE id = $1`, e.student).Scan(&name, &email, &zip, &gpa, &lat, &
 	assert.NotNil(t, deleted)
 	assert.Equal(t, 1, swipes)
 
-	// Redis: the student's keys are gone; the other student's and shared keys stay.
-	keys := e.keys(t)
-	for _, k := range keys {
-		assert.NotContains(t, strings.ToLower(k), e.student)
+	// Redis: the student's keys are gone but for the feed tombstone, which
+	// holds two version numbers and expires; the other student's and shared
+	// keys stay.
+	tombstone := "rm:v1:{student:" + e.student + "}:feed"
+	fields, err := e.rdb.HGetAll(ctx, tombstone).Result()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"cv", "sv"}, slices.Sorted(maps.Keys(fields)), "tombstone only")
+	ttl, err := e.rdb.PTTL(ctx, tombstone).Result()
+	require.NoError(t, err)
+	assert.Greater(t, ttl, time.Duration(0))
+	var keys []string
+	for _, k := range e.keys(t) {
+		if k != tombstone {
+			keys = append(keys, k)
+			assert.NotContains(t, strings.ToLower(k), e.student)
+		}
 	}
 	assert.ElementsMatch(t, []string{
 		"rm:v1:{student:" + e.other + "}:feed", "rm:v1:{student:" + e.other + "}:cooldown",
@@ -199,7 +213,8 @@ FROM students WHERE id = $1`, e.student).Scan(&name, &email, &zip, &gpa, &lat, &
 	require.Equal(t, 0, code, "stderr: %s", errOut)
 	assert.Contains(t, out, "was already erased")
 	assert.Contains(t, out, "profile fields erased: none left")
-	assert.Contains(t, out, "redis: dropped 0 read-model keys")
+	// Only the previous feed tombstone is left to drop, and a new one is written.
+	assert.Contains(t, out, "redis: dropped 1 read-model keys")
 }
 
 func TestStudentsDeleteWithRedisDown(t *testing.T) {

@@ -394,6 +394,9 @@ type StudentErasure struct {
 	// not onboarded again; erasing again is harmless.
 	AlreadyErased bool      `json:"already_erased"`
 	ErasedAt      time.Time `json:"erased_at"`
+	// Version is the student's version after the erasure: read models built
+	// from an older one must not be stored again.
+	Version int64 `json:"version"`
 	// ProfileFields are the profile fields that held a value and now hold
 	// none.
 	ProfileFields []string `json:"profile_fields"`
@@ -478,8 +481,8 @@ FROM students WHERE id = $1 FOR UPDATE`
 		erase := `UPDATE students SET ` + strings.Join(sets, ", ") + `,
 	version = version + 1, updated_at = now(), deleted_at = coalesce(deleted_at, now())
 WHERE id = $1
-RETURNING deleted_at`
-		if err := tx.QueryRow(ctx, erase, id).Scan(&er.ErasedAt); err != nil {
+RETURNING deleted_at, version`
+		if err := tx.QueryRow(ctx, erase, id).Scan(&er.ErasedAt, &er.Version); err != nil {
 			return err
 		}
 
