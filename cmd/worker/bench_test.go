@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -215,6 +214,6 @@ func BenchmarkSwipeToFeedLag(b *testing.B) {
 	b.ReportMetric(q(0.5), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
 	b.ReportMetric(lags[len(lags)-1].Seconds()*1000, "max-ms")
-	b.Log(fmt.Sprintf("%d swipes at %d/s: p50 %.1f ms, p99 %.1f ms, max %.1f ms", len(lags), rate, q(0.5), q(0.99),
-		lags[len(lags)-1].Seconds()*1000))
+	b.Logf("%d swipes at %d/s: p50 %.1f ms, p99 %.1f ms, max %.1f ms", len(lags), rate, q(0.5), q(0.99),
+		lags[len(lags)-1].Seconds()*1000)
 }

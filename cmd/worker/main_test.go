@@ -169,6 +169,7 @@ func TestRunServesOpsRelaysAndStopsOnCancel(t *testing.T) {
 
 	code, body := get(t, base+"/livez")
 	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "ok\n", body)
 	code, body = get(t, base+"/readyz")
 	assert.Equal(t, http.StatusOK, code, body)
 	assert.JSONEq(t, `{"postgres":"ok","redis":"ok"}`, body)

@@ -25,11 +25,6 @@ func withVerifier(v httpapi.TokenVerifier) apiOption {
 	return func(d *httpapi.Deps) { d.Verifier = v }
 }
 
-// withLimiter replaces the rate limiter.
-func withLimiter(l httpapi.Limiter) apiOption {
-	return func(d *httpapi.Deps) { d.Limiter = l }
-}
-
 // withFailClosed makes the API refuse requests it cannot count.
 func withFailClosed() apiOption {
 	return func(d *httpapi.Deps) { d.RateLimits.FailClosed = true }

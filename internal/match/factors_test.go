@@ -81,7 +81,7 @@ func TestAidAvailability(t *testing.T) {
 	v, k := aidAvailability(0.6, 0, pellWeight[domain.IncomeBand0to30k])
 	assert.Equal(t, 1.0, v)
 	assert.Equal(t, 1.0, k)
-	v, k = aidAvailability(0.9, 0.5, 0.5)
+	v, _ = aidAvailability(0.9, 0.5, 0.5)
 	assert.Equal(t, 0.75, v, "a Pell share over 60% counts as full")
 	v, k = aidAvailability(0.3, -1, 0.6)
 	assert.InDelta(t, 0.5, v, 1e-7)

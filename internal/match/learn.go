@@ -834,19 +834,6 @@ func moments(x *[nParams]float64, z float64, cov *[nParams][nParams]float64) (li
 	return like, v, vw
 }
 
-// quad is x' C x.
-func quad(c *[nParams][nParams]float64, x *[nParams]float64) float64 {
-	v := 0.0
-	for a := range nParams {
-		r := 0.0
-		for b := range nParams {
-			r += c[a][b] * x[b]
-		}
-		v += x[a] * r
-	}
-	return max(0, v)
-}
-
 // PredictLike is the probability that the student likes school idx.
 func (m Model) PredictLike(p Profile, cat *Catalog, idx int) float64 {
 	return m.Predict(p, cat, idx).Like
