@@ -23,6 +23,7 @@ import (
 	"github.com/collegematch/matching/internal/config"
 	"github.com/collegematch/matching/internal/httpapi"
 	"github.com/collegematch/matching/internal/metrics"
+	"github.com/collegematch/matching/internal/offline"
 	"github.com/collegematch/matching/internal/ops"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/ratelimit"
@@ -121,6 +122,13 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		Recorder: swipes,
 	})
 
+	// Offline sync records pushed changes in one transaction per push and
+	// hands over one student:learn task per push.
+	syncer := offline.New(offline.Config{
+		Store: db, Feeds: queries, Versions: feeds, Catalogs: wire.Catalogs{CatalogHolder: catalog},
+		Queue: queue, Router: router, Log: log,
+	})
+
 	checks := []httpapi.HealthCheck{
 		{Name: "postgres", Check: db.Ping},
 		{Name: "redis", Check: func(ctx context.Context) error { return cache.Ping(ctx, rdb) }},
@@ -138,6 +146,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		Swipes:         swipes,
 		Feedback:       feedback,
 		Continuous:     continuous,
+		Sync:           syncer,
 		FeedCacheTTL:   cfg.FeedCacheTTL,
 		Health:         checks,
 		CORS:           cfg.CORSAllowedOrigins,

@@ -189,6 +189,20 @@ type SwipePayload struct {
 	SwipeID   int64  `json:"swipe_id"`
 	// InteractionType is set on interaction.recorded only.
 	InteractionType string `json:"interaction_type,omitempty"`
+	// LearnBatched is set on the swipes of an offline sync push: the push's
+	// own sync.pushed event asks for their learning (tasks.LearnRoute).
+	LearnBatched bool `json:"learn_batched,omitempty"`
+}
+
+// SyncedSwipeResponse is the response stored with a swipe an offline sync
+// push recorded, which POST /swipe returns to a retry with the same id:
+// the exact swipe count once it was recorded, its phase, and whether it
+// moves the weights of the model stored when it arrived. A synced swipe is
+// never taken as a probe and asks for no feedback: the moment has passed.
+func SyncedSwipeResponse(swipeCount int, updatedWeights bool) ([]byte, error) {
+	phase := match.PhaseFor(swipeCount)
+	return json.Marshal(storedResponse{SwipeCount: swipeCount, Phase: string(phase), UIMessage: phase.UIMessage(),
+		Progress: match.Progress(swipeCount), UpdatedWeights: updatedWeights, FeedbackOptions: match.FeedbackOptions()})
 }
 
 // Timestamp formats an event time: ISO 8601 in UTC with milliseconds.

@@ -88,6 +88,7 @@ func newTestAPIOn(t testing.TB, pool *pgxpool.Pool, rdb redis.UniversalClient, o
 			Store:    cache.NewCooldowns(cache.NewFeeds(rdb, 5*time.Minute), 5*time.Minute),
 			Probes:   cache.NewProbes(rdb, 5*time.Minute),
 			Recorder: newSwipes(t, db, rdb, catalog, log)}),
+		Sync:         newSync(t, db, rdb, catalog, queries, log),
 		FeedCacheTTL: 5 * time.Minute,
 		Health: []httpapi.HealthCheck{
 			{Name: "postgres", Check: db.Ping},

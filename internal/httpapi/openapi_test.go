@@ -453,7 +453,7 @@ func oaSamples(student string) map[string]oaRequest {
 		"POST /m/batch/schools": {method: http.MethodPost, path: "/m/batch/schools",
 			body: map[string]any{"school_ids": []string{school, uuid.NewString()}}},
 		"POST /m/sync/pull": {method: http.MethodPost, path: "/m/sync/pull",
-			body: map[string]any{"student_id": student, "cursor": "c1"}},
+			body: map[string]any{"student_id": student}},
 		"POST /m/sync/push": {method: http.MethodPost, path: "/m/sync/push",
 			body: map[string]any{"student_id": student, "changes": []any{
 				map[string]any{"id": uuid.NewString(), "type": "swipe", "school_id": school, "direction": "right",

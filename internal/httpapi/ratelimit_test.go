@@ -159,8 +159,8 @@ func TestRateLimitHeadersOnEveryLimitedResponse(t *testing.T) {
 		{"POST", "/v2/onboarding/category-swipe", map[string]any{"student_id": me, "category_id": "liberal-arts", "direction": "right"}, 200, 300},
 		{"POST", "/m/batch/schools", map[string]any{"school_ids": []string{uuid.NewString()}}, 200, 20},
 		{"POST", "/m/batch/schools", map[string]any{"student_id": me}, 400, 20},
-		{"POST", "/m/sync/pull", map[string]any{"student_id": me}, 501, 20},
-		{"POST", "/m/sync/push", map[string]any{"student_id": me}, 501, 20},
+		{"POST", "/m/sync/pull", map[string]any{"student_id": me}, 200, 20},
+		{"POST", "/m/sync/push", map[string]any{"student_id": me}, 400, 20},
 	}
 	spent, start := map[int]int{}, map[int]time.Time{}
 	for _, c := range cases {

@@ -44,8 +44,13 @@ func addRoutes(r chi.Router, d Deps) {
 			handleCategorySwipe(d.Log, d.Categories, d.CategorySwipes))
 
 		r.With(batch).Method(http.MethodPost, "/m/batch/schools", handleBatchSchools(d.Log, d.Queries))
-		r.With(batch).Method(http.MethodPost, "/m/sync/pull", todo)
-		r.With(batch).Method(http.MethodPost, "/m/sync/push", todo)
+		if d.Sync != nil {
+			r.With(batch).Method(http.MethodPost, "/m/sync/pull", handleSyncPull(d.Log, d.Sync))
+			r.With(batch).Method(http.MethodPost, "/m/sync/push", handleSyncPush(d.Log, d.Sync))
+		} else {
+			r.With(batch).Method(http.MethodPost, "/m/sync/pull", todo)
+			r.With(batch).Method(http.MethodPost, "/m/sync/push", todo)
+		}
 
 		r.With(def).Method(http.MethodPost, "/v2/onboarding/minimal", handleOnboardingMinimal(d.Log, d.Onboarding))
 		r.With(def).Method(http.MethodGet, "/v2/onboarding/category-schools", handleCategorySchools(d.Categories))

@@ -42,6 +42,9 @@ type Deps struct {
 	// Swipes and Feedback record swipes and learning feedback.
 	Swipes   Swipes
 	Feedback FeedbackRecorder
+	// Sync serves offline sync (POST /m/sync/push and /m/sync/pull);
+	// optional: without it both answer 501.
+	Sync Sync
 	// FeedCacheTTL is how long clients may cache the compact feed
 	// (Cache-Control max-age); FEED_CACHE_TTL.
 	FeedCacheTTL time.Duration

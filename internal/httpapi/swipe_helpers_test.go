@@ -10,6 +10,7 @@ import (
 
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/command"
+	"github.com/collegematch/matching/internal/offline"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
@@ -34,4 +35,11 @@ func newFeedback(t testing.TB, db *store.Store, rdb redis.UniversalClient, cat *
 	t.Cleanup(func() { _ = q.Close() })
 	return command.NewFeedback(command.FeedbackConfig{Store: wire.WriteStore{Store: db}, Catalogs: wire.Catalogs{CatalogHolder: cat}, Queue: q,
 		Router: learnRouter(), Log: log})
+}
+
+func newSync(t testing.TB, db *store.Store, rdb redis.UniversalClient, cat *query.CatalogHolder, queries *query.Service, log *slog.Logger) *offline.Service {
+	q := asynq.NewClientFromRedisClient(rdb)
+	t.Cleanup(func() { _ = q.Close() })
+	return offline.New(offline.Config{Store: db, Feeds: queries, Versions: cache.NewFeeds(rdb, 5*time.Minute),
+		Catalogs: wire.Catalogs{CatalogHolder: cat}, Queue: q, Router: learnRouter(), Log: log})
 }

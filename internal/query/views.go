@@ -296,3 +296,18 @@ func compactSchool(cat *Catalog, idx int) CompactSchool {
 	}
 	return c
 }
+
+// CompactSchools renders schools (as stored, active or not) as compact
+// records, in the order given: offline sync sends the records of schools
+// whose data changed, read from PostgreSQL rather than from the catalogue
+// in memory, which may not have caught up with the change yet.
+func CompactSchools(schools []domain.School) []CompactSchool {
+	cat := NewCatalog(schools, 0)
+	out := make([]CompactSchool, 0, len(schools))
+	for _, s := range schools {
+		if idx, ok := cat.Index(s.ID); ok {
+			out = append(out, compactSchool(cat, idx))
+		}
+	}
+	return out
+}

@@ -191,7 +191,7 @@ INSERT INTO learning_state (student_id, model, weights, last_swipe_id, last_feed
 VALUES ($1, $2::jsonb, $3::jsonb, $4, $5, 1)
 ON CONFLICT (student_id) DO UPDATE SET model = excluded.model, weights = excluded.weights,
 	last_swipe_id = excluded.last_swipe_id, last_feedback_id = excluded.last_feedback_id,
-	version = learning_state.version + 1, change_seq = nextval('change_seq'), updated_at = now()
+	version = learning_state.version + 1, updated_at = now()
 RETURNING version`
 		if err := tx.QueryRow(ctx, save, studentID, string(up.Model), string(weights), lastSwipe, lastFeedback).
 			Scan(&out.LearningVersion); err != nil {

@@ -134,7 +134,7 @@ ON CONFLICT (id) DO UPDATE SET
 	grad_rate = excluded.grad_rate, retention_rate = excluded.retention_rate,
 	earnings_6yr = excluded.earnings_6yr, earnings_10yr = excluded.earnings_10yr,
 	program_shares = excluded.program_shares, active = true, source = excluded.source,
-	change_seq = nextval('change_seq'), updated_at = now()
+	updated_at = now()
 WHERE (schools.unitid, schools.name, schools.city, schools.state, schools.zip, schools.url, schools.lat,
 	schools.lon, schools.region, schools.control, schools.locale, schools.size, schools.pred_degree,
 	schools.admission_rate, schools.sat25, schools.sat75, schools.act25, schools.act75,
@@ -190,7 +190,7 @@ RETURNING (xmax = 0)`
 // DeactivateSchoolsNotIn marks active schools of source that are not in
 // keep as inactive (they vanished from a re-import); their swipes stay.
 func (s *Store) DeactivateSchoolsNotIn(ctx context.Context, source string, keep []string) (int, error) {
-	const q = `UPDATE schools SET active = false, change_seq = nextval('change_seq'), updated_at = now()
+	const q = `UPDATE schools SET active = false, updated_at = now()
 WHERE source = $1 AND active AND NOT (id = ANY($2::uuid[]))`
 	tag, err := s.pool.Exec(ctx, q, source, keep)
 	return int(tag.RowsAffected()), mapErr(err, "schools")

@@ -37,7 +37,7 @@ func (s *Store) DeactivateSchools(ctx context.Context, source string, ids []stri
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	const q = `UPDATE schools SET active = false, change_seq = nextval('change_seq'), updated_at = now()
+	const q = `UPDATE schools SET active = false, updated_at = now()
 WHERE source = $1 AND active AND id = ANY($2::uuid[])`
 	tag, err := s.pool.Exec(ctx, q, source, ids)
 	return int(tag.RowsAffected()), mapErr(err, "schools")

@@ -23,11 +23,14 @@ const (
 	TopicInteractionRecorded = "interaction.recorded"
 	// TopicFeedbackRecorded: a feedback reason was stored.
 	TopicFeedbackRecorded = "feedback.recorded"
+	// TopicSyncPushed: an offline sync push stored swipes or feedback; its
+	// one row asks for the one student:learn task of the whole push.
+	TopicSyncPushed = "sync.pushed"
 )
 
 // LearnTopics are the topics whose rows ask for a student:learn task.
 func LearnTopics() []string {
-	return []string{TopicSwipeRecorded, TopicInteractionRecorded, TopicFeedbackRecorded}
+	return []string{TopicSwipeRecorded, TopicInteractionRecorded, TopicFeedbackRecorded, TopicSyncPushed}
 }
 
 // AddLearnRoutes routes every learn topic to LearnRoute. The API (fast

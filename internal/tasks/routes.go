@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -11,9 +12,21 @@ import (
 // LearnRoute makes an event about a student produce that student's
 // student:learn task. Wire it for a topic together with the student:learn
 // handler, never before: a task nobody handles is retried and then archived.
+//
+// An event whose payload says "learn_batched": true produces none: another
+// row written in the same transaction (a sync push's sync.pushed row) asks
+// for the learning of all of them at once.
 func LearnRoute(row OutboxRow) ([]Job, error) {
 	if row.StudentID == "" {
 		return nil, errors.New("event has no student id")
+	}
+	if len(row.Payload) > 0 {
+		var p struct {
+			LearnBatched bool `json:"learn_batched"`
+		}
+		if err := json.Unmarshal(row.Payload, &p); err == nil && p.LearnBatched {
+			return nil, nil
+		}
 	}
 	t, err := NewStudentLearnTask(row.StudentID, row.ID)
 	if err != nil {

@@ -67,6 +67,18 @@ func TestLearnRoute(t *testing.T) {
 
 	_, err = tasks.LearnRoute(tasks.OutboxRow{ID: 3, Topic: tasks.TopicSwipeRecorded})
 	assert.Error(t, err, "an event without a student cannot teach anyone")
+
+	// A sync push's swipes are learned by its one sync.pushed event.
+	jobs, err = tasks.LearnRoute(tasks.OutboxRow{ID: 4, Topic: tasks.TopicSwipeRecorded, StudentID: "s-1",
+		Payload: []byte(`{"student_id":"s-1","learn_batched":true}`)})
+	require.NoError(t, err)
+	assert.Empty(t, jobs)
+	jobs, err = tasks.LearnRoute(tasks.OutboxRow{ID: 5, Topic: tasks.TopicSyncPushed, StudentID: "s-1",
+		Payload: []byte(`{"student_id":"s-1","swipes":3,"feedback":1}`)})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	assert.Equal(t, "outbox:5:student:learn", jobs[0].ID)
+	assert.Contains(t, tasks.LearnTopics(), tasks.TopicSyncPushed)
 }
 
 func TestRouter(t *testing.T) {
