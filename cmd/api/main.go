@@ -28,6 +28,7 @@ import (
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/webhook"
 	"github.com/collegematch/matching/internal/wire"
 )
 
@@ -102,6 +103,13 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	defer queue.Close()
 	router := tasks.NewRouter()
 	tasks.AddLearnRoutes(router)
+	// The same subscribers as the worker's: a row this hands over is marked
+	// published, so its webhook tasks must be among the ones it queues.
+	endpoints, err := webhook.LoadFile(cfg.WebhookEndpointsFile)
+	if err != nil {
+		return err
+	}
+	tasks.AddWebhookRoutes(router, wire.WebhookSubscriptions(endpoints))
 	writes := wire.WriteStore{Store: db}
 	swipes := command.NewSwipes(command.SwipesConfig{
 		Store: writes, Probes: cache.NewProbes(rdb, cfg.FeedCacheTTL), Feeds: feeds,

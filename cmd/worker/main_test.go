@@ -52,12 +52,18 @@ type worker struct {
 // start runs the worker with env until the test ends or stop is called.
 func start(t *testing.T, env map[string]string) *worker {
 	t.Helper()
+	return startWith(t, env, options{})
+}
+
+// startWith is start with the worker's options set.
+func startWith(t *testing.T, env map[string]string, opt options) *worker {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &worker{logs: &syncBuffer{}, cancel: cancel, done: make(chan struct{})}
 	ready := make(chan string, 1)
 	go func() {
 		defer close(w.done)
-		w.err = run(ctx, func(k string) string { return env[k] }, w.logs, ready)
+		w.err = runWith(ctx, func(k string) string { return env[k] }, w.logs, ready, opt)
 	}()
 	t.Cleanup(func() {
 		cancel()
