@@ -48,6 +48,13 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	if err != nil {
 		return err
 	}
+	// The same subscribers as the worker's, validated before anything
+	// starts: a row the API hands over is marked published, so its webhook
+	// tasks must be among the ones it queues.
+	endpoints, err := webhook.LoadFile(cfg.WebhookEndpointsFile)
+	if err != nil {
+		return err
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("service", "api")
 	log.InfoContext(ctx, "starting", "version", buildinfo.Version, "config", cfg)
 
@@ -103,12 +110,6 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	defer queue.Close()
 	router := tasks.NewRouter()
 	tasks.AddLearnRoutes(router)
-	// The same subscribers as the worker's: a row this hands over is marked
-	// published, so its webhook tasks must be among the ones it queues.
-	endpoints, err := webhook.LoadFile(cfg.WebhookEndpointsFile)
-	if err != nil {
-		return err
-	}
 	tasks.AddWebhookRoutes(router, wire.WebhookSubscriptions(endpoints))
 	writes := wire.WriteStore{Store: db}
 	swipes := command.NewSwipes(command.SwipesConfig{

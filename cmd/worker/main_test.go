@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -257,4 +259,24 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	err := run(context.Background(), func(k string) string { return env[k] }, io.Discard, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "REDIS_URL")
+}
+
+// A bad subscriber stops the worker at start, with an error naming it.
+func TestRunRejectsBadEndpointsFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "endpoints.yaml")
+	doc := "- url: https://ok.example/hook\n  secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n  events: [swipe.recorded]\n" +
+		"- url: ftp://bad.example/x\n  secret: nope\n  events: [swipe.deleted]\n"
+	require.NoError(t, os.WriteFile(p, []byte(doc), 0o600))
+	env := map[string]string{"OPS_ADDR": "127.0.0.1:0", "WEBHOOK_ENDPOINTS_FILE": p}
+	err := run(context.Background(), func(k string) string { return env[k] }, io.Discard, nil)
+	require.Error(t, err)
+	for _, want := range []string{"endpoint 2 (ftp://bad.example/x)", `scheme "ftp"`, "whsec_", `unknown event "swipe.deleted"`} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.NotContains(t, err.Error(), "endpoint 1")
+
+	env["WEBHOOK_ENDPOINTS_FILE"] = filepath.Join(t.TempDir(), "missing.yaml")
+	err = run(context.Background(), func(k string) string { return env[k] }, io.Discard, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "WEBHOOK_ENDPOINTS_FILE")
 }
