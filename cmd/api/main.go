@@ -29,6 +29,7 @@ import (
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/webhook"
 	"github.com/collegematch/matching/internal/wire"
 )
 
@@ -45,6 +46,13 @@ func main() {
 // both listeners are open (tests use it with ":0" addresses).
 func run(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- [2]string) error {
 	cfg, err := config.Load(getenv, config.RoleAPI)
+	if err != nil {
+		return err
+	}
+	// The same subscribers as the worker's, validated before anything
+	// starts: a row the API hands over is marked published, so its webhook
+	// tasks must be among the ones it queues.
+	endpoints, err := webhook.LoadFile(cfg.WebhookEndpointsFile)
 	if err != nil {
 		return err
 	}
@@ -103,6 +111,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	defer queue.Close()
 	router := tasks.NewRouter()
 	tasks.AddLearnRoutes(router)
+	tasks.AddWebhookRoutes(router, wire.WebhookSubscriptions(endpoints))
 	writes := wire.WriteStore{Store: db}
 	swipes := command.NewSwipes(command.SwipesConfig{
 		Store: writes, Probes: cache.NewProbes(rdb, cfg.FeedCacheTTL), Feeds: feeds,

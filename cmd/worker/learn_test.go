@@ -30,7 +30,7 @@ type writeSide struct {
 	feedback *command.Feedback
 }
 
-func newWriteSide(t testing.TB, db *store.Store, rdb redis.UniversalClient, log *slog.Logger) writeSide {
+func newWriteSide(t testing.TB, db *store.Store, rdb redis.UniversalClient, log *slog.Logger, subs ...tasks.WebhookSubscription) writeSide {
 	t.Helper()
 	holder := query.NewCatalogHolder(db, log, nil, time.Hour)
 	require.NoError(t, holder.Load(context.Background()))
@@ -38,6 +38,7 @@ func newWriteSide(t testing.TB, db *store.Store, rdb redis.UniversalClient, log 
 	t.Cleanup(func() { _ = q.Close() })
 	router := tasks.NewRouter()
 	tasks.AddLearnRoutes(router)
+	tasks.AddWebhookRoutes(router, subs)
 	return writeSide{
 		swipes: command.NewSwipes(command.SwipesConfig{Store: wire.WriteStore{Store: db}, Probes: cache.NewProbes(rdb, 5*time.Minute),
 			Feeds: cache.NewFeeds(rdb, 5*time.Minute), Catalogs: wire.Catalogs{CatalogHolder: holder}, Queue: q, Router: router, Log: log}),

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/webhook"
 	"github.com/collegematch/matching/internal/wire"
 )
 
@@ -43,6 +45,10 @@ const (
 	// within 2 s at p99, and most of an idle worker's lag is this wait: at
 	// 50 ms it costs about 20 small Redis calls a second per idle worker.
 	taskCheckInterval = 50 * time.Millisecond
+	// delayedTaskCheckInterval is how often due retries move back to their
+	// queue (asynq's default is 5 s). The first webhook retry is due 5 s
+	// after the first attempt; a second of slack keeps the schedule close.
+	delayedTaskCheckInterval = time.Second
 )
 
 func main() {
@@ -60,12 +66,38 @@ func main() {
 // stops them when ctx ends. ready, when not nil, receives the bound ops
 // address once it listens (tests use it with a ":0" address).
 func run(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- string) error {
+	return runWith(ctx, getenv, stderr, ready, options{})
+}
+
+// options are the worker's tunables that are not configuration: fixed in
+// production, shortened by tests.
+type options struct {
+	shutdownTimeout time.Duration       // default shutdownTimeout
+	delayedCheck    time.Duration       // default delayedTaskCheckInterval
+	webhooks        tasks.WebhookConfig // retry schedule and jitter; default the decisions.md schedule
+	sender          webhook.Config      // per-attempt timeout; default 10 s
+	monitor         tasks.WebhookMonitorConfig
+}
+
+func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- string, opt options) error {
 	cfg, err := config.Load(getenv, config.RoleWorker)
 	if err != nil {
 		return err
 	}
+	// Subscribers are validated before anything starts: a bad entry stops
+	// the worker with an error naming it.
+	endpoints, err := webhook.LoadFile(cfg.WebhookEndpointsFile)
+	if err != nil {
+		return err
+	}
+	if opt.shutdownTimeout <= 0 {
+		opt.shutdownTimeout = shutdownTimeout
+	}
+	if opt.delayedCheck <= 0 {
+		opt.delayedCheck = delayedTaskCheckInterval
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("service", "worker")
-	log.InfoContext(ctx, "starting", "version", buildinfo.Version, "config", cfg)
+	log.InfoContext(ctx, "starting", "version", buildinfo.Version, "config", cfg, "webhook_endpoints", len(endpoints))
 
 	pool, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -86,6 +118,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 
 	reg := metrics.NewRegistry()
 	taskMetrics := tasks.NewTaskMetrics(reg)
+	webhookMetrics := tasks.NewWebhookMetrics(reg)
 
 	// The learner rebuilds feeds exactly as the API does on a miss, on the
 	// school catalogue held in memory (reloaded when the store's catalogue
@@ -106,19 +139,25 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	// leaves its rows unpublished for a worker that routes it and reports
 	// them in matching_outbox_unrouted_backlog. The relay also deletes
 	// published rows after RelayConfig.Retention. The API's fast path routes
-	// the learn topics the same way (tasks.AddLearnRoutes).
+	// the learn topics the same way (tasks.AddLearnRoutes), and the webhook
+	// topics from the same WEBHOOK_ENDPOINTS_FILE (tasks.AddWebhookRoutes).
 	router := tasks.NewRouter()
 	tasks.AddLearnRoutes(router)
+	tasks.AddWebhookRoutes(router, wire.WebhookSubscriptions(endpoints))
 	relay := tasks.NewRelay(log.With("component", "outbox_relay"), wire.Outbox{Store: db}, queue, router,
 		tasks.NewRelayMetrics(reg), tasks.RelayConfig{})
 
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
-		Concurrency:       concurrency,
-		Queues:            tasks.QueuePriorities(),
-		ShutdownTimeout:   shutdownTimeout,
-		TaskCheckInterval: taskCheckInterval,
-		Logger:            asynqLogger{log.With("component", "asynq")},
-		LogLevel:          asynqLevel(cfg.LogLevel),
+		Concurrency:     concurrency,
+		Queues:          tasks.QueuePriorities(),
+		ShutdownTimeout: opt.shutdownTimeout,
+		// webhook:deliver retries on its own schedule (tasks.WebhookSchedule,
+		// or a Retry-After the subscriber sent); other types on asynq's.
+		RetryDelayFunc:           opt.webhooks.RetryDelayFunc(),
+		TaskCheckInterval:        taskCheckInterval,
+		DelayedTaskCheckInterval: opt.delayedCheck,
+		Logger:                   asynqLogger{log.With("component", "asynq")},
+		LogLevel:                 asynqLevel(cfg.LogLevel),
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 			id, _ := asynq.GetTaskID(ctx)
 			retried, _ := asynq.GetRetryCount(ctx)
@@ -137,7 +176,11 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		Log: log, Relay: relay,
 		Learning: wire.Learning{Store: db}, Feeds: feeds, Catalogs: wire.Catalogs{CatalogHolder: catalog},
 		LearnMetrics: tasks.NewLearnMetrics(reg),
+		WebhookStore: wire.Webhooks{Store: db}, WebhookSender: wire.WebhookSender{Sender: webhook.NewSender(endpoints, opt.sender)},
+		WebhookMetrics: webhookMetrics, WebhookConfig: opt.webhooks,
 	}).Register(mux)
+	monitor := tasks.NewWebhookMonitor(log.With("component", "webhook_monitor"), wire.Webhooks{Store: db}, queue,
+		webhookMetrics, opt.monitor)
 
 	checks := []ops.Check{
 		{Name: "postgres", Check: db.Ping},
@@ -161,7 +204,10 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	relayDone := make(chan struct{})
 	go func() {
 		defer close(relayDone)
+		var wg sync.WaitGroup
+		wg.Go(func() { monitor.Run(relayCtx) })
 		relay.Run(relayCtx)
+		wg.Wait()
 	}()
 
 	errc := make(chan error, 1)
@@ -183,7 +229,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	}
 	stopRelay()
 	<-relayDone
-	srv.Shutdown() // waits up to shutdownTimeout for running tasks
+	srv.Shutdown() // waits up to the shutdown timeout for running tasks
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if serr := opsSrv.Shutdown(shutdownCtx); serr != nil {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -52,12 +54,18 @@ type worker struct {
 // start runs the worker with env until the test ends or stop is called.
 func start(t *testing.T, env map[string]string) *worker {
 	t.Helper()
+	return startWith(t, env, options{})
+}
+
+// startWith is start with the worker's options set.
+func startWith(t *testing.T, env map[string]string, opt options) *worker {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &worker{logs: &syncBuffer{}, cancel: cancel, done: make(chan struct{})}
 	ready := make(chan string, 1)
 	go func() {
 		defer close(w.done)
-		w.err = run(ctx, func(k string) string { return env[k] }, w.logs, ready)
+		w.err = runWith(ctx, func(k string) string { return env[k] }, w.logs, ready, opt)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -252,4 +260,24 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	err := run(context.Background(), func(k string) string { return env[k] }, io.Discard, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "REDIS_URL")
+}
+
+// A bad subscriber stops the worker at start, with an error naming it.
+func TestRunRejectsBadEndpointsFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "endpoints.yaml")
+	doc := "- url: https://ok.example/hook\n  secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n  events: [swipe.recorded]\n" +
+		"- url: ftp://bad.example/x\n  secret: nope\n  events: [swipe.deleted]\n"
+	require.NoError(t, os.WriteFile(p, []byte(doc), 0o600))
+	env := map[string]string{"OPS_ADDR": "127.0.0.1:0", "WEBHOOK_ENDPOINTS_FILE": p}
+	err := run(context.Background(), func(k string) string { return env[k] }, io.Discard, nil)
+	require.Error(t, err)
+	for _, want := range []string{"endpoint 2 (ftp://bad.example/x)", `scheme "ftp"`, "whsec_", `unknown event "swipe.deleted"`} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.NotContains(t, err.Error(), "endpoint 1")
+
+	env["WEBHOOK_ENDPOINTS_FILE"] = filepath.Join(t.TempDir(), "missing.yaml")
+	err = run(context.Background(), func(k string) string { return env[k] }, io.Discard, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "WEBHOOK_ENDPOINTS_FILE")
 }

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -21,13 +22,22 @@ type Deps struct {
 	Catalogs     Catalogs
 	LearnMetrics *LearnMetrics
 	Now          func() time.Time // optional, time.Now
+
+	// Webhook delivery (webhook:deliver): store, sender and metrics
+	// together, or none, in which case webhook:deliver is not registered
+	// (and must not be routed).
+	WebhookStore   WebhookStore
+	WebhookSender  WebhookSender
+	WebhookMetrics *WebhookMetrics
+	WebhookConfig  WebhookConfig // optional
 }
 
 // Handler runs the worker's tasks. Every handler is safe to run twice.
 type Handler struct {
 	log   *slog.Logger
 	relay *Relay
-	learn *learner // nil without the learner's dependencies
+	learn *learner  // nil without the learner's dependencies
+	hooks *webhooks // nil without webhook delivery's dependencies
 }
 
 // NewHandler builds the handler; Log and Relay are required, and the
@@ -46,6 +56,14 @@ func NewHandler(d Deps) *Handler {
 		h.learn = &learner{store: d.Learning, feeds: d.Feeds, catalogs: d.Catalogs, m: d.LearnMetrics, now: d.Now}
 	default:
 		panic(errNoLearner)
+	}
+	switch countSet(d.WebhookStore != nil, d.WebhookSender != nil, d.WebhookMetrics != nil) {
+	case 0:
+	case 3:
+		h.hooks = &webhooks{log: d.Log.With("component", "webhooks"), store: d.WebhookStore, sender: d.WebhookSender,
+			m: d.WebhookMetrics, cfg: d.WebhookConfig.withDefaults()}
+	default:
+		panic(errNoWebhooks)
 	}
 	return h
 }
@@ -69,6 +87,20 @@ func (h *Handler) Register(mux *asynq.ServeMux) {
 	if h.learn != nil {
 		mux.HandleFunc(TypeStudentLearn, h.handleStudentLearn)
 	}
+	if h.hooks != nil {
+		mux.HandleFunc(TypeWebhookDeliver, h.hooks.handle)
+	}
+}
+
+var errNoWebhooks = errors.New("tasks: webhook delivery needs WebhookStore, WebhookSender and WebhookMetrics together")
+
+// HandleWebhookDeliver runs one webhook:deliver task (for callers that
+// drive the handler without a task server).
+func (h *Handler) HandleWebhookDeliver(ctx context.Context, t *asynq.Task) error {
+	if h.hooks == nil {
+		return fmt.Errorf("webhook:deliver: %w", errNoWebhooks)
+	}
+	return h.hooks.handle(ctx, t)
 }
 
 // HandleStudentLearn runs one student:learn task (for callers that drive

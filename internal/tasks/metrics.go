@@ -91,3 +91,51 @@ func (m *TaskMetrics) Middleware(next asynq.Handler) asynq.Handler {
 		return err
 	})
 }
+
+// WebhookMetrics are webhook delivery's collectors.
+type WebhookMetrics struct {
+	Attempts         *prometheus.CounterVec // attempts by result (delivered, failed, gone, interrupted)
+	Deliveries       *prometheus.CounterVec // deliveries that ended, by outcome (succeeded, parked, disabled)
+	AttemptLatency   prometheus.Histogram   // request to response, seconds
+	Lag              prometheus.Histogram   // event written to delivered, seconds
+	Backlog          prometheus.Gauge       // pending deliveries (attempted, not yet ended)
+	OldestPendingAge prometheus.Gauge       // age of the oldest pending delivery, seconds
+	Requeued         prometheus.Counter     // overdue deliveries queued again by the monitor
+}
+
+// NewWebhookMetrics creates webhook delivery's collectors and registers them on reg.
+func NewWebhookMetrics(reg prometheus.Registerer) *WebhookMetrics {
+	m := &WebhookMetrics{
+		Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matching_webhook_attempts_total", Help: "Webhook delivery attempts, by result (delivered, failed, gone, interrupted).",
+		}, []string{"result"}),
+		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matching_webhook_deliveries_total", Help: "Webhook deliveries that ended, by outcome (succeeded, parked, disabled).",
+		}, []string{"outcome"}),
+		AttemptLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "matching_webhook_attempt_duration_seconds", Help: "Time from sending a webhook request to its response (or failure).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		Lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "matching_webhook_delivery_lag_seconds", Help: "Time from an event being written to its successful delivery to one endpoint.",
+			Buckets: []float64{.05, .1, .25, .5, 1, 2, 5, 10, 30, 60, 300, 3600, 36000, 100000},
+		}),
+		Backlog: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "matching_webhook_backlog", Help: "Webhook deliveries pending (attempted at least once or due, not yet succeeded, parked or disabled).",
+		}),
+		OldestPendingAge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "matching_webhook_oldest_pending_age_seconds", Help: "Age of the oldest pending webhook delivery (0 when none).",
+		}),
+		Requeued: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matching_webhook_requeued_total", Help: "Overdue pending webhook deliveries queued again (their task was lost).",
+		}),
+	}
+	for _, r := range []string{"delivered", "failed", "gone", "interrupted"} {
+		m.Attempts.WithLabelValues(r)
+	}
+	for _, o := range []string{"succeeded", "parked", "disabled"} {
+		m.Deliveries.WithLabelValues(o)
+	}
+	reg.MustRegister(m.Attempts, m.Deliveries, m.AttemptLatency, m.Lag, m.Backlog, m.OldestPendingAge, m.Requeued)
+	return m
+}

@@ -95,7 +95,8 @@ type WebhookDeliverPayload struct {
 }
 
 // NewWebhookDeliverTask builds a webhook:deliver task: 9 attempts in all
-// (the retry schedule is the worker's RetryDelayFunc).
+// (the retry schedule, WebhookSchedule, is applied by the worker's
+// RetryDelayFunc; see WebhookConfig.RetryDelayFunc).
 func NewWebhookDeliverTask(outboxID int64, endpoint string) (*asynq.Task, error) {
 	if outboxID <= 0 || endpoint == "" {
 		return nil, fmt.Errorf("tasks: webhook:deliver needs an outbox id and an endpoint, got %d and %q", outboxID, endpoint)
@@ -105,7 +106,7 @@ func NewWebhookDeliverTask(outboxID int64, endpoint string) (*asynq.Task, error)
 		return nil, err
 	}
 	return asynq.NewTask(TypeWebhookDeliver, b,
-		asynq.Queue(QueueDefault), asynq.MaxRetry(8), asynq.Timeout(30*time.Second), asynq.Retention(Retention)), nil
+		asynq.Queue(QueueDefault), asynq.MaxRetry(len(WebhookSchedule)), asynq.Timeout(30*time.Second), asynq.Retention(Retention)), nil
 }
 
 // NewOutboxRelayTask builds an outbox:relay task: one immediate relay pass

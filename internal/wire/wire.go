@@ -13,6 +13,7 @@ import (
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/webhook"
 )
 
 // Students lets the read side load students through the store.
@@ -134,4 +135,68 @@ func (s Outbox) RelayOutbox(ctx context.Context, topics []string, limit int, han
 		}
 		return hand(ctx, out)
 	})
+}
+
+// Webhooks lets webhook delivery record its deliveries through the store.
+type Webhooks struct{ *store.Store }
+
+// WebhookEvent implements tasks.WebhookStore.
+func (w Webhooks) WebhookEvent(ctx context.Context, outboxID int64) (tasks.WebhookEvent, error) {
+	e, err := w.Store.WebhookEvent(ctx, outboxID)
+	return tasks.WebhookEvent{Topic: e.Topic, Payload: e.Payload, CreatedAt: e.CreatedAt}, err
+}
+
+// BeginWebhookDelivery implements tasks.WebhookStore.
+func (w Webhooks) BeginWebhookDelivery(ctx context.Context, k tasks.WebhookDeliveryKey) (tasks.WebhookDelivery, error) {
+	d, err := w.Store.BeginWebhookDelivery(ctx, k.OutboxID, k.Endpoint, k.MessageID, k.Event)
+	return tasks.WebhookDelivery{ID: d.ID, Status: d.Status, Attempts: d.Attempts, Replays: d.Replays,
+		EndpointDisabled: d.EndpointDisabled}, err
+}
+
+// RecordWebhookAttempt implements tasks.WebhookStore.
+func (w Webhooks) RecordWebhookAttempt(ctx context.Context, id int64, a tasks.WebhookAttempt, status string, next time.Time) error {
+	return w.Store.RecordWebhookAttempt(ctx, id, store.WebhookAttempt{StatusCode: a.StatusCode, Latency: a.Latency, Error: a.Error}, status, next)
+}
+
+// StaleWebhookDeliveries implements tasks.WebhookStore.
+func (w Webhooks) StaleWebhookDeliveries(ctx context.Context, overdue time.Duration, limit int) ([]tasks.StaleDelivery, error) {
+	ds, err := w.Store.StaleWebhookDeliveries(ctx, overdue, limit)
+	out := make([]tasks.StaleDelivery, len(ds))
+	for i, d := range ds {
+		out[i] = tasks.StaleDelivery{OutboxID: d.OutboxID, Endpoint: d.Endpoint, Replays: d.Replays}
+	}
+	return out, err
+}
+
+// WebhookSender lets webhook delivery send through internal/webhook.
+type WebhookSender struct{ *webhook.Sender }
+
+// Configured implements tasks.WebhookSender.
+func (s WebhookSender) Configured(url string) bool {
+	_, ok := s.Sender.Endpoint(url)
+	return ok
+}
+
+// Send implements tasks.WebhookSender.
+func (s WebhookSender) Send(ctx context.Context, url, id string, body []byte) tasks.WebhookResult {
+	r := s.Sender.Send(ctx, url, id, body)
+	out := tasks.WebhookResult{StatusCode: r.StatusCode, Latency: r.Latency, Err: r.Err, RetryAfter: r.RetryAfter}
+	switch r.Outcome {
+	case webhook.Delivered:
+		out.Outcome = tasks.WebhookDelivered
+	case webhook.Gone:
+		out.Outcome = tasks.WebhookGone
+	default:
+		out.Outcome = tasks.WebhookFailed
+	}
+	return out
+}
+
+// WebhookSubscriptions lists endpoints as the outbox router sees them.
+func WebhookSubscriptions(eps []webhook.Endpoint) []tasks.WebhookSubscription {
+	out := make([]tasks.WebhookSubscription, len(eps))
+	for i, e := range eps {
+		out[i] = tasks.WebhookSubscription{URL: e.URL, Events: e.Events}
+	}
+	return out
 }

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/webhook"
+)
+
+func init() {
+	register("webhooks", command{
+		usage: "webhooks failed [--limit N] | replay ID... | replay --since TIME [--until TIME]",
+		help: "list parked and disabled webhook deliveries, or send them again with the same webhook-id " +
+			"(a replay also re-enables an endpoint disabled by 410 Gone); TIME is RFC 3339, a date or a " +
+			"duration ago such as 24h",
+		run: runWebhooks,
+	})
+}
+
+// maxReplay bounds one replay by time range.
+const maxReplay = 10000
+
+func runWebhooks(ctx context.Context, e env, args []string) error {
+	if len(args) == 0 {
+		return usageErr("missing subcommand: failed or replay")
+	}
+	sub, rest := args[0], args[1:]
+	flags, ids, err := parseFlags(rest, map[string]bool{"--limit": sub == "failed", "--since": sub == "replay", "--until": sub == "replay"})
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	switch sub {
+	case "failed":
+		if len(ids) > 0 {
+			return usageErr("failed takes no arguments")
+		}
+		limit := 100
+		if v, ok := flags["--limit"]; ok {
+			if limit, err = strconv.Atoi(v); err != nil || limit <= 0 {
+				return usageErr("--limit %q is not a positive number", v)
+			}
+		}
+		st, closeDB, err := openStore(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		ds, err := st.FailedWebhookDeliveries(ctx, limit)
+		if err != nil {
+			return err
+		}
+		printDeliveries(e.stdout, ds, now)
+		return nil
+	case "replay":
+		since, hasSince := flags["--since"]
+		until, hasUntil := flags["--until"]
+		switch {
+		case hasSince && len(ids) > 0:
+			return usageErr("give delivery IDs or --since, not both")
+		case !hasSince && hasUntil:
+			return usageErr("--until needs --since")
+		case !hasSince && len(ids) == 0:
+			return usageErr("replay needs delivery IDs or --since TIME")
+		}
+		var (
+			from, to time.Time
+			nums     []int64
+		)
+		if hasSince {
+			if from, err = parseTime(since, now); err != nil {
+				return usageErr("--since: %v", err)
+			}
+			if hasUntil {
+				if to, err = parseTime(until, now); err != nil {
+					return usageErr("--until: %v", err)
+				}
+				if !to.After(from) {
+					return usageErr("--until must be after --since")
+				}
+			}
+		}
+		for _, id := range ids {
+			n, err := strconv.ParseInt(id, 10, 64)
+			if err != nil || n <= 0 {
+				return usageErr("delivery ID %q is not a positive number", id)
+			}
+			nums = append(nums, n)
+		}
+		st, closeDB, err := openStore(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		rdb, err := cache.Open(e.cfg.RedisURL)
+		if err != nil {
+			return err
+		}
+		defer rdb.Close()
+		q := asynq.NewClientFromRedisClient(rdb)
+		defer q.Close()
+
+		var ds []store.WebhookDelivery
+		if hasSince {
+			if ds, err = st.ReplayWebhookDeliveries(ctx, from, to, maxReplay); err != nil {
+				return err
+			}
+		} else {
+			for _, n := range nums {
+				d, err := st.ReplayWebhookDelivery(ctx, n)
+				var de *domain.Error
+				if errors.As(err, &de) && de.Kind == domain.KindNotFound {
+					return fmt.Errorf("webhook delivery %d not found", n)
+				}
+				if err != nil {
+					return err
+				}
+				ds = append(ds, d)
+			}
+		}
+		return enqueueReplays(ctx, e, q, ds)
+	default:
+		return usageErr("unknown subcommand %q: use failed or replay", sub)
+	}
+}
+
+// enqueueReplays queues each replayed delivery under a task id of its own
+// (the replay count), with the same webhook-id. A delivery whose task
+// cannot be queued now stays pending and the worker's monitor queues it
+// within minutes.
+func enqueueReplays(ctx context.Context, e env, q tasks.Enqueuer, ds []store.WebhookDelivery) error {
+	var failed int
+	for _, d := range ds {
+		t, err := tasks.NewWebhookDeliverTask(d.OutboxID, d.Endpoint)
+		if err == nil {
+			_, err = tasks.Enqueue(ctx, q, tasks.Job{ID: tasks.WebhookTaskID(d.OutboxID, d.Endpoint, d.Replays), Task: t})
+		}
+		if err != nil {
+			failed++
+			fmt.Fprintf(e.stderr, "delivery %d: not queued now (%v); it is pending and the worker queues it again within minutes\n", d.ID, err)
+			continue
+		}
+		fmt.Fprintf(e.stdout, "replaying delivery %d (%s event %d to %s, webhook-id %s)\n", d.ID, d.Event, d.OutboxID,
+			webhook.Redact(d.Endpoint), d.WebhookID)
+	}
+	fmt.Fprintf(e.stdout, "%d deliveries replayed\n", len(ds)-failed)
+	if failed > 0 {
+		return fmt.Errorf("%d of %d replays not queued yet (Redis unreachable?)", failed, len(ds))
+	}
+	return nil
+}
+
+func printDeliveries(w io.Writer, ds []store.WebhookDelivery, now time.Time) {
+	if len(ds) == 0 {
+		fmt.Fprintln(w, "no parked or disabled webhook deliveries")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tENDPOINT\tEVENT\tWEBHOOK-ID\tATTEMPTS\tAGE\tLAST ERROR")
+	for _, d := range ds {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Status, webhook.Redact(d.Endpoint), d.Event, d.WebhookID,
+			d.Attempts, age(now.Sub(d.EventAt)), oneLine(d.LastError, 80))
+	}
+	_ = tw.Flush()
+}
+
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < 48*time.Hour:
+		return d.Round(time.Minute).String()
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n-3] + "..."
+	}
+	if s == "" {
+		s = "-"
+	}
+	return s
+}
+
+// parseTime reads RFC 3339, a date (UTC midnight), or a duration ago.
+func parseTime(v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse("2006-01-02", v); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not RFC 3339 (2026-05-01T12:00:00Z), a date (2026-05-01) or a duration ago (24h)", v)
+}
+
+// parseFlags splits "--name value" / "--name=value" flags (only those
+// allowed) from positional arguments.
+func parseFlags(args []string, allowed map[string]bool) (map[string]string, []string, error) {
+	flags := map[string]string{}
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			pos = append(pos, a)
+			continue
+		}
+		name, val, hasVal := strings.Cut(a, "=")
+		if !strings.HasPrefix(name, "--") {
+			name = "-" + name
+		}
+		if !allowed[name] {
+			return nil, nil, usageErr("unknown flag %s", name)
+		}
+		if !hasVal {
+			if i+1 >= len(args) {
+				return nil, nil, usageErr("%s needs a value", name)
+			}
+			i++
+			val = args[i]
+		}
+		flags[name] = val
+	}
+	return flags, pos, nil
+}
+
+func openStore(ctx context.Context, e env) (*store.Store, func(), error) {
+	pool, err := store.Open(ctx, e.cfg.DatabaseURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	return store.New(pool), pool.Close, nil
+}

@@ -1,0 +1,289 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// WebhookEvent is an outbox row as a webhook delivery sends it.
+type WebhookEvent struct {
+	Topic     string
+	Payload   []byte
+	CreatedAt time.Time
+}
+
+// WebhookEvent loads outbox row id.
+func (s *Store) WebhookEvent(ctx context.Context, id int64) (WebhookEvent, error) {
+	const q = `SELECT topic, payload, created_at FROM outbox WHERE id = $1`
+	var e WebhookEvent
+	err := s.pool.QueryRow(ctx, q, id).Scan(&e.Topic, &e.Payload, &e.CreatedAt)
+	return e, mapErr(err, "outbox event")
+}
+
+// WebhookDeliveryState is a delivery row as an attempt starts.
+type WebhookDeliveryState struct {
+	ID               int64
+	Status           string
+	Attempts         int
+	Replays          int
+	EndpointDisabled bool
+}
+
+// BeginWebhookDelivery returns the delivery of outbox row outboxID to
+// endpoint, inserting it (pending, due now) on the first attempt; the
+// unique key (outbox_id, endpoint_url) makes it idempotent. It also says
+// whether the endpoint is disabled.
+func (s *Store) BeginWebhookDelivery(ctx context.Context, outboxID int64, endpoint, webhookID, event string) (WebhookDeliveryState, error) {
+	const q = `
+WITH ins AS (
+	INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, next_attempt_at)
+	VALUES ($1, $2, $3, $4, now())
+	ON CONFLICT (outbox_id, endpoint_url) DO NOTHING
+	RETURNING id, status, attempts, replays
+), cur AS (
+	SELECT id, status, attempts, replays FROM ins
+	UNION ALL
+	SELECT id, status, attempts, replays FROM webhook_deliveries WHERE outbox_id = $1 AND endpoint_url = $2
+)
+SELECT id, status, attempts, replays,
+	EXISTS (SELECT 1 FROM webhook_endpoint_state WHERE endpoint_url = $2)
+FROM cur LIMIT 1`
+	var (
+		d   WebhookDeliveryState
+		err error
+	)
+	// A concurrent first attempt that inserted the row after this
+	// statement's snapshot leaves both parts empty: the second try sees it.
+	for range 2 {
+		err = s.pool.QueryRow(ctx, q, outboxID, endpoint, webhookID, event).
+			Scan(&d.ID, &d.Status, &d.Attempts, &d.Replays, &d.EndpointDisabled)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			break
+		}
+	}
+	return d, mapErr(err, "webhook delivery")
+}
+
+// WebhookAttempt is one attempt's record.
+type WebhookAttempt struct {
+	StatusCode int // 0: no response
+	Latency    time.Duration
+	Error      string
+}
+
+// RecordWebhookAttempt adds an attempt row (numbered after the delivery's
+// previous attempts) and moves the delivery to status with its next
+// attempt at next (zero time: none), in one transaction. A delivery that
+// is no longer pending (another attempt or an endpoint's 410 ended it)
+// keeps its status, unless this attempt succeeded.
+func (s *Store) RecordWebhookAttempt(ctx context.Context, deliveryID int64, a WebhookAttempt, status string, next time.Time) error {
+	// One statement, so one round trip and atomic.
+	const q = `
+WITH upd AS (
+	UPDATE webhook_deliveries SET
+		attempts = attempts + 1,
+		status = CASE WHEN status = 'pending' OR $2 = 'succeeded' THEN $2 ELSE status END,
+		next_attempt_at = CASE WHEN status = 'pending' OR $2 = 'succeeded' THEN $3 ELSE next_attempt_at END,
+		last_error = CASE WHEN $2 = 'succeeded' THEN last_error ELSE nullif($4, '') END,
+		updated_at = now()
+	WHERE id = $1
+	RETURNING id, attempts
+)
+INSERT INTO webhook_attempts (delivery_id, attempt, status_code, latency_ms, error)
+SELECT id, attempts, $5, $6, nullif($4, '') FROM upd`
+	var nextAt *time.Time
+	if !next.IsZero() {
+		nextAt = &next
+	}
+	var code *int
+	if a.StatusCode != 0 {
+		code = &a.StatusCode
+	}
+	tag, err := s.pool.Exec(ctx, q, deliveryID, status, nextAt, a.Error, code, a.Latency.Milliseconds())
+	if err == nil && tag.RowsAffected() == 0 {
+		err = pgx.ErrNoRows
+	}
+	return mapErr(err, "webhook delivery")
+}
+
+// SetWebhookDeliveryStatus moves a pending delivery to status without an
+// attempt (its endpoint is disabled or no longer configured).
+func (s *Store) SetWebhookDeliveryStatus(ctx context.Context, deliveryID int64, status, lastError string) error {
+	const q = `
+UPDATE webhook_deliveries SET status = $2, last_error = $3, next_attempt_at = NULL, updated_at = now()
+WHERE id = $1 AND status = 'pending'`
+	_, err := s.pool.Exec(ctx, q, deliveryID, status, lastError)
+	return mapErr(err, "webhook delivery")
+}
+
+// DisableWebhookEndpoint marks endpoint disabled (410 Gone) and moves its
+// pending deliveries to disabled; it returns how many it moved.
+func (s *Store) DisableWebhookEndpoint(ctx context.Context, endpoint, reason string) (int, error) {
+	var n int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		const mark = `
+INSERT INTO webhook_endpoint_state (endpoint_url, reason) VALUES ($1, $2)
+ON CONFLICT (endpoint_url) DO UPDATE SET disabled_at = now(), reason = excluded.reason`
+		if _, err := tx.Exec(ctx, mark, endpoint, reason); err != nil {
+			return err
+		}
+		const move = `
+UPDATE webhook_deliveries SET status = 'disabled', next_attempt_at = NULL, updated_at = now(),
+	last_error = 'endpoint disabled: ' || $2
+WHERE endpoint_url = $1 AND status = 'pending'`
+		tag, err := tx.Exec(ctx, move, endpoint, reason)
+		n = int(tag.RowsAffected())
+		return err
+	})
+	return n, mapErr(err, "webhook endpoint")
+}
+
+// WebhookBacklog counts pending deliveries and dates the oldest (zero time
+// when none).
+func (s *Store) WebhookBacklog(ctx context.Context) (pending int, oldest time.Time, err error) {
+	const q = `SELECT count(*), coalesce(min(created_at), 'epoch') FROM webhook_deliveries WHERE status = 'pending'`
+	err = s.pool.QueryRow(ctx, q).Scan(&pending, &oldest)
+	if pending == 0 {
+		oldest = time.Time{}
+	}
+	return pending, oldest, mapErr(err, "webhook deliveries")
+}
+
+// StaleWebhookDelivery is a pending delivery whose next attempt is overdue.
+type StaleWebhookDelivery struct {
+	OutboxID int64
+	Endpoint string
+	Replays  int
+}
+
+// StaleWebhookDeliveries lists up to limit pending deliveries whose next
+// attempt was due more than overdue ago, oldest first.
+func (s *Store) StaleWebhookDeliveries(ctx context.Context, overdue time.Duration, limit int) ([]StaleWebhookDelivery, error) {
+	const q = `
+SELECT outbox_id, endpoint_url, replays FROM webhook_deliveries
+WHERE status = 'pending' AND next_attempt_at < now() - make_interval(secs => $1)
+ORDER BY next_attempt_at LIMIT $2`
+	rows, err := s.pool.Query(ctx, q, overdue.Seconds(), limit)
+	if err != nil {
+		return nil, mapErr(err, "webhook deliveries")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StaleWebhookDelivery, error) {
+		var d StaleWebhookDelivery
+		return d, r.Scan(&d.OutboxID, &d.Endpoint, &d.Replays)
+	})
+	return out, mapErr(err, "webhook deliveries")
+}
+
+// WebhookDelivery is a delivery as operators see it.
+type WebhookDelivery struct {
+	ID        int64
+	OutboxID  int64
+	Endpoint  string
+	WebhookID string
+	Event     string
+	Status    string
+	Attempts  int
+	Replays   int
+	LastError string
+	CreatedAt time.Time // first attempt
+	UpdatedAt time.Time
+	EventAt   time.Time // the event's outbox row
+}
+
+const deliveryColumns = `d.id, d.outbox_id, d.endpoint_url, d.webhook_id, d.event, d.status, d.attempts, d.replays,
+	coalesce(d.last_error, ''), d.created_at, d.updated_at, o.created_at`
+
+func scanDelivery(r pgx.CollectableRow) (WebhookDelivery, error) {
+	var d WebhookDelivery
+	return d, r.Scan(&d.ID, &d.OutboxID, &d.Endpoint, &d.WebhookID, &d.Event, &d.Status, &d.Attempts, &d.Replays,
+		&d.LastError, &d.CreatedAt, &d.UpdatedAt, &d.EventAt)
+}
+
+// FailedWebhookDeliveries lists parked and disabled deliveries, oldest
+// event first, at most limit.
+func (s *Store) FailedWebhookDeliveries(ctx context.Context, limit int) ([]WebhookDelivery, error) {
+	q := `SELECT ` + deliveryColumns + `
+FROM webhook_deliveries d JOIN outbox o ON o.id = d.outbox_id
+WHERE d.status IN ('parked', 'disabled')
+ORDER BY d.outbox_id, d.id LIMIT $1`
+	rows, err := s.pool.Query(ctx, q, limit)
+	if err != nil {
+		return nil, mapErr(err, "webhook deliveries")
+	}
+	out, err := pgx.CollectRows(rows, scanDelivery)
+	return out, mapErr(err, "webhook deliveries")
+}
+
+// ReplayWebhookDelivery makes delivery id pending again, whatever its
+// status, counts the replay and clears its endpoint's disabled mark, so
+// the replayed task is attempted. It returns the delivery as replayed.
+func (s *Store) ReplayWebhookDelivery(ctx context.Context, id int64) (WebhookDelivery, error) {
+	var d WebhookDelivery
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		d, err = replay(ctx, tx, `d.id = $1`, id)
+		if err == nil && d.ID == 0 {
+			err = pgx.ErrNoRows
+		}
+		return err
+	})
+	return d, mapErr(err, "webhook delivery")
+}
+
+// ReplayWebhookDeliveries replays every parked or disabled delivery of an
+// event written in [since, until) (a zero until: no end), at most limit.
+func (s *Store) ReplayWebhookDeliveries(ctx context.Context, since, until time.Time, limit int) ([]WebhookDelivery, error) {
+	var out []WebhookDelivery
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		const q = `
+SELECT d.id FROM webhook_deliveries d JOIN outbox o ON o.id = d.outbox_id
+WHERE d.status IN ('parked', 'disabled') AND o.created_at >= $1 AND ($2::timestamptz IS NULL OR o.created_at < $2)
+ORDER BY d.outbox_id, d.id LIMIT $3
+FOR UPDATE OF d`
+		var untilArg *time.Time
+		if !until.IsZero() {
+			untilArg = &until
+		}
+		rows, err := tx.Query(ctx, q, since, untilArg, limit)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			d, err := replay(ctx, tx, `d.id = $1`, id)
+			if err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return nil
+	})
+	return out, mapErr(err, "webhook deliveries")
+}
+
+func replay(ctx context.Context, tx pgx.Tx, where string, id int64) (WebhookDelivery, error) {
+	q := `
+WITH upd AS (
+	UPDATE webhook_deliveries d SET status = 'pending', replays = replays + 1, next_attempt_at = now(), updated_at = now()
+	WHERE ` + where + `
+	RETURNING d.*
+)
+SELECT ` + deliveryColumns + ` FROM upd d JOIN outbox o ON o.id = d.outbox_id`
+	rows, err := tx.Query(ctx, q, id)
+	if err != nil {
+		return WebhookDelivery{}, err
+	}
+	ds, err := pgx.CollectRows(rows, scanDelivery)
+	if err != nil || len(ds) == 0 {
+		return WebhookDelivery{}, err
+	}
+	const clear = `DELETE FROM webhook_endpoint_state WHERE endpoint_url = $1`
+	_, err = tx.Exec(ctx, clear, ds[0].Endpoint)
+	return ds[0], err
+}

@@ -1,0 +1,505 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/collegematch/matching/internal/domain"
+)
+
+// WebhookSchedule is the wait before each retry of a webhook delivery
+// (decisions.md): after the first attempt, 5 s, then 30 s, 2 min, 15 min,
+// 1 h, 4 h, 10 h and 10 h, each with +-20 % jitter: 9 attempts over about
+// 25.5 h. A delivery still failing after the last one is parked.
+var WebhookSchedule = []time.Duration{
+	5 * time.Second, 30 * time.Second, 2 * time.Minute, 15 * time.Minute,
+	time.Hour, 4 * time.Hour, 10 * time.Hour, 10 * time.Hour,
+}
+
+// WebhookJitter is the relative jitter of every wait of the schedule.
+const WebhookJitter = 0.2
+
+// Delivery statuses (webhook_deliveries.status).
+const (
+	DeliveryPending   = "pending"
+	DeliverySucceeded = "succeeded"
+	DeliveryParked    = "parked"
+	DeliveryDisabled  = "disabled"
+)
+
+// WebhookSubscription is a configured endpoint as the router sees it.
+type WebhookSubscription struct {
+	URL    string
+	Events []string
+}
+
+// AddWebhookRoutes makes every event some endpoint subscribes to produce
+// one webhook:deliver task per subscribed endpoint, under
+// WebhookTaskID(row, endpoint, 0). The API's fast path and the worker's
+// relay must both add them from the same WEBHOOK_ENDPOINTS_FILE: a row the
+// API hands over is marked published, and the relay never routes it again.
+func AddWebhookRoutes(r *Router, subs []WebhookSubscription) {
+	byEvent := map[string][]string{}
+	for _, s := range subs {
+		for _, ev := range s.Events {
+			if !slices.Contains(byEvent[ev], s.URL) {
+				byEvent[ev] = append(byEvent[ev], s.URL)
+			}
+		}
+	}
+	for _, ev := range slices.Sorted(maps.Keys(byEvent)) {
+		urls := byEvent[ev]
+		r.Add(ev, func(row OutboxRow) ([]Job, error) {
+			jobs := make([]Job, 0, len(urls))
+			for _, u := range urls {
+				t, err := NewWebhookDeliverTask(row.ID, u)
+				if err != nil {
+					return nil, err
+				}
+				jobs = append(jobs, Job{ID: WebhookTaskID(row.ID, u, 0), Task: t})
+			}
+			return jobs, nil
+		})
+	}
+}
+
+// WebhookTaskID is the task id of the delivery of outbox row outboxID to
+// endpointURL: OutboxTaskID with the EndpointKey, and for the n-th replay
+// by an operator a "replay-n" suffix, so a replay is not refused as a
+// duplicate of the original task (kept for Retention).
+func WebhookTaskID(outboxID int64, endpointURL string, replay int) string {
+	if replay > 0 {
+		return OutboxTaskID(outboxID, TypeWebhookDeliver, EndpointKey(endpointURL), "replay-"+strconv.Itoa(replay))
+	}
+	return OutboxTaskID(outboxID, TypeWebhookDeliver, EndpointKey(endpointURL))
+}
+
+// WebhookMessageID is the webhook-id of the delivery of outbox row
+// outboxID to endpointURL, and the body's "id": the same on every attempt
+// and every replay, distinct per endpoint.
+func WebhookMessageID(outboxID int64, endpointURL string) string {
+	return "msg_" + strconv.FormatInt(outboxID, 10) + "_" + EndpointKey(endpointURL)
+}
+
+// WebhookEvent is the outbox row a delivery sends.
+type WebhookEvent struct {
+	Topic     string
+	Payload   []byte
+	CreatedAt time.Time
+}
+
+// WebhookDeliveryKey names a delivery and what its row records.
+type WebhookDeliveryKey struct {
+	OutboxID  int64
+	Endpoint  string
+	MessageID string
+	Event     string
+}
+
+// WebhookDelivery is a delivery's row as an attempt starts.
+type WebhookDelivery struct {
+	ID               int64
+	Status           string
+	Attempts         int
+	Replays          int
+	EndpointDisabled bool // the endpoint answered 410 Gone and was not replayed since
+}
+
+// WebhookAttempt is one attempt's record.
+type WebhookAttempt struct {
+	StatusCode int // 0: no response
+	Latency    time.Duration
+	Error      string // "" when delivered
+}
+
+// StaleDelivery is a pending delivery whose next attempt is overdue.
+type StaleDelivery struct {
+	OutboxID int64
+	Endpoint string
+	Replays  int
+}
+
+// WebhookStore is what delivery needs from the database.
+type WebhookStore interface {
+	// WebhookEvent loads an outbox row; a domain.KindNotFound error when it
+	// is gone.
+	WebhookEvent(ctx context.Context, outboxID int64) (WebhookEvent, error)
+	// BeginWebhookDelivery inserts the delivery's row if it has none
+	// (idempotent on (outbox_id, endpoint_url)) and returns it.
+	BeginWebhookDelivery(ctx context.Context, k WebhookDeliveryKey) (WebhookDelivery, error)
+	// RecordWebhookAttempt adds an attempt row and moves the delivery to
+	// status (a delivery no longer pending keeps its status unless status is
+	// succeeded), with its next attempt at next (zero: none).
+	RecordWebhookAttempt(ctx context.Context, deliveryID int64, a WebhookAttempt, status string, next time.Time) error
+	// SetWebhookDeliveryStatus moves a pending delivery to status without an
+	// attempt.
+	SetWebhookDeliveryStatus(ctx context.Context, deliveryID int64, status, lastError string) error
+	// DisableWebhookEndpoint marks the endpoint disabled and moves its
+	// pending deliveries to disabled; it returns how many it moved.
+	DisableWebhookEndpoint(ctx context.Context, endpoint, reason string) (int, error)
+	// WebhookBacklog counts pending deliveries and dates the oldest.
+	WebhookBacklog(ctx context.Context) (pending int, oldest time.Time, err error)
+	// StaleWebhookDeliveries lists up to limit pending deliveries whose next
+	// attempt was due more than overdue ago.
+	StaleWebhookDeliveries(ctx context.Context, overdue time.Duration, limit int) ([]StaleDelivery, error)
+}
+
+// WebhookOutcome classifies an attempt.
+type WebhookOutcome uint8
+
+const (
+	WebhookDelivered WebhookOutcome = iota // a 2xx within the timeout
+	WebhookFailed                          // retry on the schedule
+	WebhookGone                            // 410 Gone: disable the endpoint
+)
+
+// WebhookResult is what one attempt did.
+type WebhookResult struct {
+	Outcome    WebhookOutcome
+	StatusCode int
+	Latency    time.Duration
+	Err        error
+	RetryAfter time.Duration // asked for by a 429 or 503 (capped); 0 when not
+}
+
+// WebhookSender signs and posts messages (internal/webhook, through an
+// adapter).
+type WebhookSender interface {
+	// Configured reports whether endpointURL is a configured endpoint.
+	Configured(endpointURL string) bool
+	// Send posts body to endpointURL under message id id.
+	Send(ctx context.Context, endpointURL, id string, body []byte) WebhookResult
+}
+
+// WebhookConfig tunes delivery; zero fields take the defaults.
+type WebhookConfig struct {
+	Schedule []time.Duration // default WebhookSchedule
+	Jitter   float64         // default WebhookJitter; negative: none
+	Rand     func() float64  // in [0,1); default math/rand/v2
+	Now      func() time.Time
+}
+
+func (c WebhookConfig) withDefaults() WebhookConfig {
+	if len(c.Schedule) == 0 {
+		c.Schedule = WebhookSchedule
+	}
+	if c.Jitter == 0 {
+		c.Jitter = WebhookJitter
+	}
+	c.Jitter = max(c.Jitter, 0)
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Delay is the wait before retry n+1 (n retries done so far): the
+// schedule's step with jitter.
+func (c WebhookConfig) Delay(n int) time.Duration {
+	c = c.withDefaults()
+	d := c.Schedule[min(max(n, 0), len(c.Schedule)-1)]
+	f := 1 + c.Jitter*(2*c.Rand()-1)
+	return time.Duration(float64(d) * f)
+}
+
+// MaxRetry is the number of retries after the first attempt.
+func (c WebhookConfig) MaxRetry() int { return len(c.withDefaults().Schedule) }
+
+// RetryIn is returned by a handler that wants its task retried after Delay
+// exactly (the jitter already applied, or a Retry-After honoured); the
+// worker's RetryDelayFunc reads it.
+type RetryIn struct {
+	Delay time.Duration
+	Err   error
+}
+
+func (e *RetryIn) Error() string {
+	return fmt.Sprintf("%v (retry in %s)", e.Err, e.Delay.Round(time.Millisecond))
+}
+
+func (e *RetryIn) Unwrap() error { return e.Err }
+
+// RetryDelayFunc is the worker's asynq.Config.RetryDelayFunc: the delay a
+// handler asked for with RetryIn; for webhook:deliver otherwise (an error
+// before any attempt, such as the database being down) the webhook
+// schedule; for every other type asynq's default.
+func (c WebhookConfig) RetryDelayFunc() asynq.RetryDelayFunc {
+	return func(n int, err error, t *asynq.Task) time.Duration {
+		var ri *RetryIn
+		if errors.As(err, &ri) && ri.Delay > 0 {
+			return ri.Delay
+		}
+		if t != nil && t.Type() == TypeWebhookDeliver {
+			return c.Delay(n)
+		}
+		return asynq.DefaultRetryDelayFunc(n, err, t)
+	}
+}
+
+// WebhookBody is the JSON body of a delivery: {"id","event","data"} where
+// id is the webhook-id and, for swipe.recorded, data is {student_id,
+// school_id, direction, timestamp} with the timestamp in ISO 8601 UTC.
+func WebhookBody(messageID string, ev WebhookEvent) ([]byte, error) {
+	type body struct {
+		ID    string `json:"id"`
+		Event string `json:"event"`
+		Data  any    `json:"data"`
+	}
+	switch ev.Topic {
+	case TopicSwipeRecorded:
+		var p struct {
+			StudentID string `json:"student_id"`
+			SchoolID  string `json:"school_id"`
+			Direction string `json:"direction,omitempty"`
+			Timestamp string `json:"timestamp"`
+		}
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			return nil, fmt.Errorf("decode %s payload: %w", ev.Topic, err)
+		}
+		// An erased student's events keep their ids only (docs/onboarding.md);
+		// the event time is then the row's, which is the swipe's commit time.
+		if t, err := time.Parse(time.RFC3339Nano, p.Timestamp); err == nil {
+			p.Timestamp = t.UTC().Format("2006-01-02T15:04:05.000Z")
+		} else {
+			p.Timestamp = ev.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z")
+		}
+		return json.Marshal(body{ID: messageID, Event: ev.Topic, Data: p})
+	default:
+		if !json.Valid(ev.Payload) {
+			return nil, fmt.Errorf("%s payload is not JSON", ev.Topic)
+		}
+		return json.Marshal(body{ID: messageID, Event: ev.Topic, Data: json.RawMessage(ev.Payload)})
+	}
+}
+
+// webhooks delivers webhook:deliver tasks.
+type webhooks struct {
+	log    *slog.Logger
+	store  WebhookStore
+	sender WebhookSender
+	m      *WebhookMetrics
+	cfg    WebhookConfig
+}
+
+// recordTimeout bounds the database writes after an attempt, which run
+// even when the task's context has ended (shutdown mid-delivery).
+const recordTimeout = 5 * time.Second
+
+func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
+	var p WebhookDeliverPayload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.OutboxID <= 0 || p.Endpoint == "" {
+		return fmt.Errorf("decode %s payload %q: %v: %w", t.Type(), t.Payload(), err, asynq.SkipRetry)
+	}
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, ok := asynq.GetMaxRetry(ctx)
+	if !ok {
+		maxRetry = w.cfg.MaxRetry()
+	}
+	ev, err := w.store.WebhookEvent(ctx, p.OutboxID)
+	if err != nil {
+		var de *domain.Error
+		if errors.As(err, &de) && de.Kind == domain.KindNotFound {
+			return fmt.Errorf("outbox event %d is gone: %w", p.OutboxID, asynq.SkipRetry)
+		}
+		return err
+	}
+	msgID := WebhookMessageID(p.OutboxID, p.Endpoint)
+	d, err := w.store.BeginWebhookDelivery(ctx, WebhookDeliveryKey{OutboxID: p.OutboxID, Endpoint: p.Endpoint,
+		MessageID: msgID, Event: ev.Topic})
+	if err != nil {
+		return err
+	}
+	log := w.log.With("outbox_id", p.OutboxID, "delivery_id", d.ID, "webhook_id", msgID)
+	switch {
+	case d.Status != DeliveryPending:
+		// A late duplicate of a delivery that already ended.
+		return nil
+	case d.EndpointDisabled:
+		w.m.Deliveries.WithLabelValues(DeliveryDisabled).Inc()
+		return w.store.SetWebhookDeliveryStatus(ctx, d.ID, DeliveryDisabled,
+			"endpoint disabled after 410 Gone; replay a delivery to re-enable it")
+	case !w.sender.Configured(p.Endpoint):
+		log.WarnContext(ctx, "webhook endpoint no longer configured; delivery disabled")
+		w.m.Deliveries.WithLabelValues(DeliveryDisabled).Inc()
+		return w.store.SetWebhookDeliveryStatus(ctx, d.ID, DeliveryDisabled,
+			"endpoint not in WEBHOOK_ENDPOINTS_FILE")
+	}
+	body, err := WebhookBody(msgID, ev)
+	if err != nil {
+		log.ErrorContext(ctx, "webhook event cannot be encoded; delivery parked", "err", err)
+		w.m.Deliveries.WithLabelValues(DeliveryParked).Inc()
+		return w.store.SetWebhookDeliveryStatus(ctx, d.ID, DeliveryParked, err.Error())
+	}
+
+	res := w.sender.Send(ctx, p.Endpoint, msgID, body)
+	w.m.AttemptLatency.Observe(res.Latency.Seconds())
+	a := WebhookAttempt{StatusCode: res.StatusCode, Latency: res.Latency}
+	if res.Err != nil {
+		a.Error = truncate(res.Err.Error(), 500)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	now := w.cfg.Now()
+
+	switch {
+	case res.Outcome == WebhookDelivered:
+		w.m.Attempts.WithLabelValues("delivered").Inc()
+		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliverySucceeded, time.Time{}); err != nil {
+			return err // retried: the receiver sees the same webhook-id again
+		}
+		w.m.Deliveries.WithLabelValues(DeliverySucceeded).Inc()
+		w.m.Lag.Observe(max(now.Sub(ev.CreatedAt), 0).Seconds())
+		return nil
+	case ctx.Err() != nil:
+		// Shutdown or the task's deadline, mid-attempt: record it, and let
+		// the queue run the task again (same webhook-id).
+		w.m.Attempts.WithLabelValues("interrupted").Inc()
+		a.Error = "interrupted: " + a.Error
+		_ = w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryPending, now)
+		return ctx.Err()
+	case res.Outcome == WebhookGone:
+		w.m.Attempts.WithLabelValues("gone").Inc()
+		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryDisabled, time.Time{}); err != nil {
+			return err
+		}
+		n, err := w.store.DisableWebhookEndpoint(rctx, p.Endpoint, "410 Gone on delivery "+strconv.FormatInt(d.ID, 10))
+		if err != nil {
+			return fmt.Errorf("disable endpoint after 410: %v: %w", err, asynq.SkipRetry)
+		}
+		w.m.Deliveries.WithLabelValues(DeliveryDisabled).Add(float64(1 + n))
+		log.WarnContext(ctx, "webhook endpoint answered 410 Gone; endpoint disabled", "pending_disabled", n)
+		return nil
+	case retried >= maxRetry:
+		w.m.Attempts.WithLabelValues("failed").Inc()
+		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryParked, time.Time{}); err != nil {
+			return err
+		}
+		w.m.Deliveries.WithLabelValues(DeliveryParked).Inc()
+		log.WarnContext(ctx, "webhook delivery parked after its last attempt", "attempts", d.Attempts+1, "err", a.Error)
+		return nil
+	default:
+		w.m.Attempts.WithLabelValues("failed").Inc()
+		delay := w.cfg.Delay(retried)
+		// The queue schedules retries in whole seconds, rounding down, so a
+		// second is added to a Retry-After to never come back early.
+		if ra := res.RetryAfter + time.Second; res.RetryAfter > 0 && ra > delay {
+			delay = ra
+		}
+		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryPending, now.Add(delay)); err != nil {
+			return err
+		}
+		return &RetryIn{Delay: delay, Err: res.Err}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// WebhookMonitorConfig tunes the monitor; zero fields take the defaults.
+type WebhookMonitorConfig struct {
+	Interval time.Duration // between backlog measurements, default 10 s
+	Overdue  time.Duration // a pending delivery this late is queued again, default 5 min
+	Batch    int           // deliveries re-queued per pass, default 500
+}
+
+// WebhookMonitor measures the delivery backlog and repairs deliveries whose
+// task was lost (a Redis restart without persistence): a pending delivery
+// whose next attempt is overdue is queued again under its task id, which
+// the queue refuses while the task still exists, so it is harmless when
+// the task is merely late.
+type WebhookMonitor struct {
+	log   *slog.Logger
+	store WebhookStore
+	q     Enqueuer
+	m     *WebhookMetrics
+	cfg   WebhookMonitorConfig
+}
+
+// NewWebhookMonitor builds a monitor; every argument is required.
+func NewWebhookMonitor(log *slog.Logger, store WebhookStore, q Enqueuer, m *WebhookMetrics, cfg WebhookMonitorConfig) *WebhookMonitor {
+	if log == nil || store == nil || q == nil || m == nil {
+		panic("tasks.NewWebhookMonitor: nil dependency")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 10 * time.Second
+	}
+	if cfg.Overdue <= 0 {
+		cfg.Overdue = 5 * time.Minute
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 500
+	}
+	return &WebhookMonitor{log: log, store: store, q: q, m: m, cfg: cfg}
+}
+
+// Run measures and repairs at once and then every Interval until ctx ends.
+func (w *WebhookMonitor) Run(ctx context.Context) {
+	tick := time.NewTicker(w.cfg.Interval)
+	defer tick.Stop()
+	for {
+		w.Pass(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Pass measures the backlog once and re-queues overdue deliveries; it
+// returns how many tasks it queued again.
+func (w *WebhookMonitor) Pass(ctx context.Context) int {
+	n, oldest, err := w.store.WebhookBacklog(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.WarnContext(ctx, "webhook backlog not measured", "err", err)
+		}
+		return 0
+	}
+	w.m.Backlog.Set(float64(n))
+	age := 0.0
+	if n > 0 && !oldest.IsZero() {
+		age = max(time.Since(oldest).Seconds(), 0)
+	}
+	w.m.OldestPendingAge.Set(age)
+	stale, err := w.store.StaleWebhookDeliveries(ctx, w.cfg.Overdue, w.cfg.Batch)
+	if err != nil {
+		return 0
+	}
+	requeued := 0
+	for _, s := range stale {
+		t, err := NewWebhookDeliverTask(s.OutboxID, s.Endpoint)
+		if err != nil {
+			continue
+		}
+		dup, err := Enqueue(ctx, w.q, Job{ID: WebhookTaskID(s.OutboxID, s.Endpoint, s.Replays), Task: t})
+		if err != nil {
+			return requeued // Redis is down: the next pass tries again
+		}
+		if !dup {
+			requeued++
+		}
+	}
+	if requeued > 0 {
+		w.m.Requeued.Add(float64(requeued))
+		w.log.WarnContext(ctx, "overdue webhook deliveries queued again", "requeued", requeued)
+	}
+	return requeued
+}

@@ -1,0 +1,193 @@
+// Package webhook is the outbound side of webhook delivery: the subscriber
+// list (WEBHOOK_ENDPOINTS_FILE), Standard Webhooks signing, an HTTP client
+// that refuses private destinations, and the classification of responses
+// (delivered, retry, gone). What to deliver, when to retry and what to
+// record is the worker's business (internal/tasks).
+package webhook
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Events is every event type an endpoint may subscribe to.
+var Events = []string{"swipe.recorded"}
+
+// SecretPrefix starts every signing secret, as in the Standard Webhooks
+// scheme: "whsec_" + base64 of the key bytes.
+const SecretPrefix = "whsec_"
+
+// MinSecretBytes is the shortest key accepted (the Standard Webhooks
+// recommendation is 24 to 64 bytes).
+const MinSecretBytes = 24
+
+// Endpoint is one subscriber.
+type Endpoint struct {
+	URL          string
+	Key          []byte   // the decoded signing secret
+	Events       []string // subscribed event types
+	AllowPrivate bool     // deliveries to loopback, private and link-local addresses are allowed
+}
+
+// Subscribes reports whether the endpoint wants events of type event.
+func (e Endpoint) Subscribes(event string) bool { return slices.Contains(e.Events, event) }
+
+// String shows the endpoint without its secret.
+func (e Endpoint) String() string { return Redact(e.URL) }
+
+// Redact returns u without credentials, query or fragment, for logs and
+// operator output.
+func Redact(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(invalid url)"
+	}
+	p.User, p.RawQuery, p.Fragment = nil, "", ""
+	return p.String()
+}
+
+type entry struct {
+	URL          string   `yaml:"url"`
+	Secret       string   `yaml:"secret"`
+	Events       []string `yaml:"events"`
+	AllowPrivate bool     `yaml:"allow_private"`
+}
+
+// LoadFile reads and validates an endpoints file; an empty path means no
+// endpoints. The file is YAML or JSON (JSON is read as YAML): a list of
+// {url, secret, events, allow_private?}, or a mapping whose only key
+// "endpoints" holds that list.
+func LoadFile(path string) ([]Endpoint, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("WEBHOOK_ENDPOINTS_FILE: %w", err)
+	}
+	eps, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("WEBHOOK_ENDPOINTS_FILE %s: %w", path, err)
+	}
+	return eps, nil
+}
+
+// Parse validates an endpoints document; every problem is reported, each
+// naming its entry (1-based) and URL.
+func Parse(b []byte) ([]Endpoint, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, nil
+	}
+	var entries []entry
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&entries); err != nil {
+		var wrapped struct {
+			Endpoints []entry `yaml:"endpoints"`
+		}
+		dec2 := yaml.NewDecoder(bytes.NewReader(b))
+		dec2.KnownFields(true)
+		if err2 := dec2.Decode(&wrapped); err2 != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("not a list of endpoints {url, secret, events, allow_private}: %w", err)
+		}
+		entries = wrapped.Endpoints
+	}
+	var (
+		problems []error
+		out      []Endpoint
+		seen     = map[string]int{}
+	)
+	for i, e := range entries {
+		name := fmt.Sprintf("endpoint %d", i+1)
+		if e.URL != "" {
+			name += " (" + Redact(e.URL) + ")"
+		}
+		ep, errs := validate(e)
+		for _, err := range errs {
+			problems = append(problems, fmt.Errorf("%s: %w", name, err))
+		}
+		if len(errs) > 0 {
+			continue
+		}
+		if first, dup := seen[ep.URL]; dup {
+			problems = append(problems, fmt.Errorf("%s: same url as endpoint %d; list each url once with all its events", name, first))
+			continue
+		}
+		seen[ep.URL] = i + 1
+		out = append(out, ep)
+	}
+	if len(problems) > 0 {
+		return nil, errors.Join(problems...)
+	}
+	return out, nil
+}
+
+func validate(e entry) (Endpoint, []error) {
+	var errs []error
+	ep := Endpoint{URL: strings.TrimSpace(e.URL), AllowPrivate: e.AllowPrivate}
+	switch u, err := url.Parse(ep.URL); {
+	case ep.URL == "":
+		errs = append(errs, errors.New("url is missing"))
+	case err != nil:
+		errs = append(errs, fmt.Errorf("url is not a valid URL: %v", err))
+	case u.Scheme != "http" && u.Scheme != "https":
+		errs = append(errs, fmt.Errorf("url scheme %q is not http or https", u.Scheme))
+	case u.Hostname() == "":
+		errs = append(errs, errors.New("url has no host"))
+	case u.Fragment != "":
+		errs = append(errs, errors.New("url has a fragment"))
+	}
+	key, err := DecodeSecret(e.Secret)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	ep.Key = key
+	if len(e.Events) == 0 {
+		errs = append(errs, fmt.Errorf("events is empty; known events: %s", strings.Join(Events, ", ")))
+	}
+	for _, ev := range e.Events {
+		if !slices.Contains(Events, ev) {
+			errs = append(errs, fmt.Errorf("unknown event %q; known events: %s", ev, strings.Join(Events, ", ")))
+			continue
+		}
+		if !slices.Contains(ep.Events, ev) {
+			ep.Events = append(ep.Events, ev)
+		}
+	}
+	return ep, errs
+}
+
+// DecodeSecret decodes a "whsec_<base64>" secret into its key bytes.
+func DecodeSecret(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, errors.New("secret is missing (whsec_ followed by base64 of 24 to 64 random bytes)")
+	}
+	if !strings.HasPrefix(s, SecretPrefix) {
+		return nil, errors.New("secret does not start with whsec_")
+	}
+	raw := strings.TrimPrefix(s, SecretPrefix)
+	key, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		key, err = base64.RawStdEncoding.DecodeString(raw)
+	}
+	if err != nil {
+		return nil, errors.New("secret is not whsec_ followed by standard base64")
+	}
+	if len(key) < MinSecretBytes {
+		return nil, fmt.Errorf("secret is %d bytes; at least %d are required", len(key), MinSecretBytes)
+	}
+	return key, nil
+}

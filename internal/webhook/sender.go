@@ -1,0 +1,237 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/collegematch/matching/internal/buildinfo"
+)
+
+// Defaults of the delivery client.
+const (
+	DefaultTimeout       = 10 * time.Second // a delivery is a 2xx within this
+	DefaultMaxRetryAfter = 10 * time.Hour   // Retry-After is honoured up to this
+	maxResponseBody      = 64 << 10         // read (and dropped) to reuse the connection
+	errorSnippet         = 200              // bytes of a failed response kept in the error
+)
+
+// Outcome classifies one attempt.
+type Outcome uint8
+
+const (
+	// Delivered: a 2xx within the timeout.
+	Delivered Outcome = iota
+	// Failed: anything else that may succeed later (non-2xx, 3xx, timeout,
+	// connection error, refused destination); retry on the schedule.
+	Failed
+	// Gone: 410 Gone; the endpoint is to be disabled.
+	Gone
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Delivered:
+		return "delivered"
+	case Gone:
+		return "gone"
+	default:
+		return "failed"
+	}
+}
+
+// Result is what one attempt did.
+type Result struct {
+	Outcome    Outcome
+	StatusCode int           // 0 when no response came
+	Latency    time.Duration // request sent to response headers (or failure)
+	Err        error         // nil when delivered
+	// RetryAfter is the wait a 429 or 503 asked for with Retry-After
+	// (seconds or an HTTP date), capped at MaxRetryAfter; 0 when none.
+	RetryAfter time.Duration
+}
+
+// Config tunes a Sender; zero fields take the defaults.
+type Config struct {
+	Timeout       time.Duration // per attempt, default DefaultTimeout
+	MaxRetryAfter time.Duration // default DefaultMaxRetryAfter
+	Now           func() time.Time
+}
+
+// Sender signs and posts messages to the configured endpoints.
+type Sender struct {
+	endpoints map[string]Endpoint
+	guarded   *http.Client // refuses private destinations
+	open      *http.Client // for endpoints with allow_private
+	cfg       Config
+}
+
+// NewSender builds a sender for endpoints.
+func NewSender(endpoints []Endpoint, cfg Config) *Sender {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxRetryAfter <= 0 {
+		cfg.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Sender{endpoints: make(map[string]Endpoint, len(endpoints)), cfg: cfg,
+		guarded: newClient(cfg.Timeout, guardControl), open: newClient(cfg.Timeout, nil)}
+	for _, e := range endpoints {
+		s.endpoints[e.URL] = e
+	}
+	return s
+}
+
+func newClient(timeout time.Duration, control func(network, address string, c syscall.RawConn) error) *http.Client {
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Control: control}
+	tr := &http.Transport{
+		Proxy:                 nil, // a proxy would make the guard check the proxy, not the subscriber
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          200,
+		MaxIdleConnsPerHost:   32,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ResponseHeaderTimeout: timeout,
+	}
+	return &http.Client{
+		Timeout:   timeout,
+		Transport: tr,
+		// A redirect is not followed: the subscriber's configured URL is the
+		// only destination, and a 3xx counts as a failed attempt.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Endpoint returns the configured endpoint with this URL.
+func (s *Sender) Endpoint(url string) (Endpoint, bool) {
+	e, ok := s.endpoints[url]
+	return e, ok
+}
+
+// Endpoints lists the configured endpoints.
+func (s *Sender) Endpoints() []Endpoint {
+	out := make([]Endpoint, 0, len(s.endpoints))
+	for _, e := range s.endpoints {
+		out = append(out, e)
+	}
+	return out
+}
+
+// Send posts body to the endpoint with this URL, signed with its secret,
+// under message id id and the current time, and classifies the answer.
+func (s *Sender) Send(ctx context.Context, url, id string, body []byte) Result {
+	ep, ok := s.endpoints[url]
+	if !ok {
+		return Result{Outcome: Failed, Err: fmt.Errorf("endpoint %s is not configured", Redact(url))}
+	}
+	ts := s.cfg.Now().Unix()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
+	if err != nil {
+		return Result{Outcome: Failed, Err: fmt.Errorf("build request: %w", err)}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "collegematch-webhooks/"+buildinfo.Version)
+	req.Header.Set(HeaderID, id)
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	req.Header.Set(HeaderSignature, Sign(ep.Key, id, ts, body))
+
+	client := s.guarded
+	if ep.AllowPrivate {
+		client = s.open
+	}
+	start := time.Now()
+	resp, err := client.Do(req)
+	latency := time.Since(start)
+	if err != nil {
+		return Result{Outcome: Failed, Latency: latency, Err: describe(err)}
+	}
+	defer resp.Body.Close()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
+	res := Result{StatusCode: resp.StatusCode, Latency: latency}
+	switch code := resp.StatusCode; {
+	case code >= 200 && code < 300:
+		res.Outcome = Delivered
+	case code == http.StatusGone:
+		res.Outcome = Gone
+		res.Err = errors.New("HTTP 410 Gone: endpoint disabled")
+	case code >= 300 && code < 400:
+		res.Outcome = Failed
+		res.Err = fmt.Errorf("HTTP %d: redirect not followed (to %s)", code, Redact(resp.Header.Get("Location")))
+	default:
+		res.Outcome = Failed
+		res.Err = fmt.Errorf("HTTP %d%s", code, bodySnippet(snippet))
+		if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
+			res.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), s.cfg.Now(), s.cfg.MaxRetryAfter)
+		}
+	}
+	return res
+}
+
+// describe turns a client error into a short, stable message.
+func describe(err error) error {
+	var ne net.Error
+	switch {
+	case errors.Is(err, ErrDestinationRefused):
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Err != nil {
+			return oe.Err
+		}
+		return err
+	case errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("timeout: %w", err)
+	default:
+		return err
+	}
+}
+
+func bodySnippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return ""
+	}
+	if len(s) > errorSnippet {
+		s = s[:errorSnippet]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+		s += "..."
+	}
+	return ": " + strings.Join(strings.Fields(s), " ")
+}
+
+// ParseRetryAfter reads a Retry-After value, delay-seconds or an HTTP date,
+// as a wait from now, capped at limit; 0 when absent, invalid or past.
+func ParseRetryAfter(v string, now time.Time, limit time.Duration) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		if secs > int64(limit/time.Second) {
+			return limit
+		}
+		d = time.Duration(secs) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	} else {
+		return 0
+	}
+	return min(max(d, 0), limit)
+}

@@ -1,0 +1,230 @@
+package webhook_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/webhook"
+)
+
+const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwZ1b2c3d4e5f6" // 33 bytes
+
+// verify is an independent implementation of the Standard Webhooks
+// verification a receiver runs: it recomputes the signature from the raw
+// request and compares it with every v1 signature of the header.
+func verify(t *testing.T, secret string, r *http.Request, body []byte, tolerance time.Duration) {
+	t.Helper()
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	require.NoError(t, err)
+	id, ts := r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp")
+	require.NotEmpty(t, id)
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	require.NoError(t, err)
+	assert.WithinDuration(t, time.Now(), time.Unix(sec, 0), tolerance)
+	mac := hmac.New(sha256.New, key)
+	io.WriteString(mac, id+"."+ts+"."+string(body))
+	want := base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	ok := false
+	for _, sig := range strings.Fields(r.Header.Get("webhook-signature")) {
+		v, s, _ := strings.Cut(sig, ",")
+		if v == "v1" && hmac.Equal([]byte(s), []byte(want)) {
+			ok = true
+		}
+	}
+	assert.True(t, ok, "signature %q does not verify", r.Header.Get("webhook-signature"))
+}
+
+func endpoints(t *testing.T, doc string) []webhook.Endpoint {
+	t.Helper()
+	eps, err := webhook.Parse([]byte(doc))
+	require.NoError(t, err)
+	return eps
+}
+
+func TestParseValidEndpoints(t *testing.T) {
+	yml := `
+- url: https://hooks.example.com/in?token=abc
+  secret: ` + testSecret + `
+  events: [swipe.recorded]
+- url: http://127.0.0.1:9999/hook
+  secret: ` + testSecret + `
+  events: ["swipe.recorded"]
+  allow_private: true
+`
+	eps := endpoints(t, yml)
+	require.Len(t, eps, 2)
+	assert.False(t, eps[0].AllowPrivate)
+	assert.True(t, eps[1].AllowPrivate)
+	assert.Len(t, eps[0].Key, 33)
+	assert.Equal(t, "https://hooks.example.com/in", eps[0].String(), "no query in logs")
+
+	js := `[{"url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"]}]`
+	assert.Len(t, endpoints(t, js), 1)
+	wrapped := "endpoints:\n  - url: https://a.example/x\n    secret: " + testSecret + "\n    events: [swipe.recorded]\n"
+	assert.Len(t, endpoints(t, wrapped), 1)
+	assert.Empty(t, endpoints(t, ""))
+	assert.Empty(t, endpoints(t, "[]"))
+}
+
+func TestParseRejectsBadEntriesNamingThem(t *testing.T) {
+	for name, tc := range map[string]struct{ doc, want string }{
+		"bad url":       {`[{"url":"://nope","secret":"` + testSecret + `","events":["swipe.recorded"]}]`, "endpoint 1"},
+		"ftp":           {`[{"url":"ftp://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"]}]`, `scheme "ftp" is not http or https`},
+		"no host":       {`[{"url":"https:///x","secret":"` + testSecret + `","events":["swipe.recorded"]}]`, "no host"},
+		"no prefix":     {`[{"url":"https://a.example/x","secret":"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw","events":["swipe.recorded"]}]`, "whsec_"},
+		"not base64":    {`[{"url":"https://a.example/x","secret":"whsec_!!!","events":["swipe.recorded"]}]`, "base64"},
+		"short":         {`[{"url":"https://a.example/x","secret":"whsec_c2hvcnQ=","events":["swipe.recorded"]}]`, "at least 24"},
+		"unknown event": {`[{"url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.deleted"]}]`, `unknown event "swipe.deleted"`},
+		"no events":     {`[{"url":"https://a.example/x","secret":"` + testSecret + `"}]`, "events is empty"},
+		"unknown field": {`[{"url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"],"allow_privat":true}]`, "allow_privat"},
+		"duplicate url": {`[{"url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"]},{"url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"]}]`, "endpoint 2 (https://a.example/x): same url as endpoint 1"},
+		"second entry":  {`[{"url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"]},{"url":"https://b.example/y","events":["swipe.recorded"]}]`, "endpoint 2 (https://b.example/y): secret is missing"},
+		"not a list":    {`url: https://a.example`, "not a list"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := webhook.Parse([]byte(tc.doc))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestRefusedReason(t *testing.T) {
+	for _, a := range []string{"127.0.0.1", "::1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "fd00::1", "169.254.169.254",
+		"fe80::1", "0.0.0.0", "::", "100.64.0.1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "224.0.0.1", "255.255.255.255"} {
+		assert.NotEmpty(t, webhook.RefusedReason(netip.MustParseAddr(a)), a)
+	}
+	for _, a := range []string{"93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "172.32.0.1"} {
+		assert.Empty(t, webhook.RefusedReason(netip.MustParseAddr(a)), a)
+	}
+}
+
+func send(t *testing.T, eps []webhook.Endpoint, cfg webhook.Config, url string) webhook.Result {
+	t.Helper()
+	return webhook.NewSender(eps, cfg).Send(context.Background(), url, "msg_1_abc", []byte(`{"id":"msg_1_abc"}`))
+}
+
+func TestSendSignsWithTheStandardWebhooksScheme(t *testing.T) {
+	var got atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		verify(t, testSecret, r, body, 5*time.Second)
+		assert.Equal(t, "msg_1_abc", r.Header.Get("webhook-id"))
+		assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
+		got.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	eps := endpoints(t, `[{"url":"`+srv.URL+`/hook","secret":"`+testSecret+`","events":["swipe.recorded"],"allow_private":true}]`)
+	res := send(t, eps, webhook.Config{}, srv.URL+"/hook")
+	require.NoError(t, res.Err)
+	assert.Equal(t, webhook.Delivered, res.Outcome)
+	assert.Equal(t, 204, res.StatusCode)
+	assert.Equal(t, int32(1), got.Load())
+}
+
+func TestSendClassifiesResponses(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	for name, tc := range map[string]struct {
+		handler    http.HandlerFunc
+		outcome    webhook.Outcome
+		code       int
+		retryAfter time.Duration
+		errHas     string
+	}{
+		"500": {func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", 500) }, webhook.Failed, 500, 0, "HTTP 500: boom"},
+		"410": {func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(410) }, webhook.Gone, 410, 0, "410"},
+		"302": {func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/elsewhere", 302) }, webhook.Failed, 302, 0, "redirect not followed"},
+		"429 seconds": {func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Retry-After", "120")
+			w.WriteHeader(429)
+		}, webhook.Failed, 429, 2 * time.Minute, "HTTP 429"},
+		"503 date": {func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Retry-After", now.Add(90*time.Second).Format(http.TimeFormat))
+			w.WriteHeader(503)
+		}, webhook.Failed, 503, 90 * time.Second, "HTTP 503"},
+		"429 capped": {func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Retry-After", "999999")
+			w.WriteHeader(429)
+		}, webhook.Failed, 429, webhook.DefaultMaxRetryAfter, "HTTP 429"},
+		"400 ignores Retry-After": {func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Retry-After", "60")
+			w.WriteHeader(400)
+		}, webhook.Failed, 400, 0, "HTTP 400"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.handler)
+			defer srv.Close()
+			eps := endpoints(t, `[{"url":"`+srv.URL+`","secret":"`+testSecret+`","events":["swipe.recorded"],"allow_private":true}]`)
+			res := send(t, eps, webhook.Config{Now: func() time.Time { return now }}, srv.URL)
+			assert.Equal(t, tc.outcome, res.Outcome)
+			assert.Equal(t, tc.code, res.StatusCode)
+			assert.Equal(t, tc.retryAfter, res.RetryAfter)
+			require.Error(t, res.Err)
+			assert.Contains(t, res.Err.Error(), tc.errHas)
+		})
+	}
+}
+
+func TestSendTimesOut(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	eps := endpoints(t, `[{"url":"`+srv.URL+`","secret":"`+testSecret+`","events":["swipe.recorded"],"allow_private":true}]`)
+	start := time.Now()
+	res := send(t, eps, webhook.Config{Timeout: 300 * time.Millisecond}, srv.URL)
+	assert.Less(t, time.Since(start), 3*time.Second)
+	assert.Equal(t, webhook.Failed, res.Outcome)
+	require.Error(t, res.Err)
+	assert.Contains(t, res.Err.Error(), "timeout")
+}
+
+// Without allow_private, a loopback receiver gets nothing, also when the
+// URL names a host that only resolves to loopback: the check is on the
+// address the dialer is about to connect to.
+func TestSendRefusesPrivateDestinations(t *testing.T) {
+	var got atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got.Add(1) }))
+	defer srv.Close()
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	for _, u := range []string{srv.URL, "http://localhost:" + port + "/hook"} {
+		eps := endpoints(t, `[{"url":"`+u+`","secret":"`+testSecret+`","events":["swipe.recorded"]}]`)
+		res := send(t, eps, webhook.Config{}, u)
+		assert.Equal(t, webhook.Failed, res.Outcome, u)
+		require.Error(t, res.Err, u)
+		assert.ErrorIs(t, res.Err, webhook.ErrDestinationRefused, u)
+		assert.Contains(t, res.Err.Error(), "loopback", u)
+	}
+	assert.Zero(t, got.Load(), "nothing reached the receiver")
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	assert.Equal(t, 30*time.Second, webhook.ParseRetryAfter("30", now, time.Hour))
+	assert.Equal(t, time.Hour, webhook.ParseRetryAfter("7200", now, time.Hour))
+	assert.Equal(t, time.Minute, webhook.ParseRetryAfter(now.Add(time.Minute).Format(http.TimeFormat), now, time.Hour))
+	assert.Zero(t, webhook.ParseRetryAfter(now.Add(-time.Minute).Format(http.TimeFormat), now, time.Hour))
+	assert.Zero(t, webhook.ParseRetryAfter("soon", now, time.Hour))
+	assert.Zero(t, webhook.ParseRetryAfter("", now, time.Hour))
+	assert.Zero(t, webhook.ParseRetryAfter("-5", now, time.Hour))
+}
