@@ -111,7 +111,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	defer queue.Close()
 	router := tasks.NewRouter()
 	tasks.AddLearnRoutes(router)
-	tasks.AddWebhookRoutes(router, wire.WebhookSubscriptions(endpoints))
+	tasks.AddWebhookRoutes(router, wire.WebhookSubscriptions(endpoints), wire.Webhooks{Store: db})
 	writes := wire.WriteStore{Store: db}
 	swipes := command.NewSwipes(command.SwipesConfig{
 		Store: writes, Probes: cache.NewProbes(rdb, cfg.FeedCacheTTL), Feeds: feeds,

@@ -66,7 +66,7 @@ func TestWebhooksFailedAndReplay(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "1 deliveries replayed")
 	insp := asynq.NewInspectorFromRedisClient(e.rdb)
-	info, err := insp.GetTaskInfo(tasks.QueueDefault, tasks.WebhookTaskID(oldOutbox, url, 1))
+	info, err := insp.GetTaskInfo(tasks.QueueWebhooks, tasks.WebhookTaskID(oldOutbox, url, 1))
 	require.NoError(t, err)
 	assert.Equal(t, tasks.TypeWebhookDeliver, info.Type)
 	var status string
@@ -79,7 +79,7 @@ func TestWebhooksFailedAndReplay(t *testing.T) {
 	code, out, errOut = e.run(t, "webhooks", "replay", "--since", "2h")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "1 deliveries replayed")
-	_, err = insp.GetTaskInfo(tasks.QueueDefault, tasks.WebhookTaskID(newOutbox, "https://gone.example.com/x", 1))
+	_, err = insp.GetTaskInfo(tasks.QueueWebhooks, tasks.WebhookTaskID(newOutbox, "https://gone.example.com/x", 1))
 	require.NoError(t, err)
 	var n int
 	require.NoError(t, e.st.Pool().QueryRow(ctx, `SELECT count(*) FROM webhook_endpoint_state`).Scan(&n))
@@ -94,7 +94,7 @@ func TestWebhooksFailedAndReplay(t *testing.T) {
 	// A second replay of the same delivery is another task.
 	code, _, errOut = e.run(t, "webhooks", "replay", strconv.FormatInt(parked, 10))
 	require.Equal(t, 0, code, errOut)
-	_, err = insp.GetTaskInfo(tasks.QueueDefault, tasks.WebhookTaskID(oldOutbox, url, 2))
+	_, err = insp.GetTaskInfo(tasks.QueueWebhooks, tasks.WebhookTaskID(oldOutbox, url, 2))
 	require.NoError(t, err)
 }
 

@@ -38,7 +38,7 @@ func newWriteSide(t testing.TB, db *store.Store, rdb redis.UniversalClient, log 
 	t.Cleanup(func() { _ = q.Close() })
 	router := tasks.NewRouter()
 	tasks.AddLearnRoutes(router)
-	tasks.AddWebhookRoutes(router, subs)
+	tasks.AddWebhookRoutes(router, subs, wire.Webhooks{Store: db})
 	return writeSide{
 		swipes: command.NewSwipes(command.SwipesConfig{Store: wire.WriteStore{Store: db}, Probes: cache.NewProbes(rdb, 5*time.Minute),
 			Feeds: cache.NewFeeds(rdb, 5*time.Minute), Catalogs: wire.Catalogs{CatalogHolder: holder}, Queue: q, Router: router, Log: log}),

@@ -37,6 +37,12 @@ const (
 	// time is spent waiting (PostgreSQL, Redis, webhook subscribers with a
 	// 10 s timeout), so it is well above the core count.
 	concurrency = 20
+	// webhookConcurrency is the number of webhook deliveries one worker
+	// makes at once, in task slots of their own (tasks.QueueWebhooks): an
+	// attempt mostly waits on the subscriber (up to 10 s), so one slow
+	// endpoint must not take the slots that learning and other endpoints
+	// need, nor a burst of learning delay the first attempts.
+	webhookConcurrency = 50
 	// shutdownTimeout is how long running tasks get to finish on shutdown;
 	// the ones still running then go back to their queue.
 	shutdownTimeout = 20 * time.Second
@@ -143,33 +149,41 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	// topics from the same WEBHOOK_ENDPOINTS_FILE (tasks.AddWebhookRoutes).
 	router := tasks.NewRouter()
 	tasks.AddLearnRoutes(router)
-	tasks.AddWebhookRoutes(router, wire.WebhookSubscriptions(endpoints))
+	tasks.AddWebhookRoutes(router, wire.WebhookSubscriptions(endpoints), wire.Webhooks{Store: db})
 	relay := tasks.NewRelay(log.With("component", "outbox_relay"), wire.Outbox{Store: db}, queue, router,
 		tasks.NewRelayMetrics(reg), tasks.RelayConfig{})
 
-	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
-		Concurrency:     concurrency,
-		Queues:          tasks.QueuePriorities(),
-		ShutdownTimeout: opt.shutdownTimeout,
-		// webhook:deliver retries on its own schedule (tasks.WebhookSchedule,
-		// or a Retry-After the subscriber sent); other types on asynq's.
-		RetryDelayFunc:           opt.webhooks.RetryDelayFunc(),
-		TaskCheckInterval:        taskCheckInterval,
-		DelayedTaskCheckInterval: opt.delayedCheck,
-		Logger:                   asynqLogger{log.With("component", "asynq")},
-		LogLevel:                 asynqLevel(cfg.LogLevel),
-		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
-			id, _ := asynq.GetTaskID(ctx)
-			retried, _ := asynq.GetRetryCount(ctx)
-			maxRetry, _ := asynq.GetMaxRetry(ctx)
-			level := slog.LevelWarn
-			if retried >= maxRetry || errors.Is(err, asynq.SkipRetry) {
-				level = slog.LevelError // no attempt left: the task is archived
-			}
-			log.Log(ctx, level, "task failed", "task_type", t.Type(), "task_id", id,
-				"retried", retried, "max_retry", maxRetry, "err", err)
-		}),
+	// Two task servers share the Redis client: the main slots serve
+	// learning and the relay task (and webhook tasks queued by older
+	// builds), the webhook slots serve deliveries only.
+	errorHandler := asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
+		id, _ := asynq.GetTaskID(ctx)
+		retried, _ := asynq.GetRetryCount(ctx)
+		maxRetry, _ := asynq.GetMaxRetry(ctx)
+		level := slog.LevelWarn
+		if retried >= maxRetry || errors.Is(err, asynq.SkipRetry) {
+			level = slog.LevelError // no attempt left: the task is archived
+		}
+		log.Log(ctx, level, "task failed", "task_type", t.Type(), "task_id", id,
+			"retried", retried, "max_retry", maxRetry, "err", err)
 	})
+	serverConfig := func(slots int, queues map[string]int) asynq.Config {
+		return asynq.Config{
+			Concurrency:     slots,
+			Queues:          queues,
+			ShutdownTimeout: opt.shutdownTimeout,
+			// webhook:deliver retries on its own schedule (tasks.WebhookSchedule,
+			// or a Retry-After the subscriber sent); other types on asynq's.
+			RetryDelayFunc:           opt.webhooks.RetryDelayFunc(),
+			TaskCheckInterval:        taskCheckInterval,
+			DelayedTaskCheckInterval: opt.delayedCheck,
+			Logger:                   asynqLogger{log.With("component", "asynq")},
+			LogLevel:                 asynqLevel(cfg.LogLevel),
+			ErrorHandler:             errorHandler,
+		}
+	}
+	srv := asynq.NewServerFromRedisClient(rdb, serverConfig(concurrency, tasks.QueuePriorities()))
+	hookSrv := asynq.NewServerFromRedisClient(rdb, serverConfig(webhookConcurrency, tasks.WebhookQueues()))
 	mux := asynq.NewServeMux()
 	mux.Use(taskMetrics.Middleware)
 	tasks.NewHandler(tasks.Deps{
@@ -198,7 +212,13 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		_ = ln.Close()
 		return fmt.Errorf("start task server: %w", err)
 	}
-	log.InfoContext(ctx, "task server started", "concurrency", concurrency, "queues", tasks.QueuePriorities())
+	if err := hookSrv.Start(mux); err != nil {
+		srv.Shutdown()
+		_ = ln.Close()
+		return fmt.Errorf("start webhook task server: %w", err)
+	}
+	log.InfoContext(ctx, "task servers started", "concurrency", concurrency, "queues", tasks.QueuePriorities(),
+		"webhook_concurrency", webhookConcurrency, "webhook_queues", tasks.WebhookQueues())
 
 	relayCtx, stopRelay := context.WithCancel(ctx)
 	relayDone := make(chan struct{})
@@ -229,7 +249,11 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	}
 	stopRelay()
 	<-relayDone
-	srv.Shutdown() // waits up to the shutdown timeout for running tasks
+	// Both wait up to the shutdown timeout for running tasks, at once.
+	var down sync.WaitGroup
+	down.Go(srv.Shutdown)
+	down.Go(hookSrv.Shutdown)
+	down.Wait()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if serr := opsSrv.Shutdown(shutdownCtx); serr != nil {

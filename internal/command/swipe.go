@@ -402,9 +402,10 @@ type outboxMarker interface {
 	MarkOutboxPublished(ctx context.Context, ids []int64) error
 }
 
-// handOver enqueues the tasks of a committed outbox row under their
-// row-derived ids and marks the row published when all are queued. A
-// failure is logged and left to the worker's relay.
+// handOver records the webhook deliveries of a committed outbox row,
+// enqueues its tasks under their row-derived ids and marks the row
+// published when all are queued. A failure is logged and left to the
+// worker's relay.
 func handOver(ctx context.Context, log *slog.Logger, b *breaker, marker outboxMarker, q tasks.Enqueuer, router *tasks.Router, row tasks.OutboxRow) {
 	if b.open() {
 		log.DebugContext(ctx, "task queue paused after a failure; the relay hands the event over", "outbox_id", row.ID)
@@ -417,6 +418,12 @@ func handOver(ctx context.Context, log *slog.Logger, b *breaker, marker outboxMa
 	}
 	ectx, cancel := context.WithTimeout(ctx, enqueueTimeout)
 	defer cancel()
+	// Webhook deliveries are written before their tasks are queued, so a
+	// task Redis loses is found again from its row.
+	if err := router.Record(ectx, jobs); err != nil {
+		log.WarnContext(ctx, "webhook deliveries not recorded; the outbox relay will hand the event over", "outbox_id", row.ID, "err", err)
+		return
+	}
 	for _, j := range jobs {
 		if _, err := tasks.Enqueue(ectx, q, j); err != nil {
 			b.failed()

@@ -118,7 +118,7 @@ func TestRedisKeysHaveTTLsAndCaps(t *testing.T) {
 	// The worker: its relay hands over whatever the API did not, and its
 	// learner folds every student's swipes and feedback in and rebuilds
 	// their feeds into Redis, as cmd/worker wires them.
-	relay := tasks.NewRelay(testutil.Logger(t), relaySource{api.Store}, asynq.NewClientFromRedisClient(rdb), learnRouter(),
+	relay := tasks.NewRelay(testutil.Logger(t), wire.Outbox{Store: api.Store}, asynq.NewClientFromRedisClient(rdb), learnRouter(),
 		tasks.NewRelayMetrics(prometheus.NewRegistry()), tasks.RelayConfig{})
 	_, err := relay.Drain(ctx)
 	require.NoError(t, err)
@@ -199,21 +199,6 @@ func checkRedisHygiene(t *testing.T, ctx context.Context, rdb redis.UniversalCli
 	for _, k := range want {
 		assert.Positive(t, found[k], "the workload wrote %s keys", k)
 	}
-}
-
-// relaySource lets the relay read the outbox through the store, as
-// cmd/worker wires it.
-type relaySource struct{ *store.Store }
-
-func (s relaySource) RelayOutbox(ctx context.Context, topics []string, limit int,
-	hand func(context.Context, []tasks.OutboxRow) ([]int64, error)) (int, error) {
-	return s.Store.RelayOutbox(ctx, topics, limit, func(ctx context.Context, rows []store.OutboxRow) ([]int64, error) {
-		out := make([]tasks.OutboxRow, len(rows))
-		for i, r := range rows {
-			out[i] = tasks.OutboxRow(r)
-		}
-		return hand(ctx, out)
-	})
 }
 
 // hygieneLearnStore lets the learner fold through the store, as cmd/worker

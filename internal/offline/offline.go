@@ -318,9 +318,10 @@ func (s *Service) weightMoves(st store.LearnerState, changes []store.SyncChange)
 // hands over what is left.
 const enqueueTimeout = time.Second
 
-// afterCommit drops the student's stored feed and hands the push's outbox
-// rows to the queue: the swipe.recorded rows produce no learn task
-// (learn_batched; any webhook route still produces its jobs), the one
+// afterCommit drops the student's stored feed, records the push's webhook
+// deliveries and hands its outbox rows to the queue: the swipe.recorded
+// rows produce no learn task (learn_batched; any webhook route still
+// produces its jobs), the one
 // sync.pushed row produces the student:learn task of the whole push, under
 // the id derived from that row. Best effort: the relay hands over any row
 // left unmarked, under the same task ids.
@@ -333,15 +334,33 @@ func (s *Service) afterCommit(ctx context.Context, studentID string, r store.Syn
 	}
 	ectx, cancel := context.WithTimeout(ctx, enqueueTimeout)
 	defer cancel()
-	var handed []int64
+	type routed struct {
+		ID   int64
+		jobs []tasks.Job
+	}
+	var (
+		rows []routed
+		all  []tasks.Job
+	)
 	for _, row := range r.Events {
 		jobs, err := s.c.Router.Route(tasks.OutboxRow{ID: row.ID, Topic: row.Topic, StudentID: row.StudentID, Payload: row.Payload})
 		if err != nil {
 			s.c.Log.ErrorContext(ctx, "outbox event not routable here; the relay decides", "outbox_id", row.ID, "err", err)
 			continue
 		}
+		rows = append(rows, routed{row.ID, jobs})
+		all = append(all, jobs...)
+	}
+	// The push's webhook deliveries are written, in one statement, before
+	// any of their tasks is queued.
+	if err := s.c.Router.Record(ectx, all); err != nil {
+		s.c.Log.WarnContext(ctx, "webhook deliveries not recorded; the outbox relay will hand the push over", "err", err)
+		return
+	}
+	var handed []int64
+	for _, row := range rows {
 		ok := true
-		for _, j := range jobs {
+		for _, j := range row.jobs {
 			if _, err := tasks.Enqueue(ectx, s.c.Queue, j); err != nil {
 				s.c.Log.WarnContext(ctx, "task not queued; the outbox relay will hand it over", "outbox_id", row.ID,
 					"task_id", j.ID, "err", err)

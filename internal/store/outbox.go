@@ -49,15 +49,24 @@ func InsertOutbox(ctx context.Context, tx pgx.Tx, topic, studentID string, paylo
 // a rolling deploy) is never claimed here, let alone marked without its
 // tasks; it waits, unpublished, for a relay that routes it.
 //
-// The claim is SELECT ... FOR UPDATE SKIP LOCKED, so concurrent relays (one
-// per worker replica) take disjoint rows and never hand over the same row
-// at the same time; a row whose transaction ends without marking it (a
-// crash, an error) is simply claimed again later.
+// The claim is SELECT ... FOR NO KEY UPDATE SKIP LOCKED, so concurrent
+// relays (one per worker replica) take disjoint rows and never hand over the
+// same row at the same time; a row whose transaction ends without marking
+// it (a crash, an error) is simply claimed again later. The lock is the
+// no-key kind so that hand may write rows that reference the claimed ones
+// (webhook deliveries) on another connection: a foreign key check takes a
+// key-share lock, which FOR UPDATE would block until this transaction ends,
+// and this transaction waits for hand.
+//
+// hand may write the webhook deliveries of the rows with record, in the
+// claiming transaction: they commit together with the rows' marks, or not
+// at all (the rows then stay unpublished and are handed over again).
 //
 // claimed is the number of rows passed to hand. When hand fails, the ids it
-// returned are still marked and RelayOutbox returns hand's error unchanged;
-// any other error means no row was marked.
-func (s *Store) RelayOutbox(ctx context.Context, topics []string, limit int, hand func(ctx context.Context, rows []OutboxRow) ([]int64, error)) (claimed int, err error) {
+// returned are still marked (with what it recorded) and RelayOutbox returns
+// hand's error unchanged; any other error means no row was marked.
+func (s *Store) RelayOutbox(ctx context.Context, topics []string, limit int,
+	hand func(ctx context.Context, rows []OutboxRow, record DeliveryRecorder) ([]int64, error)) (claimed int, err error) {
 	if limit <= 0 {
 		return 0, fmt.Errorf("store: outbox batch size %d is not positive", limit)
 	}
@@ -76,7 +85,7 @@ FROM outbox
 WHERE published_at IS NULL AND topic = ANY($1)
 ORDER BY id
 LIMIT $2
-FOR UPDATE SKIP LOCKED`
+FOR NO KEY UPDATE SKIP LOCKED`
 	rows, err := tx.Query(ctx, claim, topics, limit)
 	if err != nil {
 		return 0, mapErr(err, "outbox")
@@ -93,7 +102,9 @@ FOR UPDATE SKIP LOCKED`
 		return 0, nil
 	}
 
-	handed, handErr := hand(ctx, batch)
+	handed, handErr := hand(ctx, batch, func(ctx context.Context, refs []WebhookDeliveryRef) error {
+		return recordWebhookDeliveries(ctx, tx, refs)
+	})
 	// Only rows of this batch can be marked: the others are not locked here.
 	inBatch := make(map[int64]bool, len(batch))
 	for _, r := range batch {
@@ -129,7 +140,7 @@ UPDATE outbox SET published_at = now()
 WHERE id IN (
 	SELECT id FROM outbox
 	WHERE id = ANY($1) AND published_at IS NULL
-	FOR UPDATE SKIP LOCKED
+	FOR NO KEY UPDATE SKIP LOCKED
 )`
 	_, err := s.pool.Exec(ctx, q, ids)
 	return mapErr(err, "outbox")

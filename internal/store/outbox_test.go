@@ -91,7 +91,7 @@ func TestInsertOutboxIsPartOfTheWritersTransaction(t *testing.T) {
 	assert.Equal(t, map[string]int{"catalog.changed": 1}, unrouted)
 
 	var got []store.OutboxRow
-	claimed, err := db.RelayOutbox(ctx, []string{"swipe.recorded", "catalog.changed"}, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+	claimed, err := db.RelayOutbox(ctx, []string{"swipe.recorded", "catalog.changed"}, 10, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
 		got = rows
 		return nil, nil
 	})
@@ -137,7 +137,7 @@ func TestRelayOutboxMarksOnlyWhatWasHandedOver(t *testing.T) {
 	// Hand over the first two, claim an id outside the batch, then fail:
 	// the two are marked and the error comes back as it was.
 	errRedis := errors.New("redis is down")
-	claimed, err := db.RelayOutbox(ctx, topics, 3, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+	claimed, err := db.RelayOutbox(ctx, topics, 3, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
 		assert.Equal(t, ids[:3], rowIDs(rows), "oldest first, limit respected")
 		return []int64{rows[0].ID, rows[1].ID, ids[3]}, errRedis
 	})
@@ -146,21 +146,21 @@ func TestRelayOutboxMarksOnlyWhatWasHandedOver(t *testing.T) {
 	assert.Equal(t, ids[2:], unpublished(t, db), "row 3 was not handed over, row 4 was not in the batch")
 
 	// Nothing handed over: nothing marked.
-	claimed, err = db.RelayOutbox(ctx, topics, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+	claimed, err = db.RelayOutbox(ctx, topics, 10, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
 		return nil, nil
 	})
 	require.NoError(t, err)
 	assert.Equal(t, 2, claimed)
 	assert.Equal(t, ids[2:], unpublished(t, db))
 
-	claimed, err = db.RelayOutbox(ctx, topics, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+	claimed, err = db.RelayOutbox(ctx, topics, 10, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
 		return rowIDs(rows), nil
 	})
 	require.NoError(t, err)
 	assert.Equal(t, 2, claimed)
 	assert.Empty(t, unpublished(t, db))
 
-	claimed, err = db.RelayOutbox(ctx, topics, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+	claimed, err = db.RelayOutbox(ctx, topics, 10, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
 		t.Error("hand called with no rows")
 		return nil, nil
 	})
@@ -182,7 +182,7 @@ func TestRelayOutboxConcurrentRelaysTakeDisjointRows(t *testing.T) {
 	var aRows, bRows []int64
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_, err := db.RelayOutbox(ctx, []string{"t"}, 5, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+		_, err := db.RelayOutbox(ctx, []string{"t"}, 5, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
 			aRows = rowIDs(rows)
 			close(aClaimed)
 			select {
@@ -195,7 +195,7 @@ func TestRelayOutboxConcurrentRelaysTakeDisjointRows(t *testing.T) {
 		assert.NoError(t, err)
 	})
 	<-aClaimed
-	_, err := db.RelayOutbox(ctx, []string{"t"}, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+	_, err := db.RelayOutbox(ctx, []string{"t"}, 10, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
 		bRows = rowIDs(rows)
 		return bRows, nil
 	})
@@ -216,7 +216,7 @@ func TestMarkOutboxPublishedSkipsRowsARelayHolds(t *testing.T) {
 	held, release := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_, err := db.RelayOutbox(ctx, []string{"t"}, 2, func(context.Context, []store.OutboxRow) ([]int64, error) {
+		_, err := db.RelayOutbox(ctx, []string{"t"}, 2, func(context.Context, []store.OutboxRow, store.DeliveryRecorder) ([]int64, error) {
 			close(held)
 			<-release
 			return nil, errors.New("enqueue failed")
@@ -243,14 +243,14 @@ func TestRelayOutboxClaimsOnlyTheGivenTopics(t *testing.T) {
 	// reach the routed row behind them.
 	ids := insertEvents(t, db, "", "new.topic", "new.topic", "a", "b", "new.topic", "a")
 
-	claimed, err := db.RelayOutbox(ctx, []string{"a"}, 1, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+	claimed, err := db.RelayOutbox(ctx, []string{"a"}, 1, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
 		assert.Equal(t, []int64{ids[2]}, rowIDs(rows))
 		return rowIDs(rows), nil
 	})
 	require.NoError(t, err)
 	assert.Equal(t, 1, claimed)
 
-	claimed, err = db.RelayOutbox(ctx, []string{"b", "a"}, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+	claimed, err = db.RelayOutbox(ctx, []string{"b", "a"}, 10, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
 		assert.Equal(t, []int64{ids[3], ids[5]}, rowIDs(rows), "id order across topics")
 		return rowIDs(rows), nil
 	})
@@ -259,7 +259,7 @@ func TestRelayOutboxClaimsOnlyTheGivenTopics(t *testing.T) {
 	assert.Equal(t, []int64{ids[0], ids[1], ids[4]}, unpublished(t, db), "rows of other topics are not claimed, so never marked")
 
 	for _, none := range [][]string{nil, {}} {
-		claimed, err = db.RelayOutbox(ctx, none, 10, func(context.Context, []store.OutboxRow) ([]int64, error) {
+		claimed, err = db.RelayOutbox(ctx, none, 10, func(context.Context, []store.OutboxRow, store.DeliveryRecorder) ([]int64, error) {
 			t.Error("hand called without topics")
 			return nil, nil
 		})
@@ -272,7 +272,7 @@ func TestRelayOutboxClaimsOnlyTheGivenTopics(t *testing.T) {
 	assert.Equal(t, 3, n)
 	assert.Equal(t, map[string]int{"new.topic": 3}, unrouted)
 
-	claimed, err = db.RelayOutbox(ctx, []string{"new.topic"}, 10, func(_ context.Context, rows []store.OutboxRow) ([]int64, error) {
+	claimed, err = db.RelayOutbox(ctx, []string{"new.topic"}, 10, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
 		return rowIDs(rows), nil
 	})
 	require.NoError(t, err)

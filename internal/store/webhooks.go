@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // WebhookEvent is an outbox row as a webhook delivery sends it.
@@ -15,42 +16,87 @@ type WebhookEvent struct {
 	CreatedAt time.Time
 }
 
-// WebhookEvent loads outbox row id.
-func (s *Store) WebhookEvent(ctx context.Context, id int64) (WebhookEvent, error) {
-	const q = `SELECT topic, payload, created_at FROM outbox WHERE id = $1`
-	var e WebhookEvent
-	err := s.pool.QueryRow(ctx, q, id).Scan(&e.Topic, &e.Payload, &e.CreatedAt)
-	return e, mapErr(err, "outbox event")
+// WebhookDeliveryRef names the delivery of one outbox row to one endpoint.
+type WebhookDeliveryRef struct {
+	OutboxID  int64
+	Endpoint  string
+	WebhookID string
 }
 
-// WebhookDeliveryState is a delivery row as an attempt starts.
+// RecordWebhookDeliveries writes a pending delivery row, due now, for each
+// ref that has none yet, in one statement; refs whose outbox row is gone
+// are left out. Whoever hands an event to the queue calls it first, so a
+// delivery is in PostgreSQL before its task is in Redis, and a task lost
+// with Redis is found again from its row.
+func (s *Store) RecordWebhookDeliveries(ctx context.Context, refs []WebhookDeliveryRef) error {
+	return recordWebhookDeliveries(ctx, s.pool, refs)
+}
+
+// DeliveryRecorder writes webhook deliveries as RecordWebhookDeliveries
+// does, inside a transaction the caller does not see (RelayOutbox's).
+type DeliveryRecorder func(ctx context.Context, refs []WebhookDeliveryRef) error
+
+func recordWebhookDeliveries(ctx context.Context, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, refs []WebhookDeliveryRef) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(refs))
+	eps := make([]string, len(refs))
+	msgs := make([]string, len(refs))
+	for i, r := range refs {
+		ids[i], eps[i], msgs[i] = r.OutboxID, r.Endpoint, r.WebhookID
+	}
+	// Rows go in key order, so two writers of overlapping batches (the API
+	// and a relay) wait for each other instead of deadlocking.
+	const q = `
+INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, next_attempt_at)
+SELECT o.id, r.endpoint, r.webhook_id, o.topic, now()
+FROM unnest($1::bigint[], $2::text[], $3::text[]) AS r (outbox_id, endpoint, webhook_id)
+JOIN outbox o ON o.id = r.outbox_id
+ORDER BY o.id, r.endpoint
+ON CONFLICT (outbox_id, endpoint_url) DO NOTHING`
+	_, err := db.Exec(ctx, q, ids, eps, msgs)
+	return mapErr(err, "webhook deliveries")
+}
+
+// WebhookDeliveryState is a delivery row as an attempt starts, with the
+// event it sends.
 type WebhookDeliveryState struct {
 	ID               int64
 	Status           string
-	Attempts         int
+	Attempts         int // in all, replays included
+	RoundStart       int // attempts made before the last replay (0: never replayed)
 	Replays          int
 	EndpointDisabled bool
+	Event            WebhookEvent
 }
 
 // BeginWebhookDelivery returns the delivery of outbox row outboxID to
-// endpoint, inserting it (pending, due now) on the first attempt; the
-// unique key (outbox_id, endpoint_url) makes it idempotent. It also says
-// whether the endpoint is disabled.
-func (s *Store) BeginWebhookDelivery(ctx context.Context, outboxID int64, endpoint, webhookID, event string) (WebhookDeliveryState, error) {
+// endpoint with its event, in one round trip. A delivery without a row (a
+// task queued by an older build) gets one, pending and due now; the unique
+// key (outbox_id, endpoint_url) makes that idempotent. It also says whether
+// the endpoint is disabled. A domain.KindNotFound error means the outbox
+// row is gone.
+func (s *Store) BeginWebhookDelivery(ctx context.Context, outboxID int64, endpoint, webhookID string) (WebhookDeliveryState, error) {
 	const q = `
-WITH ins AS (
+WITH ev AS (
+	SELECT id, topic, payload, created_at FROM outbox WHERE id = $1
+), ins AS (
 	INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, next_attempt_at)
-	VALUES ($1, $2, $3, $4, now())
+	SELECT id, $2, $3, topic, now() FROM ev
 	ON CONFLICT (outbox_id, endpoint_url) DO NOTHING
-	RETURNING id, status, attempts, replays
+	RETURNING id, status, attempts, round_start, replays
 ), cur AS (
-	SELECT id, status, attempts, replays FROM ins
+	SELECT id, status, attempts, round_start, replays FROM ins
 	UNION ALL
-	SELECT id, status, attempts, replays FROM webhook_deliveries WHERE outbox_id = $1 AND endpoint_url = $2
+	SELECT id, status, attempts, round_start, replays FROM webhook_deliveries WHERE outbox_id = $1 AND endpoint_url = $2
 )
-SELECT id, status, attempts, replays,
-	EXISTS (SELECT 1 FROM webhook_endpoint_state WHERE endpoint_url = $2)
-FROM cur LIMIT 1`
+SELECT cur.id, cur.status, cur.attempts, cur.round_start, cur.replays,
+	EXISTS (SELECT 1 FROM webhook_endpoint_state WHERE endpoint_url = $2),
+	ev.topic, ev.payload, ev.created_at
+FROM cur CROSS JOIN ev LIMIT 1`
 	var (
 		d   WebhookDeliveryState
 		err error
@@ -58,13 +104,14 @@ FROM cur LIMIT 1`
 	// A concurrent first attempt that inserted the row after this
 	// statement's snapshot leaves both parts empty: the second try sees it.
 	for range 2 {
-		err = s.pool.QueryRow(ctx, q, outboxID, endpoint, webhookID, event).
-			Scan(&d.ID, &d.Status, &d.Attempts, &d.Replays, &d.EndpointDisabled)
+		err = s.pool.QueryRow(ctx, q, outboxID, endpoint, webhookID).
+			Scan(&d.ID, &d.Status, &d.Attempts, &d.RoundStart, &d.Replays, &d.EndpointDisabled,
+				&d.Event.Topic, &d.Event.Payload, &d.Event.CreatedAt)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			break
 		}
 	}
-	return d, mapErr(err, "webhook delivery")
+	return d, mapErr(err, "outbox event")
 }
 
 // WebhookAttempt is one attempt's record.
@@ -270,7 +317,8 @@ FOR UPDATE OF d`
 func replay(ctx context.Context, tx pgx.Tx, where string, id int64) (WebhookDelivery, error) {
 	q := `
 WITH upd AS (
-	UPDATE webhook_deliveries d SET status = 'pending', replays = replays + 1, next_attempt_at = now(), updated_at = now()
+	UPDATE webhook_deliveries d SET status = 'pending', replays = replays + 1, round_start = attempts,
+		next_attempt_at = now(), updated_at = now()
 	WHERE ` + where + `
 	RETURNING d.*
 )

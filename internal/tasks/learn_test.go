@@ -52,7 +52,7 @@ func newLearnEnv(t *testing.T, schools int) *learnEnv {
 	e.feeds = cache.NewFeeds(e.rdb, 5*time.Minute)
 	e.queries = query.New(query.Config{Students: wire.Students{Store: e.db}, Feeds: e.feeds, Catalogs: e.catalog, Log: log,
 		Metrics: qm, Probes: cache.NewProbes(e.rdb, 5*time.Minute)})
-	relay := tasks.NewRelay(log, storeSource{e.db}, asynq.NewClientFromRedisClient(e.rdb), tasks.NewRouter(),
+	relay := tasks.NewRelay(log, storeSource{Store: e.db}, asynq.NewClientFromRedisClient(e.rdb), tasks.NewRouter(),
 		tasks.NewRelayMetrics(e.reg), tasks.RelayConfig{})
 	e.handler = tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, Learning: wire.Learning{Store: e.db}, Feeds: e.queries,
 		Catalogs: wire.Catalogs{CatalogHolder: e.catalog}, LearnMetrics: tasks.NewLearnMetrics(e.reg),

@@ -13,7 +13,7 @@ type RelayMetrics struct {
 	Relayed         *prometheus.CounterVec // rows handed over, by topic
 	Tasks           *prometheus.CounterVec // jobs handed to the queue, by type and result (enqueued, duplicate)
 	Unroutable      *prometheus.CounterVec // rows marked without producing tasks, by reason (invalid)
-	Errors          *prometheus.CounterVec // failed passes, by stage (store, enqueue, backlog, prune)
+	Errors          *prometheus.CounterVec // failed passes, by stage (store, record, enqueue, backlog, prune)
 	Backlog         prometheus.Gauge       // rows not yet handed over, whatever their topic
 	UnroutedBacklog prometheus.Gauge       // of those, rows of topics this worker has no route for
 	OldestAge       prometheus.Gauge       // age of the oldest row not yet handed over, seconds
@@ -33,7 +33,7 @@ func NewRelayMetrics(reg prometheus.Registerer) *RelayMetrics {
 			Name: "matching_outbox_unroutable_total", Help: "Outbox rows marked published without producing tasks, by reason (invalid: their route can never produce them).",
 		}, []string{"reason"}),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "matching_outbox_relay_errors_total", Help: "Relay passes that failed, by stage (store, enqueue, backlog, prune); their rows stay as they were and are retried.",
+			Name: "matching_outbox_relay_errors_total", Help: "Relay passes that failed, by stage (store, record: writing webhook deliveries, enqueue, backlog, prune); their rows stay as they were and are retried.",
 		}, []string{"stage"}),
 		Backlog: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "matching_outbox_backlog", Help: "Outbox rows not yet handed over to the task queue, whatever their topic.",
@@ -49,7 +49,7 @@ func NewRelayMetrics(reg prometheus.Registerer) *RelayMetrics {
 		}),
 	}
 	m.Unroutable.WithLabelValues("invalid")
-	for _, c := range []string{"store", "enqueue", "backlog", "prune"} {
+	for _, c := range []string{"store", "record", "enqueue", "backlog", "prune"} {
 		m.Errors.WithLabelValues(c)
 	}
 	reg.MustRegister(m.Relayed, m.Tasks, m.Unroutable, m.Errors, m.Backlog, m.UnroutedBacklog, m.OldestAge, m.Deleted)

@@ -16,12 +16,14 @@ import (
 // through a thin adapter in cmd/worker).
 type OutboxSource interface {
 	// RelayOutbox claims up to limit unpublished rows of topics in id order,
-	// rows no other relay holds, passes them to hand and marks published the
-	// ids hand returns, in the claiming transaction. With no topics it
-	// claims nothing. If hand fails, the ids it returned are still marked
-	// and its error comes back unchanged; any other error means nothing was
-	// marked.
-	RelayOutbox(ctx context.Context, topics []string, limit int, hand func(ctx context.Context, rows []OutboxRow) ([]int64, error)) (claimed int, err error)
+	// rows no other relay holds, passes them to hand with a ledger that
+	// writes in the claiming transaction, and marks published the ids hand
+	// returns, in that transaction. With no topics it claims nothing. If
+	// hand fails, the ids it returned are still marked and its error comes
+	// back unchanged; any other error means nothing was marked (and nothing
+	// recorded).
+	RelayOutbox(ctx context.Context, topics []string, limit int,
+		hand func(ctx context.Context, rows []OutboxRow, ledger DeliveryLedger) ([]int64, error)) (claimed int, err error)
 	// OutboxBacklog counts the unpublished rows, dates the oldest, and
 	// counts by topic those whose topic is not in routed.
 	OutboxBacklog(ctx context.Context, routed []string) (count int, oldest time.Time, unrouted map[string]int, err error)
@@ -190,26 +192,42 @@ const (
 	skipped
 )
 
-// batch claims one batch of rows of topics and hands its rows over in id
-// order, stopping at the first row whose tasks cannot all be enqueued
-// (Redis is likely down; that row and the ones after it stay for the next
-// pass).
+// batch claims one batch of rows of topics, routes them, writes the
+// webhook deliveries they produce (one statement for the batch, in the
+// claiming transaction), and hands
+// the rows over in id order, stopping at the first row whose tasks cannot
+// all be enqueued (Redis is likely down; that row and the ones after it
+// stay for the next pass).
 func (r *Relay) batch(ctx context.Context, topics []string) (handed, claimed int, err error) {
 	var (
-		enqErr error
-		done   []OutboxRow
-		result []outcome
+		handErr error
+		stage   string
+		done    []OutboxRow
+		result  []outcome
 	)
-	claimed, err = r.src.RelayOutbox(ctx, topics, r.cfg.BatchSize, func(ctx context.Context, rows []OutboxRow) ([]int64, error) {
+	claimed, err = r.src.RelayOutbox(ctx, topics, r.cfg.BatchSize, func(ctx context.Context, rows []OutboxRow, ledger DeliveryLedger) ([]int64, error) {
+		routed := make([]routedRow, len(rows))
+		var all []Job
+		for i, row := range rows {
+			routed[i] = r.route(ctx, row)
+			all = append(all, routed[i].jobs...)
+		}
+		// In the claiming transaction: the deliveries commit with the
+		// rows' marks. (On another connection they would wait for this
+		// transaction's row locks, through their foreign key.)
+		if err := RecordDeliveries(ctx, ledger, all); err != nil {
+			handErr, stage = err, "record"
+			return nil, err
+		}
 		ids := make([]int64, 0, len(rows))
-		for _, row := range rows {
-			o, err := r.handOver(ctx, row)
-			if err != nil {
-				enqErr = err
-				return ids, err
-			}
+		for i, row := range rows {
+			o := routed[i].outcome
 			if o == skipped {
 				continue
+			}
+			if err := r.enqueue(ctx, row, routed[i].jobs); err != nil {
+				handErr, stage = err, "enqueue"
+				return ids, err
 			}
 			ids = append(ids, row.ID)
 			done = append(done, row)
@@ -219,7 +237,7 @@ func (r *Relay) batch(ctx context.Context, topics []string) (handed, claimed int
 	})
 	// The source returns hand's error itself when it marked what hand
 	// returned, and anything else when it marked nothing: compare identity.
-	committed := err == nil || (enqErr != nil && err == enqErr)
+	committed := err == nil || (handErr != nil && err == handErr)
 	if committed {
 		for i, row := range done {
 			switch result[i] {
@@ -232,38 +250,48 @@ func (r *Relay) batch(ctx context.Context, topics []string) (handed, claimed int
 		handed = len(done)
 	}
 	if err != nil && ctx.Err() == nil {
-		stage := "store"
-		if enqErr != nil {
-			stage = "enqueue"
+		if handErr == nil || err != handErr {
+			stage = "store"
 		}
 		r.m.Errors.WithLabelValues(stage).Inc()
 	}
 	return handed, claimed, err
 }
 
-// handOver enqueues every job row produces. A row whose route fails can
-// never produce tasks: it is logged, counted and marked (invalid), so it
-// never blocks the rows behind it. A row no route serves is left
-// unpublished (skipped); the claim asks only for routed topics, so that
-// happens only if the router changed after the claim.
-func (r *Relay) handOver(ctx context.Context, row OutboxRow) (outcome, error) {
+// routedRow is a claimed row's jobs and what becomes of it.
+type routedRow struct {
+	jobs    []Job
+	outcome outcome
+}
+
+// route returns the jobs row produces. A row whose route fails can never
+// produce tasks: it is logged, counted and marked (invalid), so it never
+// blocks the rows behind it. A row no route serves is left unpublished
+// (skipped); the claim asks only for routed topics, so that happens only if
+// the router changed after the claim.
+func (r *Relay) route(ctx context.Context, row OutboxRow) routedRow {
 	jobs, err := r.router.Route(row)
 	switch {
 	case errors.Is(err, ErrUnknownTopic):
 		r.log.ErrorContext(ctx, "outbox row claimed for a topic without a route; left unpublished",
 			"outbox_id", row.ID, "topic", row.Topic)
-		return skipped, nil
+		return routedRow{outcome: skipped}
 	case err != nil:
 		r.log.ErrorContext(ctx, "outbox row cannot produce its tasks; marked published without tasks",
 			"outbox_id", row.ID, "topic", row.Topic, "err", err)
-		return invalid, nil
+		return routedRow{outcome: invalid}
 	}
+	return routedRow{jobs: jobs, outcome: relayed}
+}
+
+// enqueue queues every job of row.
+func (r *Relay) enqueue(ctx context.Context, row OutboxRow, jobs []Job) error {
 	for _, j := range jobs {
 		ectx, cancel := context.WithTimeout(ctx, r.cfg.EnqueueTimeout)
 		dup, err := Enqueue(ectx, r.q, j)
 		cancel()
 		if err != nil {
-			return 0, fmt.Errorf("outbox row %d: %w", row.ID, err)
+			return fmt.Errorf("outbox row %d: %w", row.ID, err)
 		}
 		res := "enqueued"
 		if dup {
@@ -271,7 +299,7 @@ func (r *Relay) handOver(ctx context.Context, row OutboxRow) (outcome, error) {
 		}
 		r.m.Tasks.WithLabelValues(j.Task.Type(), res).Inc()
 	}
-	return relayed, nil
+	return nil
 }
 
 // measureBacklog sets the backlog gauges: all unpublished rows, whatever

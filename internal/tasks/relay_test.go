@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
+	"github.com/collegematch/matching/internal/wire"
 )
 
 // The relay runs against a fresh PostgreSQL database and this package's
@@ -31,18 +33,8 @@ import (
 
 var endpoints = []string{"https://a.example/hook", "https://b.example/hook"}
 
-// storeSource is the same thin adapter cmd/worker uses.
-type storeSource struct{ *store.Store }
-
-func (s storeSource) RelayOutbox(ctx context.Context, topics []string, limit int, hand func(context.Context, []tasks.OutboxRow) ([]int64, error)) (int, error) {
-	return s.Store.RelayOutbox(ctx, topics, limit, func(ctx context.Context, rows []store.OutboxRow) ([]int64, error) {
-		out := make([]tasks.OutboxRow, len(rows))
-		for i, r := range rows {
-			out[i] = tasks.OutboxRow(r)
-		}
-		return hand(ctx, out)
-	})
-}
+// storeSource is the adapter cmd/worker uses.
+type storeSource = wire.Outbox
 
 type env struct {
 	db      *store.Store
@@ -69,17 +61,11 @@ func newEnv(t *testing.T) *env {
 	}
 	e.metrics = tasks.NewRelayMetrics(e.reg)
 	e.router.Add(tasks.TopicSwipeRecorded, tasks.LearnRoute)
-	e.router.Add(tasks.TopicSwipeRecorded, func(row tasks.OutboxRow) ([]tasks.Job, error) {
-		var jobs []tasks.Job
-		for _, ep := range endpoints {
-			task, err := tasks.NewWebhookDeliverTask(row.ID, ep)
-			if err != nil {
-				return nil, err
-			}
-			jobs = append(jobs, tasks.Job{ID: webhookID(row.ID, ep), Task: task})
-		}
-		return jobs, nil
-	})
+	var subs []tasks.WebhookSubscription
+	for _, ep := range endpoints {
+		subs = append(subs, tasks.WebhookSubscription{URL: ep, Events: []string{tasks.TopicSwipeRecorded}})
+	}
+	tasks.AddWebhookRoutes(e.router, subs, wire.Webhooks{Store: e.db})
 	return e
 }
 
@@ -88,7 +74,7 @@ func webhookID(outboxID int64, endpoint string) string {
 }
 
 func (e *env) relay(t *testing.T, q tasks.Enqueuer, cfg tasks.RelayConfig) *tasks.Relay {
-	return tasks.NewRelay(testutil.Logger(t), storeSource{e.db}, q, e.router, e.metrics, cfg)
+	return tasks.NewRelay(testutil.Logger(t), storeSource{Store: e.db}, q, e.router, e.metrics, cfg)
 }
 
 type event struct {
@@ -193,7 +179,7 @@ func TestRelayHandsOverEachRowOnceUnderItsDerivedID(t *testing.T) {
 	assert.Empty(t, e.unpublished(t))
 
 	learn := e.queued(t, tasks.QueueCritical, "pending")
-	hooks := e.queued(t, tasks.QueueDefault, "pending")
+	hooks := e.queued(t, tasks.QueueWebhooks, "pending")
 	require.Len(t, learn, 5)
 	require.Len(t, hooks, 10)
 	for i, id := range ids {
@@ -211,7 +197,13 @@ func TestRelayHandsOverEachRowOnceUnderItsDerivedID(t *testing.T) {
 			var wp tasks.WebhookDeliverPayload
 			require.NoError(t, json.Unmarshal(hi.Payload, &wp))
 			assert.Equal(t, tasks.WebhookDeliverPayload{OutboxID: id, Endpoint: ep}, wp)
-			assert.Equal(t, 8, hi.MaxRetry, "9 attempts in all")
+			assert.Greater(t, hi.MaxRetry, 1000, "the queue never archives a delivery still owed: the handler parks it")
+			var status, msgID string
+			require.NoError(t, e.db.Pool().QueryRow(ctx,
+				`SELECT status, webhook_id FROM webhook_deliveries WHERE outbox_id = $1 AND endpoint_url = $2`, id, ep).
+				Scan(&status, &msgID), "the delivery's row is written before its task is queued")
+			assert.Equal(t, tasks.DeliveryPending, status)
+			assert.Equal(t, tasks.WebhookMessageID(id, ep), msgID)
 		}
 	}
 	assert.Equal(t, 5.0, value(t, e.reg, "matching_outbox_relayed_total", "topic", tasks.TopicSwipeRecorded))
@@ -228,9 +220,12 @@ func TestRelayHandsOverEachRowOnceUnderItsDerivedID(t *testing.T) {
 	// Let a worker complete every task, then hand the rows over again, as
 	// after a crash between enqueue and marking: the completed tasks, kept
 	// for Retention, refuse their ids, so nothing runs twice.
+	queues := tasks.QueuePriorities()
+	maps.Copy(queues, tasks.WebhookQueues())
 	srv := asynq.NewServerFromRedisClient(e.rdb, asynq.Config{
-		Concurrency: 4, Queues: tasks.QueuePriorities(), Logger: quietLogger{}, LogLevel: asynq.FatalLevel,
+		Concurrency: 4, Queues: queues, Logger: quietLogger{}, LogLevel: asynq.FatalLevel,
 	})
+	t.Cleanup(srv.Shutdown) // before the Redis client closes, even when the test fails (asynq panics otherwise)
 	var mu sync.Mutex
 	ran := map[string]int{}
 	require.NoError(t, srv.Start(asynq.HandlerFunc(func(ctx context.Context, task *asynq.Task) error {
@@ -241,7 +236,7 @@ func TestRelayHandsOverEachRowOnceUnderItsDerivedID(t *testing.T) {
 		return nil
 	})))
 	require.Eventually(t, func() bool {
-		return len(e.queued(t, tasks.QueueCritical, "completed")) == 5 && len(e.queued(t, tasks.QueueDefault, "completed")) == 10
+		return len(e.queued(t, tasks.QueueCritical, "completed")) == 5 && len(e.queued(t, tasks.QueueWebhooks, "completed")) == 10
 	}, 15*time.Second, 50*time.Millisecond)
 
 	_, err = e.db.Pool().Exec(ctx, `UPDATE outbox SET published_at = NULL`)
@@ -316,7 +311,7 @@ func TestConcurrentRelaysHandOverEachRowOnce(t *testing.T) {
 		assert.Equal(t, 1, n, "task %s was enqueued %d times", id, n)
 	}
 	assert.Len(t, e.queued(t, tasks.QueueCritical, "pending"), len(ids))
-	assert.Len(t, e.queued(t, tasks.QueueDefault, "pending"), 2*len(ids))
+	assert.Len(t, e.queued(t, tasks.QueueWebhooks, "pending"), 2*len(ids))
 	assert.Zero(t, value(t, e.reg, "matching_outbox_tasks_total", "type", tasks.TypeStudentLearn, "result", "duplicate"))
 }
 
@@ -370,11 +365,71 @@ func TestRelayKeepsRowsWhileRedisIsDown(t *testing.T) {
 	assert.Equal(t, 2, handed)
 	assert.Empty(t, e.unpublished(t))
 	assert.Len(t, e.queued(t, tasks.QueueCritical, "pending"), 3)
-	assert.Len(t, e.queued(t, tasks.QueueDefault, "pending"), 6)
+	assert.Len(t, e.queued(t, tasks.QueueWebhooks, "pending"), 6)
 	assert.Equal(t, 1.0, value(t, e.reg, "matching_outbox_tasks_total", "type", tasks.TypeStudentLearn, "result", "duplicate"),
 		"the second row's learn task went in before the failure and is not queued again")
 	assert.Zero(t, value(t, e.reg, "matching_outbox_backlog"))
 	assert.Zero(t, value(t, e.reg, "matching_outbox_oldest_unpublished_age_seconds"))
+}
+
+// failingLedgerSource claims rows as the store does, but its ledger cannot
+// write webhook deliveries (the statement fails).
+type failingLedgerSource struct{ tasks.OutboxSource }
+
+func (f failingLedgerSource) RelayOutbox(ctx context.Context, topics []string, limit int,
+	hand func(context.Context, []tasks.OutboxRow, tasks.DeliveryLedger) ([]int64, error)) (int, error) {
+	return f.OutboxSource.RelayOutbox(ctx, topics, limit, func(ctx context.Context, rows []tasks.OutboxRow, _ tasks.DeliveryLedger) ([]int64, error) {
+		return hand(ctx, rows, tasks.LedgerFunc(func(context.Context, []tasks.WebhookDeliveryKey) error {
+			return errors.New("database down")
+		}))
+	})
+}
+
+// When a batch's webhook deliveries cannot be written, none of its tasks is
+// queued and its rows stay unpublished: a task in Redis always has its
+// delivery row in PostgreSQL. The relay writes them in its claiming
+// transaction, whatever ledger its router has.
+func TestRelayQueuesNothingWhenDeliveriesCannotBeRecorded(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	ids := e.write(t, swipes(3)...)
+
+	_, err := tasks.NewRelay(testutil.Logger(t), failingLedgerSource{storeSource{Store: e.db}}, e.queue, e.router, e.metrics,
+		tasks.RelayConfig{}).Drain(ctx)
+	require.Error(t, err)
+	assert.Equal(t, ids, e.unpublished(t))
+	assert.Empty(t, e.queued(t, tasks.QueueCritical, "pending"))
+	assert.Empty(t, e.queued(t, tasks.QueueWebhooks, "pending"))
+	assert.Equal(t, 1.0, value(t, e.reg, "matching_outbox_relay_errors_total", "stage", "record"))
+
+	// With the database back, the same rows go through with their rows.
+	handed, err := e.relay(t, e.queue, tasks.RelayConfig{}).Drain(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 3, handed)
+	var n int
+	require.NoError(t, e.db.Pool().QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'`).Scan(&n))
+	assert.Equal(t, 3*len(endpoints), n)
+}
+
+// A relay whose Redis fails mid-batch still commits the deliveries of the
+// rows it marked, and leaves the others' rows unpublished; nothing is
+// recorded twice when they are handed over again.
+func TestRelayRecordsDeliveriesInItsTransaction(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.write(t, swipes(2)...)
+	// 3 tasks per row: the first row's go in, the second row's first fails.
+	_, err := e.relay(t, &failAfter{next: e.queue, n: 3}, tasks.RelayConfig{}).Drain(ctx)
+	require.Error(t, err)
+	count := func() (n int) {
+		require.NoError(t, e.db.Pool().QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries`).Scan(&n))
+		return n
+	}
+	assert.Equal(t, 2*len(endpoints), count(), "written for the whole batch, before any task was queued")
+	_, err = e.relay(t, e.queue, tasks.RelayConfig{}).Drain(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2*len(endpoints), count())
+	assert.Empty(t, e.unpublished(t))
 }
 
 // logRecorder keeps the relay's log records so tests can count them.
@@ -422,7 +477,7 @@ func TestRelayLeavesUnroutedRowsForARelayThatRoutesThem(t *testing.T) {
 	// An older worker: it routes swipe.recorded only. One row per batch, so
 	// the unrouted row at the head must not stop it from reaching the rest.
 	logs := &logRecorder{}
-	old := tasks.NewRelay(slog.New(logs), storeSource{e.db}, e.queue, e.router, e.metrics, tasks.RelayConfig{BatchSize: 1})
+	old := tasks.NewRelay(slog.New(logs), storeSource{Store: e.db}, e.queue, e.router, e.metrics, tasks.RelayConfig{BatchSize: 1})
 	handed, err := old.Drain(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 2, handed, "the invalid row and the routed one")
@@ -435,7 +490,7 @@ func TestRelayLeavesUnroutedRowsForARelayThatRoutesThem(t *testing.T) {
 	learn := e.queued(t, tasks.QueueCritical, "pending")
 	assert.Len(t, learn, 1)
 	assert.Contains(t, learn, tasks.OutboxTaskID(ids[2], tasks.TypeStudentLearn))
-	assert.Len(t, e.queued(t, tasks.QueueDefault, "pending"), 2)
+	assert.Len(t, e.queued(t, tasks.QueueWebhooks, "pending"), 2)
 	assert.Equal(t, 1, logs.count(slog.LevelWarn, unroutedWarning))
 
 	// Later passes leave them alone too, and do not warn again.
@@ -451,7 +506,7 @@ func TestRelayLeavesUnroutedRowsForARelayThatRoutesThem(t *testing.T) {
 	newer := tasks.NewRouter()
 	newer.Add("mystery.happened", tasks.LearnRoute)
 	newReg := prometheus.NewRegistry()
-	handed, err = tasks.NewRelay(testutil.Logger(t), storeSource{e.db}, e.queue, newer, tasks.NewRelayMetrics(newReg), tasks.RelayConfig{}).Drain(ctx)
+	handed, err = tasks.NewRelay(testutil.Logger(t), storeSource{Store: e.db}, e.queue, newer, tasks.NewRelayMetrics(newReg), tasks.RelayConfig{}).Drain(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 2, handed)
 	assert.Empty(t, e.unpublished(t))
@@ -481,7 +536,7 @@ type countingSource struct {
 	claims atomic.Int32
 }
 
-func (c *countingSource) RelayOutbox(ctx context.Context, topics []string, limit int, hand func(context.Context, []tasks.OutboxRow) ([]int64, error)) (int, error) {
+func (c *countingSource) RelayOutbox(ctx context.Context, topics []string, limit int, hand func(context.Context, []tasks.OutboxRow, tasks.DeliveryLedger) ([]int64, error)) (int, error) {
 	c.claims.Add(1)
 	return c.OutboxSource.RelayOutbox(ctx, topics, limit, hand)
 }
@@ -490,7 +545,7 @@ func TestRelayWithoutRoutesClaimsNothing(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	ids := e.write(t, swipes(3)...)
-	src := &countingSource{OutboxSource: storeSource{e.db}}
+	src := &countingSource{OutboxSource: storeSource{Store: e.db}}
 
 	handed, err := tasks.NewRelay(testutil.Logger(t), src, e.queue, tasks.NewRouter(), e.metrics, tasks.RelayConfig{}).Drain(ctx)
 	require.NoError(t, err)
@@ -511,7 +566,7 @@ type allTopics struct {
 	extra []string
 }
 
-func (a allTopics) RelayOutbox(ctx context.Context, topics []string, limit int, hand func(context.Context, []tasks.OutboxRow) ([]int64, error)) (int, error) {
+func (a allTopics) RelayOutbox(ctx context.Context, topics []string, limit int, hand func(context.Context, []tasks.OutboxRow, tasks.DeliveryLedger) ([]int64, error)) (int, error) {
 	return a.storeSource.RelayOutbox(ctx, append(slices.Clone(topics), a.extra...), limit, hand)
 }
 
@@ -521,7 +576,7 @@ func TestRelayNeverMarksARowItCannotRoute(t *testing.T) {
 	student := uuid.NewString()
 	ids := e.write(t, event{"mystery.happened", student}, event{tasks.TopicSwipeRecorded, student})
 
-	src := allTopics{storeSource{e.db}, []string{"mystery.happened"}}
+	src := allTopics{storeSource{Store: e.db}, []string{"mystery.happened"}}
 	handed, err := tasks.NewRelay(testutil.Logger(t), src, e.queue, e.router, e.metrics, tasks.RelayConfig{}).Drain(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 1, handed)

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -24,6 +25,9 @@ type OutboxRow struct {
 type Job struct {
 	ID   string
 	Task *asynq.Task
+	// Delivery is set on webhook:deliver jobs: the delivery row Router.Record
+	// writes before the task may be queued.
+	Delivery *WebhookDeliveryKey
 }
 
 // RouteFunc turns an outbox row into the jobs it must produce. It must be
@@ -37,10 +41,57 @@ type RouteFunc func(row OutboxRow) ([]Job, error)
 // the routes were added. The API's fast path and the worker's relay use the
 // same router, so both derive the same task ids.
 //
-// Routes are added while wiring, before the router is used; Route is then
-// safe for concurrent use.
+// Routes are added while wiring, before the router is used; Route and
+// Record are then safe for concurrent use.
 type Router struct {
 	routes map[string][]RouteFunc
+	ledger DeliveryLedger // set by AddWebhookRoutes
+}
+
+// DeliveryLedger writes webhook delivery rows to the source of truth.
+type DeliveryLedger interface {
+	// RecordWebhookDeliveries writes a pending delivery, due now, for each
+	// key that has none yet (idempotent); keys whose event is gone are
+	// left out.
+	RecordWebhookDeliveries(ctx context.Context, keys []WebhookDeliveryKey) error
+}
+
+// Record writes the delivery rows of the webhook jobs among jobs, in one
+// call. Every hand-over (the API after its commit, the relay, sync push)
+// calls it before it queues the jobs: a delivery is then in PostgreSQL
+// before its task is in Redis, and a task Redis loses is queued again from
+// its row (WebhookMonitor). Jobs without a delivery need nothing.
+func (r *Router) Record(ctx context.Context, jobs []Job) error {
+	return RecordDeliveries(ctx, r.ledger, jobs)
+}
+
+// LedgerFunc is a function that serves as a DeliveryLedger.
+type LedgerFunc func(ctx context.Context, keys []WebhookDeliveryKey) error
+
+// RecordWebhookDeliveries implements DeliveryLedger.
+func (f LedgerFunc) RecordWebhookDeliveries(ctx context.Context, keys []WebhookDeliveryKey) error {
+	return f(ctx, keys)
+}
+
+// RecordDeliveries writes the delivery rows of the webhook jobs among jobs
+// to ledger, in one call, as Router.Record does with the router's own.
+func RecordDeliveries(ctx context.Context, ledger DeliveryLedger, jobs []Job) error {
+	var keys []WebhookDeliveryKey
+	for _, j := range jobs {
+		if j.Delivery != nil {
+			keys = append(keys, *j.Delivery)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if ledger == nil {
+		return errors.New("tasks: webhook jobs routed without a delivery ledger")
+	}
+	if err := ledger.RecordWebhookDeliveries(ctx, keys); err != nil {
+		return fmt.Errorf("record %d webhook deliveries: %w", len(keys), err)
+	}
+	return nil
 }
 
 // NewRouter returns a router with no routes.

@@ -22,13 +22,25 @@ import (
 // Queues, in the order the worker favours them (see QueuePriorities).
 const (
 	QueueCritical = "critical" // student:learn, outbox:relay: the feed must follow a swipe within 2 s
-	QueueDefault  = "default"  // webhook:deliver: first attempt within 5 s
+	QueueDefault  = "default"  // webhook:deliver tasks queued by older builds
 	QueueLow      = "low"      // feed warming and other background work
+	// QueueWebhooks holds webhook:deliver. The worker serves it with task
+	// slots of its own (WebhookQueues), so that a burst of swipes, whose
+	// student:learn tasks take the main slots, does not hold back the
+	// first attempt (due within 5 s), and a slow subscriber (up to 10 s an
+	// attempt) does not hold back learning.
+	QueueWebhooks = "webhooks"
 )
 
-// QueuePriorities is the asynq.Config.Queues weighting of the worker.
+// QueuePriorities is the asynq.Config.Queues weighting of the worker's
+// main task slots.
 func QueuePriorities() map[string]int {
 	return map[string]int{QueueCritical: 6, QueueDefault: 3, QueueLow: 1}
+}
+
+// WebhookQueues is the asynq.Config.Queues of the worker's webhook slots.
+func WebhookQueues() map[string]int {
+	return map[string]int{QueueWebhooks: 1}
 }
 
 // Task types, noun:verb.
@@ -94,9 +106,19 @@ type WebhookDeliverPayload struct {
 	Endpoint string `json:"endpoint"`
 }
 
-// NewWebhookDeliverTask builds a webhook:deliver task: 9 attempts in all
-// (the retry schedule, WebhookSchedule, is applied by the worker's
-// RetryDelayFunc; see WebhookConfig.RetryDelayFunc).
+// webhookMaxRetry is the queue's retry limit for webhook:deliver. The
+// handler parks a delivery after the 9 attempts of the schedule, counted in
+// its row (WebhookDelivery.Round), and the queue's own count also grows
+// with runs that failed on the database before or after an attempt; this
+// limit only keeps the queue from archiving a task whose delivery is still
+// owed while PostgreSQL is down for a long time (a minute apart, about
+// 7 days).
+const webhookMaxRetry = 10_000
+
+// NewWebhookDeliverTask builds a webhook:deliver task. Its retries follow
+// the schedule (WebhookSchedule, applied through RetryIn by the handler and
+// the worker's RetryDelayFunc) and its delivery is parked by the handler
+// after the last attempt.
 func NewWebhookDeliverTask(outboxID int64, endpoint string) (*asynq.Task, error) {
 	if outboxID <= 0 || endpoint == "" {
 		return nil, fmt.Errorf("tasks: webhook:deliver needs an outbox id and an endpoint, got %d and %q", outboxID, endpoint)
@@ -106,7 +128,7 @@ func NewWebhookDeliverTask(outboxID int64, endpoint string) (*asynq.Task, error)
 		return nil, err
 	}
 	return asynq.NewTask(TypeWebhookDeliver, b,
-		asynq.Queue(QueueDefault), asynq.MaxRetry(len(WebhookSchedule)), asynq.Timeout(30*time.Second), asynq.Retention(Retention)), nil
+		asynq.Queue(QueueWebhooks), asynq.MaxRetry(webhookMaxRetry), asynq.Timeout(30*time.Second), asynq.Retention(Retention)), nil
 }
 
 // NewOutboxRelayTask builds an outbox:relay task: one immediate relay pass

@@ -45,10 +45,16 @@ type WebhookSubscription struct {
 
 // AddWebhookRoutes makes every event some endpoint subscribes to produce
 // one webhook:deliver task per subscribed endpoint, under
-// WebhookTaskID(row, endpoint, 0). The API's fast path and the worker's
-// relay must both add them from the same WEBHOOK_ENDPOINTS_FILE: a row the
-// API hands over is marked published, and the relay never routes it again.
-func AddWebhookRoutes(r *Router, subs []WebhookSubscription) {
+// WebhookTaskID(row, endpoint, 0), each carrying the delivery that
+// Router.Record writes to ledger before the task is queued. The API's fast
+// path and the worker's relay must both add them from the same
+// WEBHOOK_ENDPOINTS_FILE: a row the API hands over is marked published, and
+// the relay never routes it again.
+func AddWebhookRoutes(r *Router, subs []WebhookSubscription, ledger DeliveryLedger) {
+	if len(subs) > 0 && ledger == nil {
+		panic("tasks.AddWebhookRoutes: endpoints without a delivery ledger")
+	}
+	r.ledger = ledger
 	byEvent := map[string][]string{}
 	for _, s := range subs {
 		for _, ev := range s.Events {
@@ -66,7 +72,8 @@ func AddWebhookRoutes(r *Router, subs []WebhookSubscription) {
 				if err != nil {
 					return nil, err
 				}
-				jobs = append(jobs, Job{ID: WebhookTaskID(row.ID, u, 0), Task: t})
+				jobs = append(jobs, Job{ID: WebhookTaskID(row.ID, u, 0), Task: t, Delivery: &WebhookDeliveryKey{
+					OutboxID: row.ID, Endpoint: u, MessageID: WebhookMessageID(row.ID, u), Event: row.Topic}})
 			}
 			return jobs, nil
 		})
@@ -106,14 +113,22 @@ type WebhookDeliveryKey struct {
 	Event     string
 }
 
-// WebhookDelivery is a delivery's row as an attempt starts.
+// WebhookDelivery is a delivery's row as an attempt starts, with its event.
 type WebhookDelivery struct {
 	ID               int64
 	Status           string
-	Attempts         int
+	Attempts         int // in all, replays included
+	RoundStart       int // attempts made before the last replay
 	Replays          int
 	EndpointDisabled bool // the endpoint answered 410 Gone and was not replayed since
+	Event            WebhookEvent
 }
+
+// Round is the number of attempts made since the delivery was first queued
+// or last replayed: the retry schedule and parking go by it, not by the
+// queue's retry count, which starts again at 0 when a lost task is queued
+// again.
+func (d WebhookDelivery) Round() int { return max(d.Attempts-d.RoundStart, 0) }
 
 // WebhookAttempt is one attempt's record.
 type WebhookAttempt struct {
@@ -131,11 +146,9 @@ type StaleDelivery struct {
 
 // WebhookStore is what delivery needs from the database.
 type WebhookStore interface {
-	// WebhookEvent loads an outbox row; a domain.KindNotFound error when it
-	// is gone.
-	WebhookEvent(ctx context.Context, outboxID int64) (WebhookEvent, error)
-	// BeginWebhookDelivery inserts the delivery's row if it has none
-	// (idempotent on (outbox_id, endpoint_url)) and returns it.
+	// BeginWebhookDelivery returns the delivery's row and its event,
+	// inserting the row if it has none (idempotent on (outbox_id,
+	// endpoint_url)); a domain.KindNotFound error when the event is gone.
 	BeginWebhookDelivery(ctx context.Context, k WebhookDeliveryKey) (WebhookDelivery, error)
 	// RecordWebhookAttempt adds an attempt row and moves the delivery to
 	// status (a delivery no longer pending keeps its status unless status is
@@ -183,7 +196,8 @@ type WebhookSender interface {
 
 // WebhookConfig tunes delivery; zero fields take the defaults.
 type WebhookConfig struct {
-	Schedule []time.Duration // default WebhookSchedule
+	Schedule []time.Duration // default WebhookSchedule; its last step repeats when Attempts asks for more
+	Attempts int             // attempts per round before parking; default 1 + len(WebhookSchedule) = 9
 	Jitter   float64         // default WebhookJitter; negative: none
 	Rand     func() float64  // in [0,1); default math/rand/v2
 	Now      func() time.Time
@@ -192,6 +206,9 @@ type WebhookConfig struct {
 func (c WebhookConfig) withDefaults() WebhookConfig {
 	if len(c.Schedule) == 0 {
 		c.Schedule = WebhookSchedule
+	}
+	if c.Attempts <= 0 {
+		c.Attempts = 1 + len(WebhookSchedule)
 	}
 	if c.Jitter == 0 {
 		c.Jitter = WebhookJitter
@@ -215,8 +232,20 @@ func (c WebhookConfig) Delay(n int) time.Duration {
 	return time.Duration(float64(d) * f)
 }
 
-// MaxRetry is the number of retries after the first attempt.
-func (c WebhookConfig) MaxRetry() int { return len(c.withDefaults().Schedule) }
+// MaxRetry is the number of retries after the first attempt of a round.
+func (c WebhookConfig) MaxRetry() int { return c.withDefaults().Attempts - 1 }
+
+// retryAt is the wait from now until a retry due delay from now, rounded up
+// so that the retry falls on a whole second: the queue keeps retry times in
+// whole seconds, rounding down, and would otherwise run a retry up to a
+// second early (before a Retry-After, or under the schedule's -20 %).
+func retryAt(now time.Time, delay time.Duration) time.Duration {
+	at := now.Add(delay)
+	if t := at.Truncate(time.Second); t.Before(at) {
+		at = t.Add(time.Second)
+	}
+	return at.Sub(now)
+}
 
 // RetryIn is returned by a handler that wants its task retried after Delay
 // exactly (the jitter already applied, or a Retry-After honoured); the
@@ -234,8 +263,9 @@ func (e *RetryIn) Unwrap() error { return e.Err }
 
 // RetryDelayFunc is the worker's asynq.Config.RetryDelayFunc: the delay a
 // handler asked for with RetryIn; for webhook:deliver otherwise (an error
-// before any attempt, such as the database being down) the webhook
-// schedule; for every other type asynq's default.
+// before or after an attempt that left the delivery's row as it was, such
+// as the database being down) StoreRetryDelay, since no attempt of the
+// schedule was used up; for every other type asynq's default.
 func (c WebhookConfig) RetryDelayFunc() asynq.RetryDelayFunc {
 	return func(n int, err error, t *asynq.Task) time.Duration {
 		var ri *RetryIn
@@ -243,10 +273,22 @@ func (c WebhookConfig) RetryDelayFunc() asynq.RetryDelayFunc {
 			return ri.Delay
 		}
 		if t != nil && t.Type() == TypeWebhookDeliver {
-			return c.Delay(n)
+			return StoreRetryDelay(n, c.withDefaults().Rand)
 		}
 		return asynq.DefaultRetryDelayFunc(n, err, t)
 	}
+}
+
+// StoreRetryDelay is the wait before running a webhook:deliver task again
+// after its n-th failure to read or write its delivery's row: 1 s doubling
+// to at most a minute, with +-20 % jitter so that a recovering database is
+// not hit by every waiting task at once.
+func StoreRetryDelay(n int, rnd func() float64) time.Duration {
+	d := time.Minute
+	if n < 6 {
+		d = time.Second << n
+	}
+	return time.Duration(float64(d) * (1 + WebhookJitter*(2*rnd()-1)))
 }
 
 // WebhookBody is the JSON body of a delivery: {"id","event","data"} where
@@ -303,25 +345,16 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.OutboxID <= 0 || p.Endpoint == "" {
 		return fmt.Errorf("decode %s payload %q: %v: %w", t.Type(), t.Payload(), err, asynq.SkipRetry)
 	}
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, ok := asynq.GetMaxRetry(ctx)
-	if !ok {
-		maxRetry = w.cfg.MaxRetry()
-	}
-	ev, err := w.store.WebhookEvent(ctx, p.OutboxID)
+	msgID := WebhookMessageID(p.OutboxID, p.Endpoint)
+	d, err := w.store.BeginWebhookDelivery(ctx, WebhookDeliveryKey{OutboxID: p.OutboxID, Endpoint: p.Endpoint, MessageID: msgID})
 	if err != nil {
 		var de *domain.Error
 		if errors.As(err, &de) && de.Kind == domain.KindNotFound {
 			return fmt.Errorf("outbox event %d is gone: %w", p.OutboxID, asynq.SkipRetry)
 		}
-		return err
+		return err // the database: retried soon (RetryDelayFunc), no attempt counted
 	}
-	msgID := WebhookMessageID(p.OutboxID, p.Endpoint)
-	d, err := w.store.BeginWebhookDelivery(ctx, WebhookDeliveryKey{OutboxID: p.OutboxID, Endpoint: p.Endpoint,
-		MessageID: msgID, Event: ev.Topic})
-	if err != nil {
-		return err
-	}
+	ev := d.Event
 	log := w.log.With("outbox_id", p.OutboxID, "delivery_id", d.ID, "webhook_id", msgID)
 	switch {
 	case d.Status != DeliveryPending:
@@ -353,6 +386,9 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	now := w.cfg.Now()
+	// round attempts were made before this one in this round (since the
+	// first hand-over or the last replay), by whichever task ran them.
+	round := d.Round()
 
 	switch {
 	case res.Outcome == WebhookDelivered:
@@ -382,22 +418,18 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 		w.m.Deliveries.WithLabelValues(DeliveryDisabled).Add(float64(1 + n))
 		log.WarnContext(ctx, "webhook endpoint answered 410 Gone; endpoint disabled", "pending_disabled", n)
 		return nil
-	case retried >= maxRetry:
+	case round >= w.cfg.MaxRetry():
 		w.m.Attempts.WithLabelValues("failed").Inc()
 		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryParked, time.Time{}); err != nil {
 			return err
 		}
 		w.m.Deliveries.WithLabelValues(DeliveryParked).Inc()
-		log.WarnContext(ctx, "webhook delivery parked after its last attempt", "attempts", d.Attempts+1, "err", a.Error)
+		log.WarnContext(ctx, "webhook delivery parked after its last attempt", "attempts", round+1, "err", a.Error)
 		return nil
 	default:
 		w.m.Attempts.WithLabelValues("failed").Inc()
-		delay := w.cfg.Delay(retried)
-		// The queue schedules retries in whole seconds, rounding down, so a
-		// second is added to a Retry-After to never come back early.
-		if ra := res.RetryAfter + time.Second; res.RetryAfter > 0 && ra > delay {
-			delay = ra
-		}
+		delay := max(w.cfg.Delay(round), res.RetryAfter)
+		delay = retryAt(now, delay)
 		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryPending, now.Add(delay)); err != nil {
 			return err
 		}

@@ -1,12 +1,15 @@
 package tasks_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -44,18 +47,36 @@ func TestRetryDelayFunc(t *testing.T) {
 	f := tasks.WebhookConfig{Rand: func() float64 { return 0.5 }}.RetryDelayFunc()
 	hook := asynq.NewTask(tasks.TypeWebhookDeliver, nil)
 	assert.Equal(t, 42*time.Second, f(0, &tasks.RetryIn{Delay: 42 * time.Second, Err: errors.New("x")}, hook), "the handler's delay")
-	assert.Equal(t, 30*time.Second, f(1, errors.New("db down"), hook), "the schedule without a handler delay")
+	// A failure on the database used up no attempt: a short backoff, not
+	// the schedule.
+	assert.Equal(t, 2*time.Second, f(1, errors.New("db down"), hook))
+	assert.Equal(t, time.Minute, f(40, errors.New("db down"), hook), "capped")
 	learn := asynq.NewTask(tasks.TypeStudentLearn, nil)
 	assert.Positive(t, f(0, errors.New("x"), learn))
+}
+
+// ledger is a DeliveryLedger that remembers what it was asked to record.
+type ledger struct {
+	keys []tasks.WebhookDeliveryKey
+	err  error
+}
+
+func (l *ledger) RecordWebhookDeliveries(_ context.Context, keys []tasks.WebhookDeliveryKey) error {
+	if l.err != nil {
+		return l.err
+	}
+	l.keys = append(l.keys, keys...)
+	return nil
 }
 
 func TestAddWebhookRoutes(t *testing.T) {
 	r := tasks.NewRouter()
 	tasks.AddLearnRoutes(r)
+	l := &ledger{}
 	tasks.AddWebhookRoutes(r, []tasks.WebhookSubscription{
 		{URL: "https://a.example/1", Events: []string{tasks.TopicSwipeRecorded}},
 		{URL: "https://b.example/2", Events: []string{tasks.TopicSwipeRecorded}},
-	})
+	}, l)
 	jobs, err := r.Route(tasks.OutboxRow{ID: 7, Topic: tasks.TopicSwipeRecorded, StudentID: "s"})
 	require.NoError(t, err)
 	require.Len(t, jobs, 3)
@@ -66,11 +87,41 @@ func TestAddWebhookRoutes(t *testing.T) {
 	var p tasks.WebhookDeliverPayload
 	require.NoError(t, json.Unmarshal(jobs[1].Task.Payload(), &p))
 	assert.Equal(t, tasks.WebhookDeliverPayload{OutboxID: 7, Endpoint: "https://a.example/1"}, p)
+	assert.Nil(t, jobs[0].Delivery, "a learn job has no delivery")
+	assert.Equal(t, &tasks.WebhookDeliveryKey{OutboxID: 7, Endpoint: "https://a.example/1",
+		MessageID: tasks.WebhookMessageID(7, "https://a.example/1"), Event: tasks.TopicSwipeRecorded}, jobs[1].Delivery)
+
+	// Record writes the deliveries of the webhook jobs, in one call.
+	require.NoError(t, r.Record(context.Background(), jobs))
+	require.Len(t, l.keys, 2)
+	assert.Equal(t, *jobs[1].Delivery, l.keys[0])
+	assert.Equal(t, *jobs[2].Delivery, l.keys[1])
+	l.err = errors.New("database down")
+	assert.ErrorIs(t, r.Record(context.Background(), jobs), l.err, "the caller must not queue the tasks")
+	assert.NoError(t, r.Record(context.Background(), jobs[:1]), "no delivery, no call")
 
 	// Interactions are not webhook events.
 	jobs, err = r.Route(tasks.OutboxRow{ID: 8, Topic: tasks.TopicInteractionRecorded, StudentID: "s"})
 	require.NoError(t, err)
 	assert.Len(t, jobs, 1)
+}
+
+func TestRecordWithoutLedger(t *testing.T) {
+	assert.Panics(t, func() {
+		tasks.AddWebhookRoutes(tasks.NewRouter(), []tasks.WebhookSubscription{{URL: "https://a", Events: []string{"e"}}}, nil)
+	})
+	r := tasks.NewRouter()
+	err := r.Record(context.Background(), []tasks.Job{{ID: "x", Delivery: &tasks.WebhookDeliveryKey{OutboxID: 1, Endpoint: "https://a"}}})
+	assert.Error(t, err, "webhook jobs from elsewhere than AddWebhookRoutes are refused, not queued unrecorded")
+}
+
+func TestStoreRetryDelay(t *testing.T) {
+	mid := func() float64 { return 0.5 }
+	assert.Equal(t, time.Second, tasks.StoreRetryDelay(0, mid))
+	assert.Equal(t, 32*time.Second, tasks.StoreRetryDelay(5, mid))
+	assert.Equal(t, time.Minute, tasks.StoreRetryDelay(6, mid))
+	assert.Equal(t, 48*time.Second, tasks.StoreRetryDelay(100, func() float64 { return 0 }), "-20 %")
+	assert.Equal(t, 72*time.Second, tasks.StoreRetryDelay(100, func() float64 { return 1 }), "+20 %")
 }
 
 func TestWebhookBody(t *testing.T) {
@@ -89,4 +140,84 @@ func TestWebhookBody(t *testing.T) {
 	_, err = tasks.WebhookBody("m", tasks.WebhookEvent{Topic: tasks.TopicSwipeRecorded, Payload: []byte(`nope`)})
 	assert.Error(t, err)
 	assert.Equal(t, "msg_12_"+tasks.EndpointKey("https://a"), tasks.WebhookMessageID(12, "https://a"))
+}
+
+func TestRetryAtFallsOnAWholeSecondNoSooner(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 300_000_000, time.UTC)
+	d := tasks.RetryAt(now, 4200*time.Millisecond)
+	assert.Equal(t, 4700*time.Millisecond, d, "12:00:04.500 rounds up to 12:00:05")
+	assert.Equal(t, 2*time.Second, tasks.RetryAt(now.Truncate(time.Second), 2*time.Second), "already whole")
+}
+
+// hookStore is a WebhookStore over one delivery row, for the handler's
+// decisions; the real store is exercised by cmd/worker's tests.
+type hookStore struct {
+	d        tasks.WebhookDelivery
+	statuses []string
+	next     []time.Time
+}
+
+func (s *hookStore) BeginWebhookDelivery(context.Context, tasks.WebhookDeliveryKey) (tasks.WebhookDelivery, error) {
+	return s.d, nil
+}
+
+func (s *hookStore) RecordWebhookAttempt(_ context.Context, _ int64, _ tasks.WebhookAttempt, status string, next time.Time) error {
+	s.d.Attempts++
+	s.statuses = append(s.statuses, status)
+	s.next = append(s.next, next)
+	return nil
+}
+
+func (s *hookStore) SetWebhookDeliveryStatus(context.Context, int64, string, string) error {
+	return nil
+}
+func (s *hookStore) DisableWebhookEndpoint(context.Context, string, string) (int, error) {
+	return 0, nil
+}
+func (s *hookStore) WebhookBacklog(context.Context) (int, time.Time, error) {
+	return 0, time.Time{}, nil
+}
+func (s *hookStore) StaleWebhookDeliveries(context.Context, time.Duration, int) ([]tasks.StaleDelivery, error) {
+	return nil, nil
+}
+
+type failingSender struct{ retryAfter time.Duration }
+
+func (failingSender) Configured(string) bool { return true }
+func (f failingSender) Send(context.Context, string, string, []byte) tasks.WebhookResult {
+	return tasks.WebhookResult{Outcome: tasks.WebhookFailed, StatusCode: 503, Err: errors.New("HTTP 503"), RetryAfter: f.retryAfter}
+}
+
+// The schedule and parking go by the attempts in the delivery's row, not by
+// the queue's retry count: a task queued again after Redis lost the first
+// one (retry count 0) still parks the delivery at its 9th attempt, and a
+// replayed delivery gets 9 attempts again.
+func TestWebhookAttemptsCountedFromTheRow(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	run := func(d tasks.WebhookDelivery, sender tasks.WebhookSender) (*hookStore, error) {
+		st := &hookStore{d: d}
+		h := tasks.NewHandler(tasks.Deps{Log: slog.New(slog.DiscardHandler), Relay: &tasks.Relay{},
+			WebhookStore: st, WebhookSender: sender, WebhookMetrics: tasks.NewWebhookMetrics(prometheus.NewRegistry()),
+			WebhookConfig: tasks.WebhookConfig{Rand: func() float64 { return 0.5 }, Now: func() time.Time { return now }}})
+		task, err := tasks.NewWebhookDeliverTask(1, "https://a.example/hook")
+		require.NoError(t, err)
+		return st, h.HandleWebhookDeliver(context.Background(), task)
+	}
+	ev := tasks.WebhookEvent{Topic: tasks.TopicSwipeRecorded, CreatedAt: now,
+		Payload: []byte(`{"student_id":"s","school_id":"c","direction":"left","timestamp":"2026-05-01T12:00:00Z"}`)}
+
+	st, err := run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliveryPending, Attempts: 8, Event: ev}, failingSender{})
+	require.NoError(t, err, "parked: nothing left to retry")
+	assert.Equal(t, []string{tasks.DeliveryParked}, st.statuses)
+
+	st, err = run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliveryPending, Attempts: 10, RoundStart: 9, Event: ev}, failingSender{})
+	var ri *tasks.RetryIn
+	require.ErrorAs(t, err, &ri, "the second attempt after a replay is retried")
+	assert.Equal(t, 30*time.Second, ri.Delay, "after the round's second attempt, the schedule's second step")
+	assert.Equal(t, []string{tasks.DeliveryPending}, st.statuses)
+	assert.Equal(t, []time.Time{now.Add(30 * time.Second)}, st.next)
+
+	_, err = run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliveryPending, Event: ev}, failingSender{retryAfter: 90 * time.Second})
+	require.ErrorAs(t, err, &ri)
+	assert.Equal(t, 90*time.Second, ri.Delay, "Retry-After longer than the schedule's 5 s wins")
 }

@@ -127,30 +127,41 @@ func learnEvents(in []store.LearnEvent) []tasks.LearnEvent {
 type Outbox struct{ *store.Store }
 
 // RelayOutbox implements the relay's source.
-func (s Outbox) RelayOutbox(ctx context.Context, topics []string, limit int, hand func(context.Context, []tasks.OutboxRow) ([]int64, error)) (int, error) {
-	return s.Store.RelayOutbox(ctx, topics, limit, func(ctx context.Context, rows []store.OutboxRow) ([]int64, error) {
+func (s Outbox) RelayOutbox(ctx context.Context, topics []string, limit int,
+	hand func(context.Context, []tasks.OutboxRow, tasks.DeliveryLedger) ([]int64, error)) (int, error) {
+	return s.Store.RelayOutbox(ctx, topics, limit, func(ctx context.Context, rows []store.OutboxRow, record store.DeliveryRecorder) ([]int64, error) {
 		out := make([]tasks.OutboxRow, len(rows))
 		for i, r := range rows {
 			out[i] = tasks.OutboxRow(r)
 		}
-		return hand(ctx, out)
+		return hand(ctx, out, tasks.LedgerFunc(func(ctx context.Context, keys []tasks.WebhookDeliveryKey) error {
+			return record(ctx, deliveryRefs(keys))
+		}))
 	})
 }
 
 // Webhooks lets webhook delivery record its deliveries through the store.
 type Webhooks struct{ *store.Store }
 
-// WebhookEvent implements tasks.WebhookStore.
-func (w Webhooks) WebhookEvent(ctx context.Context, outboxID int64) (tasks.WebhookEvent, error) {
-	e, err := w.Store.WebhookEvent(ctx, outboxID)
-	return tasks.WebhookEvent{Topic: e.Topic, Payload: e.Payload, CreatedAt: e.CreatedAt}, err
-}
-
 // BeginWebhookDelivery implements tasks.WebhookStore.
 func (w Webhooks) BeginWebhookDelivery(ctx context.Context, k tasks.WebhookDeliveryKey) (tasks.WebhookDelivery, error) {
-	d, err := w.Store.BeginWebhookDelivery(ctx, k.OutboxID, k.Endpoint, k.MessageID, k.Event)
-	return tasks.WebhookDelivery{ID: d.ID, Status: d.Status, Attempts: d.Attempts, Replays: d.Replays,
-		EndpointDisabled: d.EndpointDisabled}, err
+	d, err := w.Store.BeginWebhookDelivery(ctx, k.OutboxID, k.Endpoint, k.MessageID)
+	return tasks.WebhookDelivery{ID: d.ID, Status: d.Status, Attempts: d.Attempts, RoundStart: d.RoundStart,
+		Replays: d.Replays, EndpointDisabled: d.EndpointDisabled,
+		Event: tasks.WebhookEvent{Topic: d.Event.Topic, Payload: d.Event.Payload, CreatedAt: d.Event.CreatedAt}}, err
+}
+
+// RecordWebhookDeliveries implements tasks.DeliveryLedger.
+func (w Webhooks) RecordWebhookDeliveries(ctx context.Context, keys []tasks.WebhookDeliveryKey) error {
+	return w.Store.RecordWebhookDeliveries(ctx, deliveryRefs(keys))
+}
+
+func deliveryRefs(keys []tasks.WebhookDeliveryKey) []store.WebhookDeliveryRef {
+	refs := make([]store.WebhookDeliveryRef, len(keys))
+	for i, k := range keys {
+		refs[i] = store.WebhookDeliveryRef{OutboxID: k.OutboxID, Endpoint: k.Endpoint, WebhookID: k.MessageID}
+	}
+	return refs
 }
 
 // RecordWebhookAttempt implements tasks.WebhookStore.

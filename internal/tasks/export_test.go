@@ -1,0 +1,4 @@
+package tasks
+
+// RetryAt is retryAt, for the external tests.
+var RetryAt = retryAt
