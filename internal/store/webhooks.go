@@ -201,25 +201,28 @@ func (s *Store) WebhookBacklog(ctx context.Context) (pending int, oldest time.Ti
 
 // StaleWebhookDelivery is a pending delivery whose next attempt is overdue.
 type StaleWebhookDelivery struct {
+	ID       int64
 	OutboxID int64
 	Endpoint string
 	Replays  int
 }
 
 // StaleWebhookDeliveries lists up to limit pending deliveries whose next
-// attempt was due more than overdue ago, oldest first.
-func (s *Store) StaleWebhookDeliveries(ctx context.Context, overdue time.Duration, limit int) ([]StaleWebhookDelivery, error) {
+// attempt was due more than overdue ago, with ids above afterID, in id
+// order: a caller pages through a backlog larger than limit by passing the
+// last id it saw.
+func (s *Store) StaleWebhookDeliveries(ctx context.Context, overdue time.Duration, afterID int64, limit int) ([]StaleWebhookDelivery, error) {
 	const q = `
-SELECT outbox_id, endpoint_url, replays FROM webhook_deliveries
-WHERE status = 'pending' AND next_attempt_at < now() - make_interval(secs => $1)
-ORDER BY next_attempt_at LIMIT $2`
-	rows, err := s.pool.Query(ctx, q, overdue.Seconds(), limit)
+SELECT id, outbox_id, endpoint_url, replays FROM webhook_deliveries
+WHERE status = 'pending' AND next_attempt_at < now() - make_interval(secs => $1) AND id > $2
+ORDER BY id LIMIT $3`
+	rows, err := s.pool.Query(ctx, q, overdue.Seconds(), afterID, limit)
 	if err != nil {
 		return nil, mapErr(err, "webhook deliveries")
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StaleWebhookDelivery, error) {
 		var d StaleWebhookDelivery
-		return d, r.Scan(&d.OutboxID, &d.Endpoint, &d.Replays)
+		return d, r.Scan(&d.ID, &d.OutboxID, &d.Endpoint, &d.Replays)
 	})
 	return out, mapErr(err, "webhook deliveries")
 }

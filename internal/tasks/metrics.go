@@ -98,7 +98,7 @@ type WebhookMetrics struct {
 	Deliveries       *prometheus.CounterVec // deliveries that ended, by outcome (succeeded, parked, disabled)
 	AttemptLatency   prometheus.Histogram   // request to response, seconds
 	Lag              prometheus.Histogram   // event written to delivered, seconds
-	Backlog          prometheus.Gauge       // pending deliveries (attempted, not yet ended)
+	Backlog          prometheus.Gauge       // pending deliveries (handed over, not yet ended)
 	OldestPendingAge prometheus.Gauge       // age of the oldest pending delivery, seconds
 	Requeued         prometheus.Counter     // overdue deliveries queued again by the monitor
 }

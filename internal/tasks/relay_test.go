@@ -752,3 +752,54 @@ func (quietLogger) Error(...any) {}
 func (quietLogger) Fatal(args ...any) {
 	panic(fmt.Sprint(args...))
 }
+
+// Redis loses every queued task (a restart without persistence): the
+// monitor finds the pending deliveries from their rows and queues them
+// again under their ids, a page at a time, going on where the last page
+// ended; tasks that still exist are left alone, and a pass that finds
+// Redis down resumes where it failed.
+func TestWebhookMonitorQueuesLostDeliveriesAgain(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	ids := e.write(t, swipes(3)...) // 6 deliveries
+	_, err := e.relay(t, e.queue, tasks.RelayConfig{}).Drain(ctx)
+	require.NoError(t, err)
+	require.Len(t, e.queued(t, tasks.QueueWebhooks, "pending"), 6)
+	require.NoError(t, e.rdb.FlushDB(ctx).Err(), "Redis comes back empty")
+	_, err = e.db.Pool().Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = now() - interval '1 hour'
+WHERE outbox_id = ANY($1)`, ids)
+	require.NoError(t, err)
+
+	reg := prometheus.NewRegistry()
+	m := tasks.NewWebhookMetrics(reg)
+	cfg := tasks.WebhookMonitorConfig{Overdue: time.Minute, Batch: 4}
+	// A client of its own: an asynq client registers a queue's name in
+	// Redis once per process, so after the flush e.queue's tasks would run
+	// but not be listed by the inspector.
+	q := asynq.NewClientFromRedisClient(e.rdb)
+
+	// Redis is down for the first pass: nothing queued, nothing skipped.
+	down := tasks.NewWebhookMonitor(testutil.Logger(t), wire.Webhooks{Store: e.db}, &failAfter{next: q, n: 1}, m, cfg)
+	assert.Equal(t, 1, down.Pass(ctx))
+	assert.Equal(t, 0, down.Pass(ctx), "resumes at the delivery that failed, and Redis is still down")
+
+	mon := tasks.NewWebhookMonitor(testutil.Logger(t), wire.Webhooks{Store: e.db}, q, m, cfg)
+	assert.Equal(t, 3, mon.Pass(ctx), "the first page of 4: one of them was queued by the failing pass")
+	assert.Equal(t, 2, mon.Pass(ctx), "the rest")
+	assert.Equal(t, 0, mon.Pass(ctx), "from the start again: every task exists now")
+	hooks := e.queued(t, tasks.QueueWebhooks, "pending")
+	require.Len(t, hooks, 6)
+	for _, id := range ids {
+		for _, ep := range endpoints {
+			assert.Contains(t, hooks, tasks.WebhookTaskID(id, ep, 0))
+		}
+	}
+	assert.Equal(t, 6.0, value(t, reg, "matching_webhook_requeued_total"))
+	assert.Equal(t, 6.0, value(t, reg, "matching_webhook_backlog"))
+
+	// A delivery that is due but not yet overdue is not the monitor's.
+	_, err = e.db.Pool().Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = now()`)
+	require.NoError(t, err)
+	require.NoError(t, e.rdb.FlushDB(ctx).Err())
+	assert.Equal(t, 0, mon.Pass(ctx))
+}

@@ -139,6 +139,7 @@ type WebhookAttempt struct {
 
 // StaleDelivery is a pending delivery whose next attempt is overdue.
 type StaleDelivery struct {
+	ID       int64 // the delivery's row
 	OutboxID int64
 	Endpoint string
 	Replays  int
@@ -163,8 +164,9 @@ type WebhookStore interface {
 	// WebhookBacklog counts pending deliveries and dates the oldest.
 	WebhookBacklog(ctx context.Context) (pending int, oldest time.Time, err error)
 	// StaleWebhookDeliveries lists up to limit pending deliveries whose next
-	// attempt was due more than overdue ago.
-	StaleWebhookDeliveries(ctx context.Context, overdue time.Duration, limit int) ([]StaleDelivery, error)
+	// attempt was due more than overdue ago, with row ids above afterID, in
+	// id order.
+	StaleWebhookDeliveries(ctx context.Context, overdue time.Duration, afterID int64, limit int) ([]StaleDelivery, error)
 }
 
 // WebhookOutcome classifies an attempt.
@@ -447,7 +449,7 @@ func truncate(s string, n int) string {
 // WebhookMonitorConfig tunes the monitor; zero fields take the defaults.
 type WebhookMonitorConfig struct {
 	Interval time.Duration // between backlog measurements, default 10 s
-	Overdue  time.Duration // a pending delivery this late is queued again, default 5 min
+	Overdue  time.Duration // a pending delivery this late is queued again, default 1 min
 	Batch    int           // deliveries re-queued per pass, default 500
 }
 
@@ -456,12 +458,17 @@ type WebhookMonitorConfig struct {
 // whose next attempt is overdue is queued again under its task id, which
 // the queue refuses while the task still exists, so it is harmless when
 // the task is merely late.
+//
+// A pass looks at Batch overdue deliveries, and the next pass goes on after
+// the last one it saw (starting over once it reaches the end), so a lost
+// task behind a backlog of merely late ones is found within a few passes.
 type WebhookMonitor struct {
 	log   *slog.Logger
 	store WebhookStore
 	q     Enqueuer
 	m     *WebhookMetrics
 	cfg   WebhookMonitorConfig
+	after int64 // the last delivery id the previous pass looked at; 0: from the start
 }
 
 // NewWebhookMonitor builds a monitor; every argument is required.
@@ -473,7 +480,7 @@ func NewWebhookMonitor(log *slog.Logger, store WebhookStore, q Enqueuer, m *Webh
 		cfg.Interval = 10 * time.Second
 	}
 	if cfg.Overdue <= 0 {
-		cfg.Overdue = 5 * time.Minute
+		cfg.Overdue = time.Minute
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = 500
@@ -495,8 +502,9 @@ func (w *WebhookMonitor) Run(ctx context.Context) {
 	}
 }
 
-// Pass measures the backlog once and re-queues overdue deliveries; it
-// returns how many tasks it queued again.
+// Pass measures the backlog once and re-queues up to Batch overdue
+// deliveries, going on from where the previous pass stopped; it returns how
+// many tasks it queued again. Passes must not run concurrently.
 func (w *WebhookMonitor) Pass(ctx context.Context) int {
 	n, oldest, err := w.store.WebhookBacklog(ctx)
 	if err != nil {
@@ -511,20 +519,28 @@ func (w *WebhookMonitor) Pass(ctx context.Context) int {
 		age = max(time.Since(oldest).Seconds(), 0)
 	}
 	w.m.OldestPendingAge.Set(age)
-	stale, err := w.store.StaleWebhookDeliveries(ctx, w.cfg.Overdue, w.cfg.Batch)
+	stale, err := w.store.StaleWebhookDeliveries(ctx, w.cfg.Overdue, w.after, w.cfg.Batch)
 	if err != nil {
 		return 0
+	}
+	from := w.after
+	w.after = 0 // from the start next time, unless this page was full
+	if len(stale) == w.cfg.Batch {
+		w.after = stale[len(stale)-1].ID
 	}
 	requeued := 0
 	for _, s := range stale {
 		t, err := NewWebhookDeliverTask(s.OutboxID, s.Endpoint)
 		if err != nil {
+			from = s.ID
 			continue
 		}
 		dup, err := Enqueue(ctx, w.q, Job{ID: WebhookTaskID(s.OutboxID, s.Endpoint, s.Replays), Task: t})
 		if err != nil {
-			return requeued // Redis is down: the next pass tries again
+			w.after = from // Redis is down: the next pass tries again from here
+			break
 		}
+		from = s.ID
 		if !dup {
 			requeued++
 		}

@@ -177,7 +177,7 @@ func (s *hookStore) DisableWebhookEndpoint(context.Context, string, string) (int
 func (s *hookStore) WebhookBacklog(context.Context) (int, time.Time, error) {
 	return 0, time.Time{}, nil
 }
-func (s *hookStore) StaleWebhookDeliveries(context.Context, time.Duration, int) ([]tasks.StaleDelivery, error) {
+func (s *hookStore) StaleWebhookDeliveries(context.Context, time.Duration, int64, int) ([]tasks.StaleDelivery, error) {
 	return nil, nil
 }
 

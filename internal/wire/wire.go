@@ -170,11 +170,11 @@ func (w Webhooks) RecordWebhookAttempt(ctx context.Context, id int64, a tasks.We
 }
 
 // StaleWebhookDeliveries implements tasks.WebhookStore.
-func (w Webhooks) StaleWebhookDeliveries(ctx context.Context, overdue time.Duration, limit int) ([]tasks.StaleDelivery, error) {
-	ds, err := w.Store.StaleWebhookDeliveries(ctx, overdue, limit)
+func (w Webhooks) StaleWebhookDeliveries(ctx context.Context, overdue time.Duration, afterID int64, limit int) ([]tasks.StaleDelivery, error) {
+	ds, err := w.Store.StaleWebhookDeliveries(ctx, overdue, afterID, limit)
 	out := make([]tasks.StaleDelivery, len(ds))
 	for i, d := range ds {
-		out[i] = tasks.StaleDelivery{OutboxID: d.OutboxID, Endpoint: d.Endpoint, Replays: d.Replays}
+		out[i] = tasks.StaleDelivery{ID: d.ID, OutboxID: d.OutboxID, Endpoint: d.Endpoint, Replays: d.Replays}
 	}
 	return out, err
 }
