@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,6 +18,7 @@ import (
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/offline"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
@@ -28,6 +30,7 @@ import (
 type writeSide struct {
 	swipes   *command.Swipes
 	feedback *command.Feedback
+	sync     *offline.Service
 }
 
 func newWriteSide(t testing.TB, db *store.Store, rdb redis.UniversalClient, log *slog.Logger, subs ...tasks.WebhookSubscription) writeSide {
@@ -39,7 +42,12 @@ func newWriteSide(t testing.TB, db *store.Store, rdb redis.UniversalClient, log 
 	router := tasks.NewRouter()
 	tasks.AddLearnRoutes(router)
 	tasks.AddWebhookRoutes(router, subs, wire.Webhooks{Store: db})
+	feeds := cache.NewFeeds(rdb, 5*time.Minute)
+	queries := query.New(query.Config{Students: wire.Students{Store: db}, Feeds: feeds, Catalogs: holder, Log: log,
+		Metrics: query.NewMetrics(prometheus.NewRegistry())})
 	return writeSide{
+		sync: offline.New(offline.Config{Store: db, Feeds: queries, Versions: feeds, Catalogs: wire.Catalogs{CatalogHolder: holder},
+			Queue: q, Router: router, Log: log}),
 		swipes: command.NewSwipes(command.SwipesConfig{Store: wire.WriteStore{Store: db}, Probes: cache.NewProbes(rdb, 5*time.Minute),
 			Feeds: cache.NewFeeds(rdb, 5*time.Minute), Catalogs: wire.Catalogs{CatalogHolder: holder}, Queue: q, Router: router, Log: log}),
 		feedback: command.NewFeedback(command.FeedbackConfig{Store: wire.WriteStore{Store: db}, Catalogs: wire.Catalogs{CatalogHolder: holder},

@@ -23,6 +23,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/command"
+	"github.com/collegematch/matching/internal/offline"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
@@ -516,6 +518,53 @@ func TestWebhookWorkerKilledMidDelivery(t *testing.T) {
 		}
 	}
 	checkAtLeastOnce(t, ids, eps)
+}
+
+// Swipes queued offline and pushed in one sync (their learning batched into
+// one task) reach every endpoint like any other swipe, each with the time
+// it happened on the device; a replayed push delivers nothing twice, and
+// interactions other than swipes produce no event.
+func TestWebhookDeliversSyncedSwipes(t *testing.T) {
+	a, b := newReceiver(t, nil), newReceiver(t, nil)
+	eps := []endpointEntry{{a, "/a", true}, {b, "/b", true}}
+	w := newHookWorld(t, 40, 1, "", eps...)
+	startWith(t, w.env, options{})
+
+	at := time.Now().UTC().Add(-10 * time.Minute).Truncate(time.Millisecond)
+	var changes []offline.Change
+	for i := range 30 {
+		changes = append(changes, offline.Change{ID: uuid.NewString(), Type: "swipe", SchoolID: w.schools[i],
+			Direction: []string{"left", "right"}[i%2], OccurredAt: at.Add(time.Duration(i) * time.Second).Format(time.RFC3339Nano)})
+	}
+	changes = append(changes, offline.Change{ID: uuid.NewString(), Type: "swipe", SchoolID: w.schools[35], Direction: "right",
+		InteractionType: "detail_view", OccurredAt: at.Format(time.RFC3339Nano)})
+	ctx := context.Background()
+	res, err := w.write.sync.Push(ctx, w.students[0], changes)
+	require.NoError(t, err)
+	require.Len(t, res.Accepted, 31)
+
+	rows, err := w.pool.Query(ctx, `SELECT id FROM outbox WHERE topic = 'swipe.recorded' ORDER BY id`)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.Len(t, ids, 30, "one event per counted swipe")
+	require.Eventually(t, func() bool { return len(a.delivered()) == 30 && len(b.delivered()) == 30 },
+		20*time.Second, 20*time.Millisecond, "a: %d, b: %d", len(a.delivered()), len(b.delivered()))
+
+	res, err = w.write.sync.Push(ctx, w.students[0], changes)
+	require.NoError(t, err)
+	require.Len(t, res.Duplicates, 31)
+	time.Sleep(500 * time.Millisecond) // room for a wrongly queued delivery
+	checkAtLeastOnce(t, ids, eps)
+	when := map[string]bool{}
+	for _, r := range a.requests() {
+		assert.Equal(t, w.students[0], r.Data["student_id"])
+		when[r.Data["timestamp"]] = true
+	}
+	assert.Len(t, a.requests(), 30, "nothing delivered twice")
+	for i := range 30 {
+		assert.True(t, when[at.Add(time.Duration(i)*time.Second).Format("2006-01-02T15:04:05.000Z")], "swipe %d's device time", i)
+	}
 }
 
 // checkAtLeastOnce requires every event delivered (2xx) to every endpoint,
