@@ -9,6 +9,9 @@
 -- replay. attempts - round_start is the attempt count the retry schedule
 -- and parking go by, whatever the queue remembers.
 ALTER TABLE webhook_deliveries ADD COLUMN round_start integer NOT NULL DEFAULT 0;
+-- A replayed delivery still pending gets a full round from here: how many
+-- of its attempts came after the replay was not recorded.
+UPDATE webhook_deliveries SET round_start = attempts WHERE status = 'pending' AND replays > 0;
 
 -- +goose Down
 ALTER TABLE webhook_deliveries DROP COLUMN round_start;

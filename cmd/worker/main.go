@@ -161,8 +161,11 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		retried, _ := asynq.GetRetryCount(ctx)
 		maxRetry, _ := asynq.GetMaxRetry(ctx)
 		level := slog.LevelWarn
-		if retried >= maxRetry || errors.Is(err, asynq.SkipRetry) {
+		switch {
+		case retried >= maxRetry || errors.Is(err, asynq.SkipRetry):
 			level = slog.LevelError // no attempt left: the task is archived
+		case errors.Is(err, tasks.ErrNotDue):
+			level = slog.LevelDebug // a duplicate waiting for its delivery's turn
 		}
 		log.Log(ctx, level, "task failed", "task_type", t.Type(), "task_id", id,
 			"retried", retried, "max_retry", maxRetry, "err", err)

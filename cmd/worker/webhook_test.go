@@ -569,6 +569,48 @@ func TestWebhookDeliversSyncedSwipes(t *testing.T) {
 	}
 }
 
+// Two tasks for one delivery (a task an older build queued in the default
+// queue beside the current one, or one the monitor queued for a task that
+// was only late) never attempt it at once: each attempt is claimed in the
+// delivery's row, so the receiver sees each attempt once and the schedule
+// counts it once.
+func TestWebhookDuplicateTasksMakeOneAttemptAtATime(t *testing.T) {
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, nth int) int {
+		time.Sleep(100 * time.Millisecond) // both tasks are running meanwhile
+		code := map[bool]int{true: 500, false: 200}[nth == 1]
+		w.WriteHeader(code)
+		return code
+	})
+	eps := []endpointEntry{{rc, "/dup", true}}
+	w := newHookWorld(t, 20, 2, "", eps...)
+	q := asynq.NewClientFromRedisClient(redisClient(t, w.env["REDIS_URL"]))
+	var ids []int64
+	for i := range 6 {
+		id := w.swipe(t, i%2, i)
+		ids = append(ids, id)
+		task, err := tasks.NewWebhookDeliverTask(id, eps[0].url())
+		require.NoError(t, err)
+		_, err = q.Enqueue(task, asynq.Queue(tasks.QueueDefault), asynq.TaskID(tasks.WebhookTaskID(id, eps[0].url(), 0)))
+		require.NoError(t, err, "the same id in another queue is another task")
+	}
+	startWith(t, w.env, options{})
+	for _, id := range ids {
+		d := w.waitStatus(t, id, eps[0].url(), tasks.DeliverySucceeded, 15*time.Second)
+		assert.Equal(t, 2, d.Attempts, "event %d: a failure and a success, each counted once", id)
+		assert.Len(t, w.attempts(t, d.ID), 2)
+	}
+	time.Sleep(300 * time.Millisecond)
+	perEvent := map[int64][]time.Time{}
+	for _, r := range rc.requests() {
+		perEvent[r.OutboxID] = append(perEvent[r.OutboxID], r.At)
+	}
+	for _, id := range ids {
+		at := perEvent[id]
+		require.Len(t, at, 2, "event %d: one request per attempt", id)
+		assert.GreaterOrEqual(t, at[1].Sub(at[0]), 3*time.Second, "event %d: the retry waited for the schedule (5 s +-20 %%)", id)
+	}
+}
+
 // checkAtLeastOnce requires every event delivered (2xx) to every endpoint,
 // and every request of one event to one endpoint to carry one webhook-id.
 func checkAtLeastOnce(t *testing.T, ids []int64, eps []endpointEntry) {

@@ -70,46 +70,67 @@ type WebhookDeliveryState struct {
 	RoundStart       int // attempts made before the last replay (0: never replayed)
 	Replays          int
 	EndpointDisabled bool
-	Event            WebhookEvent
+	// Claimed is true when this caller may make the next attempt: the
+	// delivery was pending and due, and is now leased to it.
+	Claimed bool
+	// NextAttemptAt is when the delivery is due (or its lease ends); zero
+	// when it is not pending.
+	NextAttemptAt time.Time
+	Event         WebhookEvent
 }
 
-// BeginWebhookDelivery returns the delivery of outbox row outboxID to
-// endpoint with its event, in one round trip. A delivery without a row (a
-// task queued by an older build) gets one, pending and due now; the unique
-// key (outbox_id, endpoint_url) makes that idempotent. It also says whether
-// the endpoint is disabled. A domain.KindNotFound error means the outbox
-// row is gone.
-func (s *Store) BeginWebhookDelivery(ctx context.Context, outboxID int64, endpoint, webhookID string) (WebhookDeliveryState, error) {
+// BeginWebhookDelivery claims the next attempt of the delivery of outbox
+// row outboxID to endpoint, and returns the delivery with its event, in one
+// round trip. A pending delivery due now (within slack, for clocks apart)
+// is claimed: its next attempt is moved lease ahead, so another task for
+// the same delivery (a duplicate queued during a deploy, or by the monitor
+// for a task that was only late) finds it not due and makes no attempt
+// meanwhile; recording the attempt sets the real next time. A delivery
+// without a row (a task queued by an older build) gets one, claimed. A
+// domain.KindNotFound error means the outbox row is gone.
+func (s *Store) BeginWebhookDelivery(ctx context.Context, outboxID int64, endpoint, webhookID string, lease, slack time.Duration) (WebhookDeliveryState, error) {
 	const q = `
 WITH ev AS (
 	SELECT id, topic, payload, created_at FROM outbox WHERE id = $1
 ), ins AS (
 	INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, next_attempt_at)
-	SELECT id, $2, $3, topic, now() FROM ev
+	SELECT id, $2, $3, topic, now() + make_interval(secs => $4) FROM ev
 	ON CONFLICT (outbox_id, endpoint_url) DO NOTHING
-	RETURNING id, status, attempts, round_start, replays
+	RETURNING id, status, attempts, round_start, replays, next_attempt_at
+), upd AS (
+	UPDATE webhook_deliveries SET next_attempt_at = now() + make_interval(secs => $4)
+	WHERE outbox_id = $1 AND endpoint_url = $2 AND status = 'pending'
+		AND next_attempt_at <= now() + make_interval(secs => $5)
+	RETURNING id, status, attempts, round_start, replays, next_attempt_at
 ), cur AS (
-	SELECT id, status, attempts, round_start, replays FROM ins
+	SELECT true AS claimed, * FROM ins
 	UNION ALL
-	SELECT id, status, attempts, round_start, replays FROM webhook_deliveries WHERE outbox_id = $1 AND endpoint_url = $2
+	SELECT true, * FROM upd
+	UNION ALL
+	SELECT false, id, status, attempts, round_start, replays, next_attempt_at
+	FROM webhook_deliveries WHERE outbox_id = $1 AND endpoint_url = $2
 )
-SELECT cur.id, cur.status, cur.attempts, cur.round_start, cur.replays,
+SELECT cur.claimed, cur.id, cur.status, cur.attempts, cur.round_start, cur.replays, cur.next_attempt_at,
 	EXISTS (SELECT 1 FROM webhook_endpoint_state WHERE endpoint_url = $2),
 	ev.topic, ev.payload, ev.created_at
-FROM cur CROSS JOIN ev LIMIT 1`
+FROM cur CROSS JOIN ev ORDER BY cur.claimed DESC LIMIT 1`
 	var (
-		d   WebhookDeliveryState
-		err error
+		d    WebhookDeliveryState
+		next *time.Time
+		err  error
 	)
 	// A concurrent first attempt that inserted the row after this
-	// statement's snapshot leaves both parts empty: the second try sees it.
+	// statement's snapshot leaves every part empty: the second try sees it.
 	for range 2 {
-		err = s.pool.QueryRow(ctx, q, outboxID, endpoint, webhookID).
-			Scan(&d.ID, &d.Status, &d.Attempts, &d.RoundStart, &d.Replays, &d.EndpointDisabled,
+		err = s.pool.QueryRow(ctx, q, outboxID, endpoint, webhookID, lease.Seconds(), slack.Seconds()).
+			Scan(&d.Claimed, &d.ID, &d.Status, &d.Attempts, &d.RoundStart, &d.Replays, &next, &d.EndpointDisabled,
 				&d.Event.Topic, &d.Event.Payload, &d.Event.CreatedAt)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			break
 		}
+	}
+	if next != nil {
+		d.NextAttemptAt = *next
 	}
 	return d, mapErr(err, "outbox event")
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -106,14 +107,13 @@ type WebhookDeliverPayload struct {
 	Endpoint string `json:"endpoint"`
 }
 
-// webhookMaxRetry is the queue's retry limit for webhook:deliver. The
-// handler parks a delivery after the 9 attempts of the schedule, counted in
-// its row (WebhookDelivery.Round), and the queue's own count also grows
-// with runs that failed on the database before or after an attempt; this
-// limit only keeps the queue from archiving a task whose delivery is still
-// owed while PostgreSQL is down for a long time (a minute apart, about
-// 7 days).
-const webhookMaxRetry = 10_000
+// webhookMaxRetry is the queue's retry limit for webhook:deliver: in effect
+// none. The handler parks a delivery after the 9 attempts of the schedule,
+// counted in its row (WebhookDelivery.Round), and the queue's own count
+// also grows with runs that failed on the database or found the delivery
+// not due; the queue must never archive a task whose delivery is still
+// owed, since its id would then keep the monitor from queueing it again.
+const webhookMaxRetry = math.MaxInt32
 
 // NewWebhookDeliverTask builds a webhook:deliver task. Its retries follow
 // the schedule (WebhookSchedule, applied through RetryIn by the handler and

@@ -121,8 +121,28 @@ type WebhookDelivery struct {
 	RoundStart       int // attempts made before the last replay
 	Replays          int
 	EndpointDisabled bool // the endpoint answered 410 Gone and was not replayed since
-	Event            WebhookEvent
+	// Claimed is true when this task may make the next attempt (see
+	// WebhookStore.BeginWebhookDelivery).
+	Claimed       bool
+	NextAttemptAt time.Time // when a pending delivery not claimed is due (or its lease ends)
+	Event         WebhookEvent
 }
+
+// WebhookLease is how long a claimed attempt holds its delivery: longer
+// than a task may run (its 30 s timeout), so two tasks never attempt one
+// delivery at once, and short enough that a worker killed mid-attempt
+// delays the delivery by about a minute.
+const WebhookLease = time.Minute
+
+// WebhookClockSlack is how early, by the database's clock, a task may claim
+// an attempt: the worker schedules retries by its own clock.
+const WebhookClockSlack = time.Second
+
+// ErrNotDue is the error of a webhook:deliver task that found its delivery
+// not due: another task holds the attempt, or the next attempt is later.
+// The task comes back when the delivery is due (RetryIn), so a delivery
+// never waits on a task that stopped.
+var ErrNotDue = errors.New("webhook delivery not due")
 
 // Round is the number of attempts made since the delivery was first queued
 // or last replayed: the retry schedule and parking go by it, not by the
@@ -147,9 +167,12 @@ type StaleDelivery struct {
 
 // WebhookStore is what delivery needs from the database.
 type WebhookStore interface {
-	// BeginWebhookDelivery returns the delivery's row and its event,
-	// inserting the row if it has none (idempotent on (outbox_id,
-	// endpoint_url)); a domain.KindNotFound error when the event is gone.
+	// BeginWebhookDelivery returns the delivery's row and its event, and
+	// claims the next attempt when the delivery is pending and due (its next
+	// attempt then moves WebhookLease ahead until the attempt is recorded);
+	// it inserts the row, claimed, if there is none (idempotent on
+	// (outbox_id, endpoint_url)). A domain.KindNotFound error when the event
+	// is gone.
 	BeginWebhookDelivery(ctx context.Context, k WebhookDeliveryKey) (WebhookDelivery, error)
 	// RecordWebhookAttempt adds an attempt row and moves the delivery to
 	// status (a delivery no longer pending keeps its status unless status is
@@ -362,6 +385,11 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	case d.Status != DeliveryPending:
 		// A late duplicate of a delivery that already ended.
 		return nil
+	case !d.Claimed:
+		// Another task holds the attempt, or the next one is later: come
+		// back then, and claim it if nobody has.
+		now := w.cfg.Now()
+		return &RetryIn{Delay: retryAt(now, max(d.NextAttemptAt.Sub(now), time.Second)), Err: ErrNotDue}
 	case d.EndpointDisabled:
 		w.m.Deliveries.WithLabelValues(DeliveryDisabled).Inc()
 		return w.store.SetWebhookDeliveryStatus(ctx, d.ID, DeliveryDisabled,

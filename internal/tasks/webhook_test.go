@@ -206,18 +206,41 @@ func TestWebhookAttemptsCountedFromTheRow(t *testing.T) {
 	ev := tasks.WebhookEvent{Topic: tasks.TopicSwipeRecorded, CreatedAt: now,
 		Payload: []byte(`{"student_id":"s","school_id":"c","direction":"left","timestamp":"2026-05-01T12:00:00Z"}`)}
 
-	st, err := run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliveryPending, Attempts: 8, Event: ev}, failingSender{})
+	st, err := run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliveryPending, Attempts: 8, Claimed: true, Event: ev}, failingSender{})
 	require.NoError(t, err, "parked: nothing left to retry")
 	assert.Equal(t, []string{tasks.DeliveryParked}, st.statuses)
 
-	st, err = run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliveryPending, Attempts: 10, RoundStart: 9, Event: ev}, failingSender{})
+	st, err = run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliveryPending, Attempts: 10, RoundStart: 9, Claimed: true, Event: ev}, failingSender{})
 	var ri *tasks.RetryIn
 	require.ErrorAs(t, err, &ri, "the second attempt after a replay is retried")
 	assert.Equal(t, 30*time.Second, ri.Delay, "after the round's second attempt, the schedule's second step")
 	assert.Equal(t, []string{tasks.DeliveryPending}, st.statuses)
 	assert.Equal(t, []time.Time{now.Add(30 * time.Second)}, st.next)
 
-	_, err = run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliveryPending, Event: ev}, failingSender{retryAfter: 90 * time.Second})
+	_, err = run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliveryPending, Claimed: true, Event: ev}, failingSender{retryAfter: 90 * time.Second})
 	require.ErrorAs(t, err, &ri)
 	assert.Equal(t, 90*time.Second, ri.Delay, "Retry-After longer than the schedule's 5 s wins")
+
+	// Not claimed: another task holds the attempt or it is not due. No
+	// attempt; the task comes back when the delivery is due.
+	st, err = run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliveryPending, Attempts: 3, NextAttemptAt: now.Add(40 * time.Second),
+		Event: ev}, panicSender{})
+	require.ErrorIs(t, err, tasks.ErrNotDue)
+	require.ErrorAs(t, err, &ri)
+	assert.GreaterOrEqual(t, ri.Delay, 39*time.Second)
+	assert.LessOrEqual(t, ri.Delay, 41*time.Second)
+	assert.Empty(t, st.statuses, "nothing recorded")
+
+	// Ended meanwhile: the duplicate is done.
+	st, err = run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliverySucceeded, Event: ev}, panicSender{})
+	require.NoError(t, err)
+	assert.Empty(t, st.statuses)
+}
+
+// panicSender must not be asked to send.
+type panicSender struct{}
+
+func (panicSender) Configured(string) bool { return true }
+func (panicSender) Send(context.Context, string, string, []byte) tasks.WebhookResult {
+	panic("no attempt may be made")
 }

@@ -145,9 +145,9 @@ type Webhooks struct{ *store.Store }
 
 // BeginWebhookDelivery implements tasks.WebhookStore.
 func (w Webhooks) BeginWebhookDelivery(ctx context.Context, k tasks.WebhookDeliveryKey) (tasks.WebhookDelivery, error) {
-	d, err := w.Store.BeginWebhookDelivery(ctx, k.OutboxID, k.Endpoint, k.MessageID)
+	d, err := w.Store.BeginWebhookDelivery(ctx, k.OutboxID, k.Endpoint, k.MessageID, tasks.WebhookLease, tasks.WebhookClockSlack)
 	return tasks.WebhookDelivery{ID: d.ID, Status: d.Status, Attempts: d.Attempts, RoundStart: d.RoundStart,
-		Replays: d.Replays, EndpointDisabled: d.EndpointDisabled,
+		Replays: d.Replays, EndpointDisabled: d.EndpointDisabled, Claimed: d.Claimed, NextAttemptAt: d.NextAttemptAt,
 		Event: tasks.WebhookEvent{Topic: d.Event.Topic, Payload: d.Event.Payload, CreatedAt: d.Event.CreatedAt}}, err
 }
 
