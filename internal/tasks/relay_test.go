@@ -772,7 +772,7 @@ WHERE outbox_id = ANY($1)`, ids)
 
 	reg := prometheus.NewRegistry()
 	m := tasks.NewWebhookMetrics(reg)
-	cfg := tasks.WebhookMonitorConfig{Overdue: time.Minute, Batch: 4}
+	cfg := tasks.WebhookMonitorConfig{Overdue: time.Minute, Batch: 4, Pages: 1}
 	// A client of its own: an asynq client registers a queue's name in
 	// Redis once per process, so after the flush e.queue's tasks would run
 	// but not be listed by the inspector.
@@ -796,6 +796,12 @@ WHERE outbox_id = ANY($1)`, ids)
 	}
 	assert.Equal(t, 6.0, value(t, reg, "matching_webhook_requeued_total"))
 	assert.Equal(t, 6.0, value(t, reg, "matching_webhook_backlog"))
+
+	// Redis empty again: a pass of several pages finds them all at once.
+	require.NoError(t, e.rdb.FlushDB(ctx).Err())
+	q = asynq.NewClientFromRedisClient(e.rdb)
+	cfg.Pages = 3
+	assert.Equal(t, 6, tasks.NewWebhookMonitor(testutil.Logger(t), wire.Webhooks{Store: e.db}, q, m, cfg).Pass(ctx))
 
 	// A delivery that is due but not yet overdue is not the monitor's.
 	_, err = e.db.Pool().Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = now()`)

@@ -467,6 +467,39 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	}
 }
 
+// page looks at the next Batch overdue deliveries after w.after and queues
+// again those whose task is gone. more is true when the page was full and
+// every delivery on it was looked at: the next page may hold more.
+func (w *WebhookMonitor) page(ctx context.Context) (requeued int, more bool) {
+	stale, err := w.store.StaleWebhookDeliveries(ctx, w.cfg.Overdue, w.after, w.cfg.Batch)
+	if err != nil {
+		return 0, false
+	}
+	from := w.after
+	for _, s := range stale {
+		t, err := NewWebhookDeliverTask(s.OutboxID, s.Endpoint)
+		if err != nil {
+			from = s.ID
+			continue
+		}
+		dup, err := Enqueue(ctx, w.q, Job{ID: WebhookTaskID(s.OutboxID, s.Endpoint, s.Replays), Task: t})
+		if err != nil {
+			w.after = from // Redis is down: the next pass goes on from here
+			return requeued, false
+		}
+		from = s.ID
+		if !dup {
+			requeued++
+		}
+	}
+	if len(stale) < w.cfg.Batch {
+		w.after = 0 // the end: from the start next time
+		return requeued, false
+	}
+	w.after = from
+	return requeued, true
+}
+
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -478,7 +511,8 @@ func truncate(s string, n int) string {
 type WebhookMonitorConfig struct {
 	Interval time.Duration // between backlog measurements, default 10 s
 	Overdue  time.Duration // a pending delivery this late is queued again, default 1 min
-	Batch    int           // deliveries re-queued per pass, default 500
+	Batch    int           // deliveries looked at per page, default 500
+	Pages    int           // pages per pass at most, default 20 (10,000 deliveries)
 }
 
 // WebhookMonitor measures the delivery backlog and repairs deliveries whose
@@ -487,9 +521,10 @@ type WebhookMonitorConfig struct {
 // the queue refuses while the task still exists, so it is harmless when
 // the task is merely late.
 //
-// A pass looks at Batch overdue deliveries, and the next pass goes on after
-// the last one it saw (starting over once it reaches the end), so a lost
-// task behind a backlog of merely late ones is found within a few passes.
+// A pass pages through the overdue deliveries in id order, up to Pages
+// pages, and the next pass goes on after the last one it saw (starting over
+// once it reaches the end), so a lost task behind a backlog of merely late
+// ones is found within a pass or a few.
 type WebhookMonitor struct {
 	log   *slog.Logger
 	store WebhookStore
@@ -513,6 +548,9 @@ func NewWebhookMonitor(log *slog.Logger, store WebhookStore, q Enqueuer, m *Webh
 	if cfg.Batch <= 0 {
 		cfg.Batch = 500
 	}
+	if cfg.Pages <= 0 {
+		cfg.Pages = 20
+	}
 	return &WebhookMonitor{log: log, store: store, q: q, m: m, cfg: cfg}
 }
 
@@ -530,9 +568,10 @@ func (w *WebhookMonitor) Run(ctx context.Context) {
 	}
 }
 
-// Pass measures the backlog once and re-queues up to Batch overdue
-// deliveries, going on from where the previous pass stopped; it returns how
-// many tasks it queued again. Passes must not run concurrently.
+// Pass measures the backlog once and looks at up to Pages pages of Batch
+// overdue deliveries, going on from where the previous pass stopped, and
+// re-queues those whose task is gone; it returns how many tasks it queued
+// again. Passes must not run concurrently.
 func (w *WebhookMonitor) Pass(ctx context.Context) int {
 	n, oldest, err := w.store.WebhookBacklog(ctx)
 	if err != nil {
@@ -547,30 +586,12 @@ func (w *WebhookMonitor) Pass(ctx context.Context) int {
 		age = max(time.Since(oldest).Seconds(), 0)
 	}
 	w.m.OldestPendingAge.Set(age)
-	stale, err := w.store.StaleWebhookDeliveries(ctx, w.cfg.Overdue, w.after, w.cfg.Batch)
-	if err != nil {
-		return 0
-	}
-	from := w.after
-	w.after = 0 // from the start next time, unless this page was full
-	if len(stale) == w.cfg.Batch {
-		w.after = stale[len(stale)-1].ID
-	}
 	requeued := 0
-	for _, s := range stale {
-		t, err := NewWebhookDeliverTask(s.OutboxID, s.Endpoint)
-		if err != nil {
-			from = s.ID
-			continue
-		}
-		dup, err := Enqueue(ctx, w.q, Job{ID: WebhookTaskID(s.OutboxID, s.Endpoint, s.Replays), Task: t})
-		if err != nil {
-			w.after = from // Redis is down: the next pass tries again from here
+	for range w.cfg.Pages {
+		n, more := w.page(ctx)
+		requeued += n
+		if !more {
 			break
-		}
-		from = s.ID
-		if !dup {
-			requeued++
 		}
 	}
 	if requeued > 0 {
