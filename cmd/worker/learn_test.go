@@ -35,13 +35,20 @@ type writeSide struct {
 
 func newWriteSide(t testing.TB, db *store.Store, rdb redis.UniversalClient, log *slog.Logger, subs ...tasks.WebhookSubscription) writeSide {
 	t.Helper()
+	return newWriteSideWith(t, db, rdb, log, wire.Webhooks{Store: db}, subs...)
+}
+
+// newWriteSideWith is newWriteSide with the webhook delivery ledger given.
+func newWriteSideWith(t testing.TB, db *store.Store, rdb redis.UniversalClient, log *slog.Logger, ledger tasks.DeliveryLedger,
+	subs ...tasks.WebhookSubscription) writeSide {
+	t.Helper()
 	holder := query.NewCatalogHolder(db, log, nil, time.Hour)
 	require.NoError(t, holder.Load(context.Background()))
 	q := asynq.NewClientFromRedisClient(rdb)
 	t.Cleanup(func() { _ = q.Close() })
 	router := tasks.NewRouter()
 	tasks.AddLearnRoutes(router)
-	tasks.AddWebhookRoutes(router, subs, wire.Webhooks{Store: db})
+	tasks.AddWebhookRoutes(router, subs, ledger)
 	feeds := cache.NewFeeds(rdb, 5*time.Minute)
 	queries := query.New(query.Config{Students: wire.Students{Store: db}, Feeds: feeds, Catalogs: holder, Log: log,
 		Metrics: query.NewMetrics(prometheus.NewRegistry())})

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -609,6 +610,47 @@ func TestWebhookDuplicateTasksMakeOneAttemptAtATime(t *testing.T) {
 		require.Len(t, at, 2, "event %d: one request per attempt", id)
 		assert.GreaterOrEqual(t, at[1].Sub(at[0]), 3*time.Second, "event %d: the retry waited for the schedule (5 s +-20 %%)", id)
 	}
+}
+
+// The API cannot write an event's deliveries (a database error right after
+// the swipe's commit): the swipe and the sync push still succeed, queue
+// no webhook task and leave their events unpublished, and the worker's
+// relay hands them over, deliveries and all.
+func TestWebhookDeliveredWhenTheAPICannotRecordIt(t *testing.T) {
+	rc := newReceiver(t, nil)
+	eps := []endpointEntry{{rc, "/r", true}}
+	w := newHookWorld(t, 20, 1, "", eps...)
+	_, subs := endpointsFile(t, eps...)
+	broken := tasks.LedgerFunc(func(context.Context, []tasks.WebhookDeliveryKey) ([]int64, error) {
+		return nil, errors.New("database connection lost")
+	})
+	rdb := testutil.NewRedis(t, testutil.RedisDBCmdWorker)
+	write := newWriteSideWith(t, w.db, rdb, testutil.Logger(t), broken, subs...)
+	ctx := context.Background()
+	_, err := write.swipes.Record(ctx, command.SwipeInput{StudentID: w.students[0], SchoolID: w.schools[0], Direction: "right",
+		ClientID: uuid.NewString()})
+	require.NoError(t, err, "the swipe is committed; hand-over is the relay's")
+	res, err := write.sync.Push(ctx, w.students[0], []offline.Change{
+		{ID: uuid.NewString(), Type: "swipe", SchoolID: w.schools[1], Direction: "left", OccurredAt: time.Now().UTC().Format(time.RFC3339)},
+		{ID: uuid.NewString(), Type: "swipe", SchoolID: w.schools[2], Direction: "right", OccurredAt: time.Now().UTC().Format(time.RFC3339)},
+	})
+	require.NoError(t, err)
+	require.Len(t, res.Accepted, 2)
+
+	var unpublished int
+	require.NoError(t, w.pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE published_at IS NULL AND topic = 'swipe.recorded'`).
+		Scan(&unpublished))
+	assert.Equal(t, 3, unpublished)
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	hooks, err := insp.ListPendingTasks(tasks.QueueWebhooks)
+	if !errors.Is(err, asynq.ErrQueueNotFound) {
+		require.NoError(t, err)
+	}
+	assert.Empty(t, hooks, "no task without its delivery row")
+
+	startWith(t, w.env, options{})
+	require.Eventually(t, func() bool { return len(rc.delivered()) == 3 }, 10*time.Second, 20*time.Millisecond,
+		"delivered %d of 3", len(rc.delivered()))
 }
 
 // checkAtLeastOnce requires every event delivered (2xx) to every endpoint,

@@ -420,8 +420,13 @@ func handOver(ctx context.Context, log *slog.Logger, b *breaker, marker outboxMa
 	defer cancel()
 	// Webhook deliveries are written before their tasks are queued, so a
 	// task Redis loses is found again from its row.
-	if err := router.Record(ectx, jobs); err != nil {
+	skipped, err := router.Record(ectx, jobs)
+	switch {
+	case err != nil:
 		log.WarnContext(ctx, "webhook deliveries not recorded; the outbox relay will hand the event over", "outbox_id", row.ID, "err", err)
+		return
+	case skipped[row.ID]:
+		log.DebugContext(ctx, "outbox event being handed over by the relay", "outbox_id", row.ID)
 		return
 	}
 	for _, j := range jobs {

@@ -353,12 +353,16 @@ func (s *Service) afterCommit(ctx context.Context, studentID string, r store.Syn
 	}
 	// The push's webhook deliveries are written, in one statement, before
 	// any of their tasks is queued.
-	if err := s.c.Router.Record(ectx, all); err != nil {
+	skipped, err := s.c.Router.Record(ectx, all)
+	if err != nil {
 		s.c.Log.WarnContext(ctx, "webhook deliveries not recorded; the outbox relay will hand the push over", "err", err)
 		return
 	}
 	var handed []int64
 	for _, row := range rows {
+		if skipped[row.ID] {
+			continue // a relay is handing it over
+		}
 		ok := true
 		for _, j := range row.jobs {
 			if _, err := tasks.Enqueue(ectx, s.c.Queue, j); err != nil {

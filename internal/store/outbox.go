@@ -102,7 +102,7 @@ FOR NO KEY UPDATE SKIP LOCKED`
 		return 0, nil
 	}
 
-	handed, handErr := hand(ctx, batch, func(ctx context.Context, refs []WebhookDeliveryRef) error {
+	handed, handErr := hand(ctx, batch, func(ctx context.Context, refs []WebhookDeliveryRef) ([]int64, error) {
 		return recordWebhookDeliveries(ctx, tx, refs)
 	})
 	// Only rows of this batch can be marked: the others are not locked here.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // WebhookEvent is an outbox row as a webhook delivery sends it.
@@ -24,23 +23,28 @@ type WebhookDeliveryRef struct {
 }
 
 // RecordWebhookDeliveries writes a pending delivery row, due now, for each
-// ref that has none yet, in one statement; refs whose outbox row is gone
-// are left out. Whoever hands an event to the queue calls it first, so a
-// delivery is in PostgreSQL before its task is in Redis, and a task lost
-// with Redis is found again from its row.
-func (s *Store) RecordWebhookDeliveries(ctx context.Context, refs []WebhookDeliveryRef) error {
+// ref that has none yet, in one statement. Whoever hands an event to the
+// queue calls it first, so a delivery is in PostgreSQL before its task is
+// in Redis, and a task lost with Redis is found again from its row.
+//
+// It writes only for the outbox rows it can lock at once: skipped lists the
+// others, which a relay is handing over right now (its transaction holds
+// them and writes their deliveries itself), or which are gone. The caller
+// leaves those to the relay rather than wait for its transaction.
+func (s *Store) RecordWebhookDeliveries(ctx context.Context, refs []WebhookDeliveryRef) (skipped []int64, err error) {
 	return recordWebhookDeliveries(ctx, s.pool, refs)
 }
 
 // DeliveryRecorder writes webhook deliveries as RecordWebhookDeliveries
-// does, inside a transaction the caller does not see (RelayOutbox's).
-type DeliveryRecorder func(ctx context.Context, refs []WebhookDeliveryRef) error
+// does, inside a transaction the caller does not see (RelayOutbox's, which
+// holds the rows, so none is skipped).
+type DeliveryRecorder func(ctx context.Context, refs []WebhookDeliveryRef) (skipped []int64, err error)
 
 func recordWebhookDeliveries(ctx context.Context, db interface {
-	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-}, refs []WebhookDeliveryRef) error {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, refs []WebhookDeliveryRef) ([]int64, error) {
 	if len(refs) == 0 {
-		return nil
+		return nil, nil
 	}
 	ids := make([]int64, len(refs))
 	eps := make([]string, len(refs))
@@ -48,17 +52,42 @@ func recordWebhookDeliveries(ctx context.Context, db interface {
 	for i, r := range refs {
 		ids[i], eps[i], msgs[i] = r.OutboxID, r.Endpoint, r.WebhookID
 	}
-	// Rows go in key order, so two writers of overlapping batches (the API
-	// and a relay) wait for each other instead of deadlocking.
+	// The outbox rows are locked the way a relay claims them, skipping the
+	// ones a relay holds (the relay's own transaction already holds them
+	// and locks nothing twice). Rows go in key order, so two writers of
+	// overlapping batches never deadlock.
 	const q = `
-INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, next_attempt_at)
-SELECT o.id, r.endpoint, r.webhook_id, o.topic, now()
-FROM unnest($1::bigint[], $2::text[], $3::text[]) AS r (outbox_id, endpoint, webhook_id)
-JOIN outbox o ON o.id = r.outbox_id
-ORDER BY o.id, r.endpoint
-ON CONFLICT (outbox_id, endpoint_url) DO NOTHING`
-	_, err := db.Exec(ctx, q, ids, eps, msgs)
-	return mapErr(err, "webhook deliveries")
+WITH held AS (
+	SELECT id, topic FROM outbox WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE SKIP LOCKED
+), ins AS (
+	INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, next_attempt_at)
+	SELECT h.id, r.endpoint, r.webhook_id, h.topic, now()
+	FROM unnest($1::bigint[], $2::text[], $3::text[]) AS r (outbox_id, endpoint, webhook_id)
+	JOIN held h ON h.id = r.outbox_id
+	ORDER BY h.id, r.endpoint
+	ON CONFLICT (outbox_id, endpoint_url) DO NOTHING
+)
+SELECT id FROM held`
+	rows, err := db.Query(ctx, q, ids, eps, msgs)
+	if err != nil {
+		return nil, mapErr(err, "webhook deliveries")
+	}
+	held, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, mapErr(err, "webhook deliveries")
+	}
+	seen := make(map[int64]bool, len(held))
+	for _, id := range held {
+		seen[id] = true
+	}
+	var skipped []int64
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			skipped = append(skipped, id)
+		}
+	}
+	return skipped, nil
 }
 
 // WebhookDeliveryState is a delivery row as an attempt starts, with the

@@ -215,7 +215,11 @@ func (r *Relay) batch(ctx context.Context, topics []string) (handed, claimed int
 		// In the claiming transaction: the deliveries commit with the
 		// rows' marks. (On another connection they would wait for this
 		// transaction's row locks, through their foreign key.)
-		if err := RecordDeliveries(ctx, ledger, all); err != nil {
+		notWritten, err := RecordDeliveries(ctx, ledger, all)
+		if err == nil && len(notWritten) > 0 {
+			err = fmt.Errorf("webhook deliveries of %d claimed outbox rows not written", len(notWritten))
+		}
+		if err != nil {
 			handErr, stage = err, "record"
 			return nil, err
 		}

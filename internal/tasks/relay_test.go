@@ -379,8 +379,8 @@ type failingLedgerSource struct{ tasks.OutboxSource }
 func (f failingLedgerSource) RelayOutbox(ctx context.Context, topics []string, limit int,
 	hand func(context.Context, []tasks.OutboxRow, tasks.DeliveryLedger) ([]int64, error)) (int, error) {
 	return f.OutboxSource.RelayOutbox(ctx, topics, limit, func(ctx context.Context, rows []tasks.OutboxRow, _ tasks.DeliveryLedger) ([]int64, error) {
-		return hand(ctx, rows, tasks.LedgerFunc(func(context.Context, []tasks.WebhookDeliveryKey) error {
-			return errors.New("database down")
+		return hand(ctx, rows, tasks.LedgerFunc(func(context.Context, []tasks.WebhookDeliveryKey) ([]int64, error) {
+			return nil, errors.New("database down")
 		}))
 	})
 }

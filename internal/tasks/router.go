@@ -51,31 +51,34 @@ type Router struct {
 // DeliveryLedger writes webhook delivery rows to the source of truth.
 type DeliveryLedger interface {
 	// RecordWebhookDeliveries writes a pending delivery, due now, for each
-	// key that has none yet (idempotent); keys whose event is gone are
-	// left out.
-	RecordWebhookDeliveries(ctx context.Context, keys []WebhookDeliveryKey) error
+	// key that has none yet (idempotent). skipped lists the events it wrote
+	// nothing for because a relay is handing them over right now (or they
+	// are gone): the caller leaves them to the relay.
+	RecordWebhookDeliveries(ctx context.Context, keys []WebhookDeliveryKey) (skipped []int64, err error)
 }
 
 // Record writes the delivery rows of the webhook jobs among jobs, in one
 // call. Every hand-over (the API after its commit, the relay, sync push)
 // calls it before it queues the jobs: a delivery is then in PostgreSQL
 // before its task is in Redis, and a task Redis loses is queued again from
-// its row (WebhookMonitor). Jobs without a delivery need nothing.
-func (r *Router) Record(ctx context.Context, jobs []Job) error {
+// its row (WebhookMonitor). Jobs without a delivery need nothing. skipped
+// holds the outbox rows a relay is handing over at this moment: the caller
+// must queue none of their jobs, nor mark them (the relay does both).
+func (r *Router) Record(ctx context.Context, jobs []Job) (skipped map[int64]bool, err error) {
 	return RecordDeliveries(ctx, r.ledger, jobs)
 }
 
 // LedgerFunc is a function that serves as a DeliveryLedger.
-type LedgerFunc func(ctx context.Context, keys []WebhookDeliveryKey) error
+type LedgerFunc func(ctx context.Context, keys []WebhookDeliveryKey) ([]int64, error)
 
 // RecordWebhookDeliveries implements DeliveryLedger.
-func (f LedgerFunc) RecordWebhookDeliveries(ctx context.Context, keys []WebhookDeliveryKey) error {
+func (f LedgerFunc) RecordWebhookDeliveries(ctx context.Context, keys []WebhookDeliveryKey) ([]int64, error) {
 	return f(ctx, keys)
 }
 
 // RecordDeliveries writes the delivery rows of the webhook jobs among jobs
 // to ledger, in one call, as Router.Record does with the router's own.
-func RecordDeliveries(ctx context.Context, ledger DeliveryLedger, jobs []Job) error {
+func RecordDeliveries(ctx context.Context, ledger DeliveryLedger, jobs []Job) (skipped map[int64]bool, err error) {
 	var keys []WebhookDeliveryKey
 	for _, j := range jobs {
 		if j.Delivery != nil {
@@ -83,15 +86,22 @@ func RecordDeliveries(ctx context.Context, ledger DeliveryLedger, jobs []Job) er
 		}
 	}
 	if len(keys) == 0 {
-		return nil
+		return nil, nil
 	}
 	if ledger == nil {
-		return errors.New("tasks: webhook jobs routed without a delivery ledger")
+		return nil, errors.New("tasks: webhook jobs routed without a delivery ledger")
 	}
-	if err := ledger.RecordWebhookDeliveries(ctx, keys); err != nil {
-		return fmt.Errorf("record %d webhook deliveries: %w", len(keys), err)
+	ids, err := ledger.RecordWebhookDeliveries(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("record %d webhook deliveries: %w", len(keys), err)
 	}
-	return nil
+	for _, id := range ids {
+		if skipped == nil {
+			skipped = map[int64]bool{}
+		}
+		skipped[id] = true
+	}
+	return skipped, nil
 }
 
 // NewRouter returns a router with no routes.

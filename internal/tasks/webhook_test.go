@@ -58,15 +58,16 @@ func TestRetryDelayFunc(t *testing.T) {
 // ledger is a DeliveryLedger that remembers what it was asked to record.
 type ledger struct {
 	keys []tasks.WebhookDeliveryKey
+	skip []int64
 	err  error
 }
 
-func (l *ledger) RecordWebhookDeliveries(_ context.Context, keys []tasks.WebhookDeliveryKey) error {
+func (l *ledger) RecordWebhookDeliveries(_ context.Context, keys []tasks.WebhookDeliveryKey) ([]int64, error) {
 	if l.err != nil {
-		return l.err
+		return nil, l.err
 	}
 	l.keys = append(l.keys, keys...)
-	return nil
+	return l.skip, nil
 }
 
 func TestAddWebhookRoutes(t *testing.T) {
@@ -92,13 +93,21 @@ func TestAddWebhookRoutes(t *testing.T) {
 		MessageID: tasks.WebhookMessageID(7, "https://a.example/1"), Event: tasks.TopicSwipeRecorded}, jobs[1].Delivery)
 
 	// Record writes the deliveries of the webhook jobs, in one call.
-	require.NoError(t, r.Record(context.Background(), jobs))
+	skipped, err := r.Record(context.Background(), jobs)
+	require.NoError(t, err)
+	assert.Empty(t, skipped)
 	require.Len(t, l.keys, 2)
 	assert.Equal(t, *jobs[1].Delivery, l.keys[0])
 	assert.Equal(t, *jobs[2].Delivery, l.keys[1])
+	l.skip = []int64{7}
+	skipped, err = r.Record(context.Background(), jobs)
+	require.NoError(t, err)
+	assert.Equal(t, map[int64]bool{7: true}, skipped, "a relay holds row 7")
 	l.err = errors.New("database down")
-	assert.ErrorIs(t, r.Record(context.Background(), jobs), l.err, "the caller must not queue the tasks")
-	assert.NoError(t, r.Record(context.Background(), jobs[:1]), "no delivery, no call")
+	_, err = r.Record(context.Background(), jobs)
+	assert.ErrorIs(t, err, l.err, "the caller must not queue the tasks")
+	_, err = r.Record(context.Background(), jobs[:1])
+	assert.NoError(t, err, "no delivery, no call")
 
 	// Interactions are not webhook events.
 	jobs, err = r.Route(tasks.OutboxRow{ID: 8, Topic: tasks.TopicInteractionRecorded, StudentID: "s"})
@@ -111,7 +120,7 @@ func TestRecordWithoutLedger(t *testing.T) {
 		tasks.AddWebhookRoutes(tasks.NewRouter(), []tasks.WebhookSubscription{{URL: "https://a", Events: []string{"e"}}}, nil)
 	})
 	r := tasks.NewRouter()
-	err := r.Record(context.Background(), []tasks.Job{{ID: "x", Delivery: &tasks.WebhookDeliveryKey{OutboxID: 1, Endpoint: "https://a"}}})
+	_, err := r.Record(context.Background(), []tasks.Job{{ID: "x", Delivery: &tasks.WebhookDeliveryKey{OutboxID: 1, Endpoint: "https://a"}}})
 	assert.Error(t, err, "webhook jobs from elsewhere than AddWebhookRoutes are refused, not queued unrecorded")
 }
 

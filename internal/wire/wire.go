@@ -134,7 +134,7 @@ func (s Outbox) RelayOutbox(ctx context.Context, topics []string, limit int,
 		for i, r := range rows {
 			out[i] = tasks.OutboxRow(r)
 		}
-		return hand(ctx, out, tasks.LedgerFunc(func(ctx context.Context, keys []tasks.WebhookDeliveryKey) error {
+		return hand(ctx, out, tasks.LedgerFunc(func(ctx context.Context, keys []tasks.WebhookDeliveryKey) ([]int64, error) {
 			return record(ctx, deliveryRefs(keys))
 		}))
 	})
@@ -152,7 +152,7 @@ func (w Webhooks) BeginWebhookDelivery(ctx context.Context, k tasks.WebhookDeliv
 }
 
 // RecordWebhookDeliveries implements tasks.DeliveryLedger.
-func (w Webhooks) RecordWebhookDeliveries(ctx context.Context, keys []tasks.WebhookDeliveryKey) error {
+func (w Webhooks) RecordWebhookDeliveries(ctx context.Context, keys []tasks.WebhookDeliveryKey) ([]int64, error) {
 	return w.Store.RecordWebhookDeliveries(ctx, deliveryRefs(keys))
 }
 

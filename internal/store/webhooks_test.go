@@ -1,0 +1,148 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/testutil"
+)
+
+func deliveryCount(t *testing.T, db *store.Store, outboxID int64) (n int) {
+	t.Helper()
+	require.NoError(t, db.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM webhook_deliveries WHERE outbox_id = $1`, outboxID).Scan(&n))
+	return n
+}
+
+// The API writes an event's deliveries without waiting for a relay that
+// holds the event: it skips it, and the relay writes them in its own
+// transaction, which commits them with the event's mark or not at all.
+func TestRecordWebhookDeliveriesSkipsRowsARelayHolds(t *testing.T) {
+	ctx := context.Background()
+	db := store.New(testutil.NewDB(t))
+	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded", "swipe.recorded")
+	refs := func(id int64) []store.WebhookDeliveryRef {
+		return []store.WebhookDeliveryRef{{OutboxID: id, Endpoint: "https://a.example/h", WebhookID: "msg_a"},
+			{OutboxID: id, Endpoint: "https://b.example/h", WebhookID: "msg_b"}}
+	}
+
+	inRelay := make(chan struct{})
+	release := make(chan struct{})
+	relayDone := make(chan error, 1)
+	go func() {
+		_, err := db.RelayOutbox(ctx, []string{"swipe.recorded"}, 1, func(ctx context.Context, rows []store.OutboxRow, record store.DeliveryRecorder) ([]int64, error) {
+			skipped, err := record(ctx, refs(rows[0].ID))
+			if err != nil || len(skipped) > 0 {
+				return nil, errors.Join(err, errors.New("the relay holds its rows"))
+			}
+			close(inRelay)
+			<-release
+			return []int64{rows[0].ID}, nil
+		})
+		relayDone <- err
+	}()
+	<-inRelay
+
+	done := make(chan struct{})
+	var (
+		skipped []int64
+		err     error
+	)
+	go func() {
+		defer close(done)
+		skipped, err = db.RecordWebhookDeliveries(ctx, append(refs(ids[0]), refs(ids[1])...))
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the API's write waited for the relay's transaction")
+	}
+	require.NoError(t, err)
+	assert.Equal(t, []int64{ids[0]}, skipped, "the row the relay holds")
+	assert.Equal(t, 2, deliveryCount(t, db, ids[1]))
+
+	close(release)
+	require.NoError(t, <-relayDone)
+	assert.Equal(t, 2, deliveryCount(t, db, ids[0]), "the relay's deliveries commit with its mark")
+	assert.Equal(t, []int64{ids[1]}, unpublished(t, db))
+
+	// Again: nothing new, nothing skipped.
+	skipped, err = db.RecordWebhookDeliveries(ctx, append(refs(ids[0]), refs(ids[1])...))
+	require.NoError(t, err)
+	assert.Empty(t, skipped)
+	assert.Equal(t, 2, deliveryCount(t, db, ids[0]))
+}
+
+// A relay whose hand-over fails with nothing handed leaves no deliveries
+// behind: they roll back with the claim.
+func TestRelayOutboxRollsBackDeliveriesWithNothingHanded(t *testing.T) {
+	ctx := context.Background()
+	db := store.New(testutil.NewDB(t))
+	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded")
+	boom := errors.New("redis down")
+	_, err := db.RelayOutbox(ctx, []string{"swipe.recorded"}, 10, func(ctx context.Context, rows []store.OutboxRow, record store.DeliveryRecorder) ([]int64, error) {
+		_, err := record(ctx, []store.WebhookDeliveryRef{{OutboxID: rows[0].ID, Endpoint: "https://a.example/h", WebhookID: "m"}})
+		require.NoError(t, err)
+		return nil, boom
+	})
+	require.ErrorIs(t, err, boom)
+	assert.Zero(t, deliveryCount(t, db, ids[0]))
+	assert.Equal(t, ids, unpublished(t, db))
+}
+
+// Two tasks begin the same due delivery at once: one claims the attempt,
+// the other finds it leased; a delivery not yet due is not claimed; an
+// ended one is returned as it is.
+func TestBeginWebhookDeliveryClaimsOnce(t *testing.T) {
+	ctx := context.Background()
+	db := store.New(testutil.NewDB(t))
+	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded")
+	_, err := db.RecordWebhookDeliveries(ctx, []store.WebhookDeliveryRef{{OutboxID: ids[0], Endpoint: "https://a.example/h", WebhookID: "m"}})
+	require.NoError(t, err)
+
+	first, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	require.NoError(t, err)
+	assert.True(t, first.Claimed)
+	assert.Equal(t, "swipe.recorded", first.Event.Topic)
+	second, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	require.NoError(t, err)
+	assert.False(t, second.Claimed, "leased to the first")
+	assert.Equal(t, first.ID, second.ID)
+	assert.WithinDuration(t, time.Now().Add(time.Minute), second.NextAttemptAt, 10*time.Second)
+
+	// Recorded as failed, due in 5 s: not claimed before then.
+	require.NoError(t, db.RecordWebhookAttempt(ctx, first.ID, store.WebhookAttempt{StatusCode: 500, Error: "HTTP 500"}, "pending",
+		time.Now().Add(5*time.Second)))
+	third, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	require.NoError(t, err)
+	assert.False(t, third.Claimed)
+	assert.Equal(t, 1, third.Attempts)
+
+	// Due: claimed. Succeeded: returned, not claimed.
+	_, err = db.Pool().Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = $1`, first.ID)
+	require.NoError(t, err)
+	fourth, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	require.NoError(t, err)
+	assert.True(t, fourth.Claimed)
+	require.NoError(t, db.RecordWebhookAttempt(ctx, first.ID, store.WebhookAttempt{StatusCode: 200}, "succeeded", time.Time{}))
+	fifth, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	require.NoError(t, err)
+	assert.False(t, fifth.Claimed)
+	assert.Equal(t, "succeeded", fifth.Status)
+
+	// A task of an older build, without a row: inserted, claimed.
+	other, err := db.BeginWebhookDelivery(ctx, ids[0], "https://b.example/h", "m2", time.Minute, time.Second)
+	require.NoError(t, err)
+	assert.True(t, other.Claimed)
+	assert.NotEqual(t, first.ID, other.ID)
+
+	_, err = db.BeginWebhookDelivery(ctx, ids[0]+1000, "https://a.example/h", "m", time.Minute, time.Second)
+	require.Error(t, err, "the event is gone")
+}
