@@ -402,43 +402,30 @@ type outboxMarker interface {
 	MarkOutboxPublished(ctx context.Context, ids []int64) error
 }
 
-// handOver records the webhook deliveries of a committed outbox row,
-// enqueues its tasks under their row-derived ids and marks the row
-// published when all are queued. A failure is logged and left to the
-// worker's relay.
+// handOver hands a committed outbox row to the queue (tasks.HandOver: its
+// webhook deliveries written, its tasks queued under their row-derived
+// ids) and marks it published. A failure is logged and left to the
+// worker's relay; a queue failure pauses hand-overs for a moment.
 func handOver(ctx context.Context, log *slog.Logger, b *breaker, marker outboxMarker, q tasks.Enqueuer, router *tasks.Router, row tasks.OutboxRow) {
 	if b.open() {
 		log.DebugContext(ctx, "task queue paused after a failure; the relay hands the event over", "outbox_id", row.ID)
 		return
 	}
-	jobs, err := router.Route(row)
-	if err != nil {
-		log.ErrorContext(ctx, "outbox event not routable here; the relay decides", "outbox_id", row.ID, "err", err)
-		return
-	}
 	ectx, cancel := context.WithTimeout(ctx, enqueueTimeout)
 	defer cancel()
-	// Webhook deliveries are written before their tasks are queued, so a
-	// task Redis loses is found again from its row.
-	skipped, err := router.Record(ectx, jobs)
+	handed, err := tasks.HandOver(ectx, q, router, []tasks.OutboxRow{row})
 	switch {
+	case errors.Is(err, tasks.ErrNotQueued):
+		b.failed()
+		log.WarnContext(ctx, "task not queued; the outbox relay will hand the event over", "outbox_id", row.ID, "err", err)
 	case err != nil:
-		log.WarnContext(ctx, "webhook deliveries not recorded; the outbox relay will hand the event over", "outbox_id", row.ID, "err", err)
-		return
-	case skipped[row.ID]:
+		log.WarnContext(ctx, "outbox event not handed over here; the outbox relay will", "outbox_id", row.ID, "err", err)
+	case len(handed) == 0:
 		log.DebugContext(ctx, "outbox event being handed over by the relay", "outbox_id", row.ID)
-		return
+	default:
+		b.succeeded()
 	}
-	for _, j := range jobs {
-		if _, err := tasks.Enqueue(ectx, q, j); err != nil {
-			b.failed()
-			log.WarnContext(ctx, "task not queued; the outbox relay will hand it over", "outbox_id", row.ID,
-				"task_id", j.ID, "err", err)
-			return
-		}
-	}
-	b.succeeded()
-	if err := marker.MarkOutboxPublished(ctx, []int64{row.ID}); err != nil {
+	if err := marker.MarkOutboxPublished(ctx, handed); err != nil {
 		log.WarnContext(ctx, "outbox event queued but not marked; the relay's hand-over will be a duplicate", "outbox_id", row.ID, "err", err)
 	}
 }

@@ -318,13 +318,13 @@ func (s *Service) weightMoves(st store.LearnerState, changes []store.SyncChange)
 // hands over what is left.
 const enqueueTimeout = time.Second
 
-// afterCommit drops the student's stored feed, records the push's webhook
-// deliveries and hands its outbox rows to the queue: the swipe.recorded
-// rows produce no learn task (learn_batched; any webhook route still
-// produces its jobs), the one
-// sync.pushed row produces the student:learn task of the whole push, under
-// the id derived from that row. Best effort: the relay hands over any row
-// left unmarked, under the same task ids.
+// afterCommit drops the student's stored feed and hands the push's outbox
+// rows to the queue (tasks.HandOver: their webhook deliveries written in
+// one statement, then their tasks queued): the swipe.recorded rows produce
+// no learn task (learn_batched; any webhook route still produces its
+// jobs), the one sync.pushed row produces the student:learn task of the
+// whole push, under the id derived from that row. Best effort: the relay
+// hands over any row left unmarked, under the same task ids.
 func (s *Service) afterCommit(ctx context.Context, studentID string, r store.SyncResult) {
 	ctx = context.WithoutCancel(ctx)
 	if r.Version > 0 {
@@ -334,48 +334,14 @@ func (s *Service) afterCommit(ctx context.Context, studentID string, r store.Syn
 	}
 	ectx, cancel := context.WithTimeout(ctx, enqueueTimeout)
 	defer cancel()
-	type routed struct {
-		ID   int64
-		jobs []tasks.Job
+	rows := make([]tasks.OutboxRow, len(r.Events))
+	for i, row := range r.Events {
+		rows[i] = tasks.OutboxRow{ID: row.ID, Topic: row.Topic, StudentID: row.StudentID, Payload: row.Payload}
 	}
-	var (
-		rows []routed
-		all  []tasks.Job
-	)
-	for _, row := range r.Events {
-		jobs, err := s.c.Router.Route(tasks.OutboxRow{ID: row.ID, Topic: row.Topic, StudentID: row.StudentID, Payload: row.Payload})
-		if err != nil {
-			s.c.Log.ErrorContext(ctx, "outbox event not routable here; the relay decides", "outbox_id", row.ID, "err", err)
-			continue
-		}
-		rows = append(rows, routed{row.ID, jobs})
-		all = append(all, jobs...)
-	}
-	// The push's webhook deliveries are written, in one statement, before
-	// any of their tasks is queued.
-	skipped, err := s.c.Router.Record(ectx, all)
+	handed, err := tasks.HandOver(ectx, s.c.Queue, s.c.Router, rows)
 	if err != nil {
-		s.c.Log.WarnContext(ctx, "webhook deliveries not recorded; the outbox relay will hand the push over", "err", err)
-		return
-	}
-	var handed []int64
-	for _, row := range rows {
-		if skipped[row.ID] {
-			continue // a relay is handing it over
-		}
-		ok := true
-		for _, j := range row.jobs {
-			if _, err := tasks.Enqueue(ectx, s.c.Queue, j); err != nil {
-				s.c.Log.WarnContext(ctx, "task not queued; the outbox relay will hand it over", "outbox_id", row.ID,
-					"task_id", j.ID, "err", err)
-				ok = false
-				break
-			}
-		}
-		if !ok {
-			break // the queue is failing: leave the rest to the relay
-		}
-		handed = append(handed, row.ID)
+		s.c.Log.WarnContext(ctx, "outbox events not all handed over here; the outbox relay hands over the rest",
+			"handed_over", len(handed), "of", len(rows), "err", err)
 	}
 	if err := s.c.Store.MarkOutboxPublished(ctx, handed); err != nil {
 		s.c.Log.WarnContext(ctx, "outbox events queued but not marked; the relay's hand-over will be a duplicate", "err", err)

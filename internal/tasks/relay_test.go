@@ -809,3 +809,43 @@ WHERE outbox_id = ANY($1)`, ids)
 	require.NoError(t, e.rdb.FlushDB(ctx).Err())
 	assert.Equal(t, 0, mon.Pass(ctx))
 }
+
+// A writer's hand-over: rows it cannot route and rows a relay holds are
+// left unmarked, the others are queued in order until the queue fails.
+func TestHandOver(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	ids := e.write(t, swipes(3)...)
+	l := &ledger{skip: []int64{ids[1]}}
+	router := tasks.NewRouter()
+	router.Add(tasks.TopicSwipeRecorded, tasks.LearnRoute)
+	tasks.AddWebhookRoutes(router, []tasks.WebhookSubscription{{URL: endpoints[0], Events: []string{tasks.TopicSwipeRecorded}}}, l)
+	rows := []tasks.OutboxRow{
+		{ID: ids[0], Topic: tasks.TopicSwipeRecorded, StudentID: "s0"},
+		{ID: ids[1], Topic: tasks.TopicSwipeRecorded, StudentID: "s1"},
+		{ID: 999, Topic: "mystery.happened"},
+		{ID: ids[2], Topic: tasks.TopicSwipeRecorded, StudentID: "s2"},
+	}
+
+	handed, err := tasks.HandOver(ctx, e.queue, router, rows)
+	assert.ErrorIs(t, err, tasks.ErrUnknownTopic, "reported, not fatal")
+	assert.NotErrorIs(t, err, tasks.ErrNotQueued)
+	assert.Equal(t, []int64{ids[0], ids[2]}, handed, "the relay's row and the unroutable one are left")
+	assert.Len(t, l.keys, 3, "deliveries written for every routed row, in one call")
+	assert.Len(t, e.queued(t, tasks.QueueWebhooks, "pending"), 2)
+
+	// The queue fails after the first row's two tasks.
+	l.skip = nil
+	handed, err = tasks.HandOver(ctx, &failAfter{next: e.queue, n: 2}, router, rows[:2])
+	assert.ErrorIs(t, err, tasks.ErrNotQueued)
+	assert.Equal(t, []int64{ids[0]}, handed)
+
+	// The deliveries cannot be written: nothing is queued.
+	l.err = errors.New("database down")
+	require.NoError(t, e.rdb.FlushDB(ctx).Err())
+	handed, err = tasks.HandOver(ctx, asynq.NewClientFromRedisClient(e.rdb), router, rows[:1])
+	assert.ErrorIs(t, err, l.err)
+	assert.NotErrorIs(t, err, tasks.ErrNotQueued)
+	assert.Empty(t, handed)
+	assert.Empty(t, e.queued(t, tasks.QueueCritical, "pending"))
+}

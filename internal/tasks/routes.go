@@ -54,3 +54,52 @@ func Enqueue(ctx context.Context, q Enqueuer, job Job) (duplicate bool, err erro
 		return false, fmt.Errorf("enqueue %s: %w", job.ID, err)
 	}
 }
+
+// ErrNotQueued marks a HandOver error from the queue itself (Redis is
+// failing), as opposed to routing or the database.
+var ErrNotQueued = errors.New("task not queued")
+
+// HandOver is a writer's hand-over of its committed outbox rows, right
+// after its commit: it routes them, writes their webhook deliveries in one
+// call (Router.Record) and queues their jobs, row by row in order. It
+// returns the rows whose jobs are all queued, for the writer to mark
+// published. It stops at the first job the queue refuses (err then wraps
+// ErrNotQueued). Rows it cannot route, rows a relay is handing over at this
+// moment, and every row when the deliveries cannot be written, are left
+// unmarked: the relay hands them over, under the same task ids.
+func HandOver(ctx context.Context, q Enqueuer, r *Router, rows []OutboxRow) (handed []int64, err error) {
+	type routed struct {
+		id   int64
+		jobs []Job
+	}
+	var (
+		todo     []routed
+		all      []Job
+		routeErr error
+	)
+	for _, row := range rows {
+		jobs, err := r.Route(row)
+		if err != nil {
+			routeErr = errors.Join(routeErr, err)
+			continue
+		}
+		todo = append(todo, routed{row.ID, jobs})
+		all = append(all, jobs...)
+	}
+	skipped, err := r.Record(ctx, all)
+	if err != nil {
+		return nil, errors.Join(routeErr, err)
+	}
+	for _, row := range todo {
+		if skipped[row.id] {
+			continue
+		}
+		for _, j := range row.jobs {
+			if _, err := Enqueue(ctx, q, j); err != nil {
+				return handed, errors.Join(routeErr, fmt.Errorf("outbox row %d: %w: %w", row.id, ErrNotQueued, err))
+			}
+		}
+		handed = append(handed, row.id)
+	}
+	return handed, routeErr
+}
