@@ -371,7 +371,11 @@ func replay(ctx context.Context, tx pgx.Tx, where string, id int64) (WebhookDeli
 	q := `
 WITH upd AS (
 	UPDATE webhook_deliveries d SET status = 'pending', replays = replays + 1, round_start = attempts,
-		next_attempt_at = now(), updated_at = now()
+		-- a pending delivery due within a minute (or being attempted: its
+		-- claim) keeps its time, so a replay never runs beside an attempt
+		next_attempt_at = CASE WHEN d.status = 'pending' AND d.next_attempt_at < now() + interval '1 minute'
+			THEN d.next_attempt_at ELSE now() END,
+		updated_at = now()
 	WHERE ` + where + `
 	RETURNING d.*
 )

@@ -146,3 +146,35 @@ func TestBeginWebhookDeliveryClaimsOnce(t *testing.T) {
 	_, err = db.BeginWebhookDelivery(ctx, ids[0]+1000, "https://a.example/h", "m", time.Minute, time.Second)
 	require.Error(t, err, "the event is gone")
 }
+
+// Replaying a delivery that is being attempted keeps the attempt's claim: the
+// replay's task waits for it instead of sending beside it. A replay of a
+// parked delivery is due at once, with a fresh round.
+func TestReplayKeepsAClaimedAttempt(t *testing.T) {
+	ctx := context.Background()
+	db := store.New(testutil.NewDB(t))
+	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded", "swipe.recorded")
+	for _, id := range ids {
+		_, err := db.RecordWebhookDeliveries(ctx, []store.WebhookDeliveryRef{{OutboxID: id, Endpoint: "https://a.example/h", WebhookID: "m"}})
+		require.NoError(t, err)
+	}
+	busy, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	require.NoError(t, err)
+	require.True(t, busy.Claimed)
+	_, err = db.ReplayWebhookDelivery(ctx, busy.ID)
+	require.NoError(t, err)
+	again, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	require.NoError(t, err)
+	assert.False(t, again.Claimed, "still claimed by the attempt in flight")
+
+	parked, err := db.BeginWebhookDelivery(ctx, ids[1], "https://a.example/h", "m", time.Minute, time.Second)
+	require.NoError(t, err)
+	require.NoError(t, db.RecordWebhookAttempt(ctx, parked.ID, store.WebhookAttempt{StatusCode: 502, Error: "HTTP 502"}, "parked", time.Time{}))
+	_, err = db.ReplayWebhookDelivery(ctx, parked.ID)
+	require.NoError(t, err)
+	replayed, err := db.BeginWebhookDelivery(ctx, ids[1], "https://a.example/h", "m", time.Minute, time.Second)
+	require.NoError(t, err)
+	assert.True(t, replayed.Claimed)
+	assert.Equal(t, 1, replayed.Attempts)
+	assert.Equal(t, 1, replayed.RoundStart, "a fresh round of 9 attempts")
+}

@@ -73,7 +73,7 @@ func AddWebhookRoutes(r *Router, subs []WebhookSubscription, ledger DeliveryLedg
 					return nil, err
 				}
 				jobs = append(jobs, Job{ID: WebhookTaskID(row.ID, u, 0), Task: t, Delivery: &WebhookDeliveryKey{
-					OutboxID: row.ID, Endpoint: u, MessageID: WebhookMessageID(row.ID, u), Event: row.Topic}})
+					OutboxID: row.ID, Endpoint: u, MessageID: WebhookMessageID(row.ID, u)}})
 			}
 			return jobs, nil
 		})
@@ -109,8 +109,7 @@ type WebhookEvent struct {
 type WebhookDeliveryKey struct {
 	OutboxID  int64
 	Endpoint  string
-	MessageID string
-	Event     string
+	MessageID string // the webhook-id (WebhookMessageID)
 }
 
 // WebhookDelivery is a delivery's row as an attempt starts, with its event.

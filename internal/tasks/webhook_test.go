@@ -90,7 +90,7 @@ func TestAddWebhookRoutes(t *testing.T) {
 	assert.Equal(t, tasks.WebhookDeliverPayload{OutboxID: 7, Endpoint: "https://a.example/1"}, p)
 	assert.Nil(t, jobs[0].Delivery, "a learn job has no delivery")
 	assert.Equal(t, &tasks.WebhookDeliveryKey{OutboxID: 7, Endpoint: "https://a.example/1",
-		MessageID: tasks.WebhookMessageID(7, "https://a.example/1"), Event: tasks.TopicSwipeRecorded}, jobs[1].Delivery)
+		MessageID: tasks.WebhookMessageID(7, "https://a.example/1")}, jobs[1].Delivery)
 
 	// Record writes the deliveries of the webhook jobs, in one call.
 	skipped, err := r.Record(context.Background(), jobs)
