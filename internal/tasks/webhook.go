@@ -466,39 +466,6 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	}
 }
 
-// page looks at the next Batch overdue deliveries after w.after and queues
-// again those whose task is gone. more is true when the page was full and
-// every delivery on it was looked at: the next page may hold more.
-func (w *WebhookMonitor) page(ctx context.Context) (requeued int, more bool) {
-	stale, err := w.store.StaleWebhookDeliveries(ctx, w.cfg.Overdue, w.after, w.cfg.Batch)
-	if err != nil {
-		return 0, false
-	}
-	from := w.after
-	for _, s := range stale {
-		t, err := NewWebhookDeliverTask(s.OutboxID, s.Endpoint)
-		if err != nil {
-			from = s.ID
-			continue
-		}
-		dup, err := Enqueue(ctx, w.q, Job{ID: WebhookTaskID(s.OutboxID, s.Endpoint, s.Replays), Task: t})
-		if err != nil {
-			w.after = from // Redis is down: the next pass goes on from here
-			return requeued, false
-		}
-		from = s.ID
-		if !dup {
-			requeued++
-		}
-	}
-	if len(stale) < w.cfg.Batch {
-		w.after = 0 // the end: from the start next time
-		return requeued, false
-	}
-	w.after = from
-	return requeued, true
-}
-
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -598,4 +565,37 @@ func (w *WebhookMonitor) Pass(ctx context.Context) int {
 		w.log.WarnContext(ctx, "overdue webhook deliveries queued again", "requeued", requeued)
 	}
 	return requeued
+}
+
+// page looks at the next Batch overdue deliveries after w.after and queues
+// again those whose task is gone. more is true when the page was full and
+// every delivery on it was looked at: the next page may hold more.
+func (w *WebhookMonitor) page(ctx context.Context) (requeued int, more bool) {
+	stale, err := w.store.StaleWebhookDeliveries(ctx, w.cfg.Overdue, w.after, w.cfg.Batch)
+	if err != nil {
+		return 0, false
+	}
+	from := w.after
+	for _, s := range stale {
+		t, err := NewWebhookDeliverTask(s.OutboxID, s.Endpoint)
+		if err != nil {
+			from = s.ID
+			continue
+		}
+		dup, err := Enqueue(ctx, w.q, Job{ID: WebhookTaskID(s.OutboxID, s.Endpoint, s.Replays), Task: t})
+		if err != nil {
+			w.after = from // Redis is down: the next pass goes on from here
+			return requeued, false
+		}
+		from = s.ID
+		if !dup {
+			requeued++
+		}
+	}
+	if len(stale) < w.cfg.Batch {
+		w.after = 0 // the end: from the start next time
+		return requeued, false
+	}
+	w.after = from
+	return requeued, true
 }
