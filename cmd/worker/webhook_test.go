@@ -472,7 +472,7 @@ func replayTask(t *testing.T, redisURL string, d store.WebhookDelivery) {
 // here), then the delivery is parked.
 func TestWebhookParkedAfterTheLastAttempt(t *testing.T) {
 	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ int) int {
-		http.Error(w, "down for maintenance", 502)
+		http.Error(w, "down for maintenance", http.StatusBadGateway)
 		return 502
 	})
 	eps := []endpointEntry{{rc, "/down", true}}

@@ -148,7 +148,7 @@ func TestSendClassifiesResponses(t *testing.T) {
 	}{
 		"500": {func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", 500) }, webhook.Failed, 500, 0, "HTTP 500: boom"},
 		"410": {func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(410) }, webhook.Gone, 410, 0, "410"},
-		"302": {func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/elsewhere", 302) }, webhook.Failed, 302, 0, "redirect not followed"},
+		"302": {func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/elsewhere", http.StatusFound) }, webhook.Failed, 302, 0, "redirect not followed"},
 		"429 seconds": {func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Retry-After", "120")
 			w.WriteHeader(429)
