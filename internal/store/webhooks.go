@@ -175,15 +175,21 @@ type WebhookAttempt struct {
 // previous attempts) and moves the delivery to status with its next
 // attempt at next (zero time: none), in one transaction. A delivery that
 // is no longer pending (another attempt or an endpoint's 410 ended it)
-// keeps its status, unless this attempt succeeded.
-func (s *Store) RecordWebhookAttempt(ctx context.Context, deliveryID int64, a WebhookAttempt, status string, next time.Time) error {
+// keeps its status, unless this attempt succeeded. replays is the
+// delivery's replay count when the attempt was claimed: if an operator
+// replayed it since, a failed attempt leaves it pending and due now, for
+// the replay's fresh round, instead of parking it or scheduling the old
+// round's wait.
+func (s *Store) RecordWebhookAttempt(ctx context.Context, deliveryID int64, a WebhookAttempt, status string, next time.Time, replays int) error {
 	// One statement, so one round trip and atomic.
 	const q = `
 WITH upd AS (
 	UPDATE webhook_deliveries SET
 		attempts = attempts + 1,
-		status = CASE WHEN status = 'pending' OR $2 = 'succeeded' THEN $2 ELSE status END,
-		next_attempt_at = CASE WHEN status = 'pending' OR $2 = 'succeeded' THEN $3 ELSE next_attempt_at END,
+		status = CASE WHEN $2 = 'succeeded' THEN $2 WHEN status <> 'pending' THEN status
+			WHEN replays <> $7 THEN 'pending' ELSE $2 END,
+		next_attempt_at = CASE WHEN $2 = 'succeeded' THEN $3 WHEN status <> 'pending' THEN next_attempt_at
+			WHEN replays <> $7 THEN now() ELSE $3 END,
 		last_error = CASE WHEN $2 = 'succeeded' THEN last_error ELSE nullif($4, '') END,
 		updated_at = now()
 	WHERE id = $1
@@ -199,7 +205,7 @@ SELECT id, attempts, $5, $6, nullif($4, '') FROM upd`
 	if a.StatusCode != 0 {
 		code = &a.StatusCode
 	}
-	tag, err := s.pool.Exec(ctx, q, deliveryID, status, nextAt, a.Error, code, a.Latency.Milliseconds())
+	tag, err := s.pool.Exec(ctx, q, deliveryID, status, nextAt, a.Error, code, a.Latency.Milliseconds(), replays)
 	if err == nil && tag.RowsAffected() == 0 {
 		err = pgx.ErrNoRows
 	}
@@ -371,9 +377,11 @@ func replay(ctx context.Context, tx pgx.Tx, where string, id int64) (WebhookDeli
 	q := `
 WITH upd AS (
 	UPDATE webhook_deliveries d SET status = 'pending', replays = replays + 1, round_start = attempts,
-		-- a pending delivery due within a minute (or being attempted: its
-		-- claim) keeps its time, so a replay never runs beside an attempt
-		next_attempt_at = CASE WHEN d.status = 'pending' AND d.next_attempt_at < now() + interval '1 minute'
+		-- a pending delivery due within two minutes (or being attempted: its
+		-- claim, a minute from the claim) keeps its time, so a replay never
+		-- runs beside an attempt; clock_timestamp, not the transaction's
+		-- start, so a claim made meanwhile counts
+		next_attempt_at = CASE WHEN d.status = 'pending' AND d.next_attempt_at <= clock_timestamp() + interval '2 minutes'
 			THEN d.next_attempt_at ELSE now() END,
 		updated_at = now()
 	WHERE ` + where + `

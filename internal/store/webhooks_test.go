@@ -119,7 +119,7 @@ func TestBeginWebhookDeliveryClaimsOnce(t *testing.T) {
 
 	// Recorded as failed, due in 5 s: not claimed before then.
 	require.NoError(t, db.RecordWebhookAttempt(ctx, first.ID, store.WebhookAttempt{StatusCode: 500, Error: "HTTP 500"}, "pending",
-		time.Now().Add(5*time.Second)))
+		time.Now().Add(5*time.Second), 0))
 	third, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
 	require.NoError(t, err)
 	assert.False(t, third.Claimed)
@@ -131,7 +131,7 @@ func TestBeginWebhookDeliveryClaimsOnce(t *testing.T) {
 	fourth, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
 	require.NoError(t, err)
 	assert.True(t, fourth.Claimed)
-	require.NoError(t, db.RecordWebhookAttempt(ctx, first.ID, store.WebhookAttempt{StatusCode: 200}, "succeeded", time.Time{}))
+	require.NoError(t, db.RecordWebhookAttempt(ctx, first.ID, store.WebhookAttempt{StatusCode: 200}, "succeeded", time.Time{}, 0))
 	fifth, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
 	require.NoError(t, err)
 	assert.False(t, fifth.Claimed)
@@ -169,7 +169,7 @@ func TestReplayKeepsAClaimedAttempt(t *testing.T) {
 
 	parked, err := db.BeginWebhookDelivery(ctx, ids[1], "https://a.example/h", "m", time.Minute, time.Second)
 	require.NoError(t, err)
-	require.NoError(t, db.RecordWebhookAttempt(ctx, parked.ID, store.WebhookAttempt{StatusCode: 502, Error: "HTTP 502"}, "parked", time.Time{}))
+	require.NoError(t, db.RecordWebhookAttempt(ctx, parked.ID, store.WebhookAttempt{StatusCode: 502, Error: "HTTP 502"}, "parked", time.Time{}, 0))
 	_, err = db.ReplayWebhookDelivery(ctx, parked.ID)
 	require.NoError(t, err)
 	replayed, err := db.BeginWebhookDelivery(ctx, ids[1], "https://a.example/h", "m", time.Minute, time.Second)
@@ -177,4 +177,28 @@ func TestReplayKeepsAClaimedAttempt(t *testing.T) {
 	assert.True(t, replayed.Claimed)
 	assert.Equal(t, 1, replayed.Attempts)
 	assert.Equal(t, 1, replayed.RoundStart, "a fresh round of 9 attempts")
+}
+
+// An operator replays a delivery while its last attempt of the old round
+// is in flight: the failed attempt is recorded, but the delivery is not
+// parked; it stays pending and due at once, for the replay's round.
+func TestAttemptAfterAReplayKeepsTheReplay(t *testing.T) {
+	ctx := context.Background()
+	db := store.New(testutil.NewDB(t))
+	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded")
+	_, err := db.RecordWebhookDeliveries(ctx, []store.WebhookDeliveryRef{{OutboxID: ids[0], Endpoint: "https://a.example/h", WebhookID: "m"}})
+	require.NoError(t, err)
+	d, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	require.NoError(t, err)
+	require.True(t, d.Claimed)
+	_, err = db.ReplayWebhookDelivery(ctx, d.ID)
+	require.NoError(t, err)
+	require.NoError(t, db.RecordWebhookAttempt(ctx, d.ID, store.WebhookAttempt{StatusCode: 502, Error: "HTTP 502"}, "parked",
+		time.Time{}, d.Replays))
+	after, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "pending", after.Status, "not parked: the replay stands")
+	assert.True(t, after.Claimed, "due at once")
+	assert.Equal(t, 1, after.Attempts)
+	assert.Equal(t, 1, after.Replays)
 }

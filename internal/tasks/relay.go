@@ -213,8 +213,8 @@ func (r *Relay) batch(ctx context.Context, topics []string) (handed, claimed int
 			all = append(all, routed[i].jobs...)
 		}
 		// In the claiming transaction: the deliveries commit with the
-		// rows' marks. (On another connection they would wait for this
-		// transaction's row locks, through their foreign key.)
+		// rows' marks, or roll back with the claim. (On another connection
+		// the write would skip these rows as held by a relay.)
 		notWritten, err := RecordDeliveries(ctx, ledger, all)
 		if err == nil && len(notWritten) > 0 {
 			err = fmt.Errorf("webhook deliveries of %d claimed outbox rows not written", len(notWritten))

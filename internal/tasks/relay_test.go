@@ -840,6 +840,15 @@ func TestHandOver(t *testing.T) {
 	assert.ErrorIs(t, err, tasks.ErrNotQueued)
 	assert.Equal(t, []int64{ids[0]}, handed)
 
+	// The time runs out while the deliveries are written (a slow
+	// database): nothing queued, and it is not the queue's failure.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	handed, err = tasks.HandOver(done, e.queue, router, rows[:1])
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, tasks.ErrNotQueued)
+	assert.Empty(t, handed)
+
 	// The deliveries cannot be written: nothing is queued.
 	l.err = errors.New("database down")
 	require.NoError(t, e.rdb.FlushDB(ctx).Err())

@@ -64,7 +64,7 @@ var ErrNotQueued = errors.New("task not queued")
 // call (Router.Record) and queues their jobs, row by row in order. It
 // returns the rows whose jobs are all queued, for the writer to mark
 // published. It stops at the first job the queue refuses (err then wraps
-// ErrNotQueued). Rows it cannot route, rows a relay is handing over at this
+// ErrNotQueued) or when ctx ends first. Rows it cannot route, rows a relay is handing over at this
 // moment, and every row when the deliveries cannot be written, are left
 // unmarked: the relay hands them over, under the same task ids.
 func HandOver(ctx context.Context, q Enqueuer, r *Router, rows []OutboxRow) (handed []int64, err error) {
@@ -95,6 +95,11 @@ func HandOver(ctx context.Context, q Enqueuer, r *Router, rows []OutboxRow) (han
 			continue
 		}
 		for _, j := range row.jobs {
+			if ctx.Err() != nil {
+				// The time ran out before the queue was asked (a slow
+				// database): not the queue's failure.
+				return handed, errors.Join(routeErr, fmt.Errorf("outbox row %d: %w", row.id, ctx.Err()))
+			}
 			if _, err := Enqueue(ctx, q, j); err != nil {
 				return handed, errors.Join(routeErr, fmt.Errorf("outbox row %d: %w: %w", row.id, ErrNotQueued, err))
 			}

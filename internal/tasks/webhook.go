@@ -175,8 +175,10 @@ type WebhookStore interface {
 	BeginWebhookDelivery(ctx context.Context, k WebhookDeliveryKey) (WebhookDelivery, error)
 	// RecordWebhookAttempt adds an attempt row and moves the delivery to
 	// status (a delivery no longer pending keeps its status unless status is
-	// succeeded), with its next attempt at next (zero: none).
-	RecordWebhookAttempt(ctx context.Context, deliveryID int64, a WebhookAttempt, status string, next time.Time) error
+	// succeeded), with its next attempt at next (zero: none). replays is the
+	// delivery's replay count at the claim: a delivery replayed since stays
+	// pending and due now unless the attempt succeeded.
+	RecordWebhookAttempt(ctx context.Context, deliveryID int64, a WebhookAttempt, status string, next time.Time, replays int) error
 	// SetWebhookDeliveryStatus moves a pending delivery to status without an
 	// attempt.
 	SetWebhookDeliveryStatus(ctx context.Context, deliveryID int64, status, lastError string) error
@@ -422,7 +424,7 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	switch {
 	case res.Outcome == WebhookDelivered:
 		w.m.Attempts.WithLabelValues("delivered").Inc()
-		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliverySucceeded, time.Time{}); err != nil {
+		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliverySucceeded, time.Time{}, d.Replays); err != nil {
 			return err // retried: the receiver sees the same webhook-id again
 		}
 		w.m.Deliveries.WithLabelValues(DeliverySucceeded).Inc()
@@ -433,11 +435,11 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 		// the queue run the task again (same webhook-id).
 		w.m.Attempts.WithLabelValues("interrupted").Inc()
 		a.Error = "interrupted: " + a.Error
-		_ = w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryPending, now)
+		_ = w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryPending, now, d.Replays)
 		return ctx.Err()
 	case res.Outcome == WebhookGone:
 		w.m.Attempts.WithLabelValues("gone").Inc()
-		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryDisabled, time.Time{}); err != nil {
+		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryDisabled, time.Time{}, d.Replays); err != nil {
 			return err
 		}
 		n, err := w.store.DisableWebhookEndpoint(rctx, p.Endpoint, "410 Gone on delivery "+strconv.FormatInt(d.ID, 10))
@@ -449,7 +451,7 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 		return nil
 	case round >= w.cfg.MaxRetry():
 		w.m.Attempts.WithLabelValues("failed").Inc()
-		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryParked, time.Time{}); err != nil {
+		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryParked, time.Time{}, d.Replays); err != nil {
 			return err
 		}
 		w.m.Deliveries.WithLabelValues(DeliveryParked).Inc()
@@ -459,7 +461,7 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 		w.m.Attempts.WithLabelValues("failed").Inc()
 		delay := max(w.cfg.Delay(round), res.RetryAfter)
 		delay = retryAt(now, delay)
-		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryPending, now.Add(delay)); err != nil {
+		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryPending, now.Add(delay), d.Replays); err != nil {
 			return err
 		}
 		return &RetryIn{Delay: delay, Err: res.Err}

@@ -170,7 +170,7 @@ func (s *hookStore) BeginWebhookDelivery(context.Context, tasks.WebhookDeliveryK
 	return s.d, nil
 }
 
-func (s *hookStore) RecordWebhookAttempt(_ context.Context, _ int64, _ tasks.WebhookAttempt, status string, next time.Time) error {
+func (s *hookStore) RecordWebhookAttempt(_ context.Context, _ int64, _ tasks.WebhookAttempt, status string, next time.Time, _ int) error {
 	s.d.Attempts++
 	s.statuses = append(s.statuses, status)
 	s.next = append(s.next, next)

@@ -165,8 +165,9 @@ func deliveryRefs(keys []tasks.WebhookDeliveryKey) []store.WebhookDeliveryRef {
 }
 
 // RecordWebhookAttempt implements tasks.WebhookStore.
-func (w Webhooks) RecordWebhookAttempt(ctx context.Context, id int64, a tasks.WebhookAttempt, status string, next time.Time) error {
-	return w.Store.RecordWebhookAttempt(ctx, id, store.WebhookAttempt{StatusCode: a.StatusCode, Latency: a.Latency, Error: a.Error}, status, next)
+func (w Webhooks) RecordWebhookAttempt(ctx context.Context, id int64, a tasks.WebhookAttempt, status string, next time.Time, replays int) error {
+	return w.Store.RecordWebhookAttempt(ctx, id, store.WebhookAttempt{StatusCode: a.StatusCode, Latency: a.Latency, Error: a.Error},
+		status, next, replays)
 }
 
 // StaleWebhookDeliveries implements tasks.WebhookStore.
