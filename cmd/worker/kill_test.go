@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"net/http"
 	"os"
 	osexec "os/exec"
 	"os/signal"
@@ -91,24 +90,15 @@ func TestWebhookWorkerProcessKilledMidDelivery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for the queue's recovery of a dead worker's tasks (1-2 min)")
 	}
-	hang := func(w http.ResponseWriter, r *http.Request, nth int) int {
-		if nth == 1 { // the first request of each message never answers
-			<-r.Context().Done()
-			return 0
-		}
-		w.WriteHeader(200)
-		return 200
-	}
-	a, b := newReceiver(t, hang), newReceiver(t, hang)
-	eps := []endpointEntry{{a, "/a", true}, {b, "/b", true}}
-	w := newHookWorld(t, 40, 4, "", eps...)
+	eps, w := hangingWorld(t)
+	a, b := eps[0].rc, eps[1].rc
 	var ids []int64
 	for i := range 8 {
 		ids = append(ids, w.swipe(t, i%4, i))
 	}
 	child := startWorkerProcess(t, w.env)
-	require.Eventually(t, func() bool { return len(a.requests())+len(b.requests()) >= 16 }, 20*time.Second, 10*time.Millisecond,
-		"every first attempt is in flight")
+	require.Eventually(t, func() bool { return a.arrived() == len(ids) && b.arrived() == len(ids) }, 20*time.Second,
+		10*time.Millisecond, "every first attempt is in flight")
 	require.NoError(t, child.Process.Kill())
 	_ = child.Wait()
 

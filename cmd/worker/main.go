@@ -51,6 +51,10 @@ const (
 	// within 2 s at p99, and most of an idle worker's lag is this wait: at
 	// 50 ms it costs about 20 small Redis calls a second per idle worker.
 	taskCheckInterval = 50 * time.Millisecond
+	// handlerDrainTimeout is how long handlers left running by the shutdown
+	// get to record their outcome (the webhook handler's writes are bounded
+	// by 5 s) before the database pool closes.
+	handlerDrainTimeout = 6 * time.Second
 	// delayedTaskCheckInterval is how often due retries move back to their
 	// queue (asynq's default is 5 s). The first webhook retry is due 5 s
 	// after the first attempt; a second of slack keeps the schedule close.
@@ -189,6 +193,19 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	hookSrv := asynq.NewServerFromRedisClient(rdb, serverConfig(webhookConcurrency, tasks.WebhookQueues()))
 	mux := asynq.NewServeMux()
 	mux.Use(taskMetrics.Middleware)
+	// Handlers still running when the shutdown timeout ends are left by the
+	// task servers (their tasks go back to the queue) with their context
+	// cancelled; they then record what they were doing (an interrupted
+	// webhook attempt releases its delivery's claim), which needs the
+	// database this function closes on return: it waits for them, briefly.
+	var running sync.WaitGroup
+	mux.Use(func(next asynq.Handler) asynq.Handler {
+		return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+			running.Add(1)
+			defer running.Done()
+			return next.ProcessTask(ctx, t)
+		})
+	})
 	tasks.NewHandler(tasks.Deps{
 		Log: log, Relay: relay,
 		Learning: wire.Learning{Store: db}, Feeds: feeds, Catalogs: wire.Catalogs{CatalogHolder: catalog},
@@ -257,6 +274,13 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	down.Go(srv.Shutdown)
 	down.Go(hookSrv.Shutdown)
 	down.Wait()
+	left := make(chan struct{})
+	go func() { running.Wait(); close(left) }()
+	select {
+	case <-left:
+	case <-time.After(handlerDrainTimeout):
+		log.Warn("task handlers still running after shutdown; their work is redone by the queue")
+	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if serr := opsSrv.Shutdown(shutdownCtx); serr != nil {

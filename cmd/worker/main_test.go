@@ -72,6 +72,9 @@ func startWith(t *testing.T, env map[string]string, opt options) *worker {
 		select {
 		case <-w.done:
 		case <-time.After(30 * time.Second):
+			// Left running, it would take the next test's tasks from the
+			// shared Redis DB: say so here rather than there.
+			t.Errorf("worker still running 30 s after its context ended")
 		}
 		if t.Failed() {
 			t.Log(w.logs.String())

@@ -137,6 +137,14 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	rc.mu.Unlock()
 }
 
+// arrived counts the messages (webhook-ids) that have reached the
+// receiver, answered or not: requests lists a request only once answered.
+func (rc *receiver) arrived() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.seen)
+}
+
 func (rc *receiver) requests() []received {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -269,12 +277,18 @@ func (w *hookWorld) attempts(t *testing.T, deliveryID int64) []attemptRow {
 func (w *hookWorld) waitStatus(t *testing.T, outboxID int64, url, status string, within time.Duration) deliveryRow {
 	t.Helper()
 	var d deliveryRow
-	require.Eventually(t, func() bool {
+	deadline := time.Now().Add(within)
+	for {
 		var ok bool
 		d, ok = w.delivery(t, outboxID, url)
-		return ok && d.Status == status
-	}, within, 50*time.Millisecond, "delivery of event %d to %s never %s (last: %+v)", outboxID, url, status, d)
-	return d
+		if ok && d.Status == status {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delivery of event %d to %s never %s within %v (last: %+v, found: %v)", outboxID, url, status, within, d, ok)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // The first attempt leaves within 5 s of the swipe, signed so that an
@@ -491,29 +505,38 @@ func TestWebhookParkedAfterTheLastAttempt(t *testing.T) {
 	assert.Len(t, w.attempts(t, d.ID), 9)
 }
 
-// The worker is stopped while receivers hold requests open: the
-// interrupted deliveries run again after a restart, and every event
-// reaches every endpoint with one webhook-id per (event, endpoint).
-func TestWebhookWorkerKilledMidDelivery(t *testing.T) {
+// hangingWorld is 4 students and 2 endpoints whose receivers never answer
+// the first request of each message (until the client goes away) and
+// answer 200 to the others.
+func hangingWorld(t *testing.T) ([]endpointEntry, *hookWorld) {
+	t.Helper()
 	hang := func(w http.ResponseWriter, r *http.Request, nth int) int {
-		if nth == 1 { // the first request of each message never answers
+		if nth == 1 {
 			<-r.Context().Done()
 			return 0
 		}
 		w.WriteHeader(200)
 		return 200
 	}
-	a, b := newReceiver(t, hang), newReceiver(t, hang)
-	eps := []endpointEntry{{a, "/a", true}, {b, "/b", true}}
-	w := newHookWorld(t, 40, 4, "", eps...)
+	eps := []endpointEntry{{newReceiver(t, hang), "/a", true}, {newReceiver(t, hang), "/b", true}}
+	return eps, newHookWorld(t, 40, 4, "", eps...)
+}
+
+// The worker is stopped while receivers hold requests open: the
+// interrupted deliveries run again after a restart, and every event
+// reaches every endpoint with one webhook-id per (event, endpoint).
+func TestWebhookWorkerKilledMidDelivery(t *testing.T) {
+	eps, w := hangingWorld(t)
+	a, b := eps[0].rc, eps[1].rc
 	opt := options{shutdownTimeout: 300 * time.Millisecond}
 	w1 := startWith(t, w.env, opt)
 	var ids []int64
 	for i := range 12 {
 		ids = append(ids, w.swipe(t, i%4, i))
 	}
-	require.Eventually(t, func() bool { return len(a.requests())+len(b.requests()) >= 6 }, 10*time.Second, 10*time.Millisecond)
-	w1.stop(t, 10*time.Second) // mid-delivery: requests are open
+	require.Eventually(t, func() bool { return a.arrived() == len(ids) && b.arrived() == len(ids) }, 10*time.Second,
+		10*time.Millisecond, "every first attempt is in flight")
+	w1.stop(t, 10*time.Second) // mid-delivery: every first request is open
 	startWith(t, w.env, opt)
 	for _, id := range ids {
 		for _, e := range eps {

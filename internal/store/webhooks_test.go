@@ -97,15 +97,24 @@ func TestRelayOutboxRollsBackDeliveriesWithNothingHanded(t *testing.T) {
 	assert.Equal(t, ids, unpublished(t, db))
 }
 
+// oneDelivery is a database with one event and its pending delivery to
+// https://a.example/h (webhook-id "m").
+func oneDelivery(t *testing.T) (*store.Store, []int64) {
+	t.Helper()
+	db := store.New(testutil.NewDB(t))
+	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded")
+	_, err := db.RecordWebhookDeliveries(context.Background(),
+		[]store.WebhookDeliveryRef{{OutboxID: ids[0], Endpoint: "https://a.example/h", WebhookID: "m"}})
+	require.NoError(t, err)
+	return db, ids
+}
+
 // Two tasks begin the same due delivery at once: one claims the attempt,
 // the other finds it leased; a delivery not yet due is not claimed; an
 // ended one is returned as it is.
 func TestBeginWebhookDeliveryClaimsOnce(t *testing.T) {
 	ctx := context.Background()
-	db := store.New(testutil.NewDB(t))
-	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded")
-	_, err := db.RecordWebhookDeliveries(ctx, []store.WebhookDeliveryRef{{OutboxID: ids[0], Endpoint: "https://a.example/h", WebhookID: "m"}})
-	require.NoError(t, err)
+	db, ids := oneDelivery(t)
 
 	first, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
 	require.NoError(t, err)
@@ -184,10 +193,7 @@ func TestReplayKeepsAClaimedAttempt(t *testing.T) {
 // parked; it stays pending and due at once, for the replay's round.
 func TestAttemptAfterAReplayKeepsTheReplay(t *testing.T) {
 	ctx := context.Background()
-	db := store.New(testutil.NewDB(t))
-	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded")
-	_, err := db.RecordWebhookDeliveries(ctx, []store.WebhookDeliveryRef{{OutboxID: ids[0], Endpoint: "https://a.example/h", WebhookID: "m"}})
-	require.NoError(t, err)
+	db, ids := oneDelivery(t)
 	d, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
 	require.NoError(t, err)
 	require.True(t, d.Claimed)
