@@ -64,9 +64,10 @@ var ErrNotQueued = errors.New("task not queued")
 // call (Router.Record) and queues their jobs, row by row in order. It
 // returns the rows whose jobs are all queued, for the writer to mark
 // published. It stops at the first job the queue refuses (err then wraps
-// ErrNotQueued) or when ctx ends first. Rows it cannot route, rows a relay is handing over at this
-// moment, and every row when the deliveries cannot be written, are left
-// unmarked: the relay hands them over, under the same task ids.
+// ErrNotQueued) or when ctx ends first. Rows it cannot route, rows a relay
+// is handing over at this moment, and every row when the deliveries cannot
+// be written, are left unmarked: the relay hands them over, under the same
+// task ids.
 func HandOver(ctx context.Context, q Enqueuer, r *Router, rows []OutboxRow) (handed []int64, err error) {
 	type routed struct {
 		id   int64
