@@ -23,12 +23,26 @@ var refusedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use IPv4/IPv6 translation
 }
 
+// IPv6 ranges whose addresses carry an IPv4 address a gateway forwards to:
+// NAT64 (the well-known prefix, RFC 6052, IPv4 in the last 32 bits) and
+// 6to4 (RFC 3056, IPv4 in bits 16-47).
+var (
+	nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour   = netip.MustParsePrefix("2002::/16")
+)
+
 // RefusedReason says why deliveries may not go to ip without allow_private,
 // or "" when they may: loopback, private (RFC 1918, IPv6 unique local),
 // link-local, unspecified, multicast and a few reserved ranges.
-// IPv4-mapped IPv6 addresses are judged as the IPv4 address they carry.
+// IPv4-mapped, NAT64 and 6to4 IPv6 addresses are judged as the IPv4
+// address they carry, so a gateway cannot be used to reach a private one.
 func RefusedReason(ip netip.Addr) string {
 	ip = ip.Unmap()
+	if b := ip.As16(); ip.Is6() && nat64Prefix.Contains(ip) {
+		ip = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	} else if ip.Is6() && sixToFour.Contains(ip) {
+		ip = netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
+	}
 	switch {
 	case !ip.IsValid():
 		return "invalid address"

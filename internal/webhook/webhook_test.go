@@ -105,10 +105,12 @@ func TestParseRejectsBadEntriesNamingThem(t *testing.T) {
 
 func TestRefusedReason(t *testing.T) {
 	for _, a := range []string{"127.0.0.1", "::1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "fd00::1", "169.254.169.254",
-		"fe80::1", "0.0.0.0", "::", "100.64.0.1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "224.0.0.1", "255.255.255.255"} {
+		"fe80::1", "0.0.0.0", "::", "100.64.0.1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "224.0.0.1", "255.255.255.255",
+		"64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "2002:c0a8:101::1", "2002:7f00:1::"} { // NAT64 and 6to4 carrying private IPv4
 		assert.NotEmpty(t, webhook.RefusedReason(netip.MustParseAddr(a)), a)
 	}
-	for _, a := range []string{"93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "172.32.0.1"} {
+	for _, a := range []string{"93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "172.32.0.1",
+		"64:ff9b::808:808", "2002:5db8:d822::1"} { // NAT64 and 6to4 carrying public IPv4
 		assert.Empty(t, webhook.RefusedReason(netip.MustParseAddr(a)), a)
 	}
 }
