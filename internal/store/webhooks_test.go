@@ -109,9 +109,9 @@ func oneDelivery(t *testing.T) (*store.Store, []int64) {
 	return db, ids
 }
 
-// Two tasks begin the same due delivery at once: one claims the attempt,
-// the other finds it leased; a delivery not yet due is not claimed; an
-// ended one is returned as it is.
+// A second task begins a delivery the first has claimed: it finds it
+// leased; a delivery not yet due is not claimed; an ended one is returned
+// as it is. (Concurrent claims: TestWebhookDuplicateTasksMakeOneAttemptAtATime.)
 func TestBeginWebhookDeliveryClaimsOnce(t *testing.T) {
 	ctx := context.Background()
 	db, ids := oneDelivery(t)
