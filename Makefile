@@ -19,7 +19,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 export TEST_DATABASE_URL TEST_REDIS_URL
 
-.PHONY: help run test lint migrate seed bench build tidy fmt up down clean
+.PHONY: help run test lint migrate seed bench build tidy fmt up down clean clean-test-db
 
 help: ## list the targets
 	@echo "usage: make <target>"
@@ -72,3 +72,7 @@ down: ## stop the docker compose stack (keeps the database volume)
 
 clean: ## remove bin/
 	rm -rf bin
+
+clean-test-db: ## drop the test template databases (matching_tmpl_*) on TEST_DATABASE_URL
+	@psql '$(TEST_DATABASE_URL)' -Atc "SELECT datname FROM pg_database WHERE datname LIKE 'matching_tmpl_%'" | \
+		while read -r db; do psql '$(TEST_DATABASE_URL)' -qc "DROP DATABASE IF EXISTS \"$$db\" WITH (FORCE)"; echo "dropped $$db"; done
