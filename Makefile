@@ -19,7 +19,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 export TEST_DATABASE_URL TEST_REDIS_URL
 
-.PHONY: help run test lint migrate seed bench build tidy fmt up down clean clean-test-db
+.PHONY: help run test lint migrate seed bench build tidy fmt up down clean clean-test-db loadtest
 
 help: ## list the targets
 	@echo "usage: make <target>"
@@ -53,6 +53,9 @@ seed: ## fill the school catalogue when it is empty
 
 bench: ## run the benchmarks (no tests)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+loadtest: ## the service under load against same-run baselines (scripts/loadtest.sh; REF=rev also measures that build)
+	@scripts/loadtest.sh $(REF)
 
 build: ## build every command under cmd/ into bin/ (-trimpath, version from git)
 	@mkdir -p bin
