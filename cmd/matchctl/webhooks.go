@@ -10,10 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/webhook"
@@ -109,8 +108,7 @@ func runWebhooks(ctx context.Context, e env, args []string) error {
 			return err
 		}
 		defer rdb.Close()
-		q := asynq.NewClientFromRedisClient(rdb)
-		defer q.Close()
+		q := handover.NewClient(rdb, handover.NewQueuer())
 
 		var ds []store.WebhookDelivery
 		if hasSince {
@@ -140,14 +138,10 @@ func runWebhooks(ctx context.Context, e env, args []string) error {
 // (the replay count), with the same webhook-id. A delivery whose task
 // cannot be queued now stays pending and the worker's monitor queues it
 // within minutes.
-func enqueueReplays(ctx context.Context, e env, q tasks.Enqueuer, ds []store.WebhookDelivery) error {
+func enqueueReplays(ctx context.Context, e env, q tasks.Queue, ds []store.WebhookDelivery) error {
 	var failed int
 	for _, d := range ds {
-		t, err := tasks.NewWebhookDeliverTask(d.OutboxID, d.Endpoint)
-		if err == nil {
-			_, err = tasks.Enqueue(ctx, q, tasks.Job{ID: tasks.WebhookTaskID(d.OutboxID, d.Endpoint, d.Replays), Task: t})
-		}
-		if err != nil {
+		if _, err := q.Queue(ctx, tasks.WebhookJob(d.OutboxID, d.Endpoint, d.Replays, nil)); err != nil {
 			failed++
 			fmt.Fprintf(e.stderr, "delivery %d: not queued now (%v); it is pending and the worker queues it again within minutes\n", d.ID, err)
 			continue

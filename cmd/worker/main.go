@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -23,13 +24,13 @@ import (
 	"github.com/collegematch/matching/internal/buildinfo"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/config"
+	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/metrics"
 	"github.com/collegematch/matching/internal/ops"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/webhook"
-	"github.com/collegematch/matching/internal/wire"
 )
 
 const (
@@ -123,8 +124,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		return err
 	}
 	defer rdb.Close()
-	queue := asynq.NewClientFromRedisClient(rdb)
-	defer queue.Close()
+	queue := handover.NewClient(rdb, handover.NewQueuer())
 
 	reg := metrics.NewRegistry()
 	taskMetrics := tasks.NewTaskMetrics(reg)
@@ -140,22 +140,21 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	}
 	go catalog.Run(ctx)
 	feeds := query.New(query.Config{
-		Students: wire.Students{Store: db}, Feeds: cache.NewFeeds(rdb, cfg.FeedCacheTTL), Catalogs: catalog,
+		Students: db, Feeds: cache.NewFeeds(rdb, cfg.FeedCacheTTL), Catalogs: catalog,
 		Log: log.With("component", "feeds"), Metrics: qm, Probes: cache.NewProbes(rdb, cfg.FeedCacheTTL),
 	})
 
-	// Topics are routed here together with the handlers of the tasks they
-	// produce (see tasks.Handler.Register). Until a topic is, this worker
-	// leaves its rows unpublished for a worker that routes it and reports
-	// them in matching_outbox_unrouted_backlog. The relay also deletes
-	// published rows after RelayConfig.Retention. The API's fast path routes
-	// the learn topics the same way (tasks.AddLearnRoutes), and the webhook
-	// topics from the same WEBHOOK_ENDPOINTS_FILE (tasks.AddWebhookRoutes).
-	router := tasks.NewRouter()
-	tasks.AddLearnRoutes(router)
-	tasks.AddWebhookRoutes(router, wire.WebhookSubscriptions(endpoints), wire.Webhooks{Store: db})
-	relay := tasks.NewRelay(log.With("component", "outbox_relay"), wire.Outbox{Store: db}, queue, router,
+	// The relay publishes the outbox's events to the subscribers of
+	// WEBHOOK_ENDPOINTS_FILE: it writes their deliveries and queues their
+	// first attempts, a batch at a time; it also deletes published rows
+	// after RelayConfig.Retention.
+	relay := tasks.NewRelay(log.With("component", "outbox_relay"), db, queue, subscriptions(endpoints),
 		tasks.NewRelayMetrics(reg), tasks.RelayConfig{})
+	// The learn sweep queues again the learn tasks Redis lost; one replica
+	// at a time runs each pass.
+	host, _ := os.Hostname()
+	sweep := tasks.NewLearnSweep(log.With("component", "learn_sweep"), db, queue,
+		handover.NewLeader(rdb, host+"/"+strconv.Itoa(os.Getpid())), reg, tasks.LearnSweepConfig{})
 
 	// Two task servers share the Redis client: the main slots serve
 	// learning and the relay task (and webhook tasks queued by older
@@ -208,13 +207,11 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	})
 	tasks.NewHandler(tasks.Deps{
 		Log: log, Relay: relay,
-		Learning: wire.Learning{Store: db}, Feeds: feeds, Catalogs: wire.Catalogs{CatalogHolder: catalog},
-		LearnMetrics: tasks.NewLearnMetrics(reg),
-		WebhookStore: wire.Webhooks{Store: db}, WebhookSender: wire.WebhookSender{Sender: webhook.NewSender(endpoints, opt.sender)},
+		Learning: db, Feeds: feeds, Catalogs: catalog, LearnMetrics: tasks.NewLearnMetrics(reg),
+		WebhookStore: db, WebhookSender: webhookSender{webhook.NewSender(endpoints, opt.sender)},
 		WebhookMetrics: webhookMetrics, WebhookConfig: opt.webhooks,
 	}).Register(mux)
-	monitor := tasks.NewWebhookMonitor(log.With("component", "webhook_monitor"), wire.Webhooks{Store: db}, queue,
-		webhookMetrics, opt.monitor)
+	monitor := tasks.NewWebhookMonitor(log.With("component", "webhook_monitor"), db, queue, webhookMetrics, opt.monitor)
 
 	checks := []ops.Check{
 		{Name: "postgres", Check: db.Ping},
@@ -246,6 +243,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		defer close(relayDone)
 		var wg sync.WaitGroup
 		wg.Go(func() { monitor.Run(relayCtx) })
+		wg.Go(func() { sweep.Run(relayCtx) })
 		relay.Run(relayCtx)
 		wg.Wait()
 	}()

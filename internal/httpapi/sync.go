@@ -10,13 +10,18 @@ import (
 	"strconv"
 
 	"github.com/collegematch/matching/internal/domain"
-	"github.com/collegematch/matching/internal/offline"
+	"github.com/collegematch/matching/internal/command"
+	"github.com/collegematch/matching/internal/query"
 )
 
-// Sync serves offline sync (offline.Service).
-type Sync interface {
-	Push(ctx context.Context, studentID string, changes []offline.Change) (offline.PushResult, error)
-	Pull(ctx context.Context, studentID, cursor string) (offline.PullResult, error)
+// SyncPush is offline sync's write (command.Sync).
+type SyncPush interface {
+	Push(ctx context.Context, studentID string, changes []command.Change, allowance int) (command.PushResult, error)
+}
+
+// SyncPull is offline sync's read (query.Sync).
+type SyncPull interface {
+	Pull(ctx context.Context, studentID, cursor string) (query.PullResult, error)
 }
 
 // syncPushRequest is the body of POST /m/sync/push. Each change is read on
@@ -43,7 +48,7 @@ func checkStudentID(raw json.RawMessage, problems map[string]string) {
 }
 
 // handleSyncPush answers POST /m/sync/push.
-func handleSyncPush(log *slog.Logger, sync Sync) http.Handler {
+func handleSyncPush(log *slog.Logger, sync SyncPush) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := decode[syncPushRequest](r)
 		if err != nil {
@@ -55,18 +60,18 @@ func handleSyncPush(log *slog.Logger, sync Sync) http.Handler {
 		switch {
 		case req.Changes == nil:
 			problems["changes"] = "is required (an array of at most 500 changes)"
-		case len(req.Changes) > offline.MaxChanges:
-			problems["changes"] = "must hold at most " + strconv.Itoa(offline.MaxChanges) + " changes, got " + strconv.Itoa(len(req.Changes))
+		case len(req.Changes) > command.MaxChanges:
+			problems["changes"] = "must hold at most " + strconv.Itoa(command.MaxChanges) + " changes, got " + strconv.Itoa(len(req.Changes))
 		}
 		if len(problems) > 0 {
 			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
 			return
 		}
-		changes := make([]offline.Change, len(req.Changes))
+		changes := make([]command.Change, len(req.Changes))
 		for i, raw := range req.Changes {
 			changes[i] = parseChange(raw)
 		}
-		res, err := sync.Push(r.Context(), studentFrom(r.Context()), changes)
+		res, err := sync.Push(r.Context(), studentFrom(r.Context()), changes, -1)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
@@ -82,8 +87,8 @@ var changeFields = []string{"id", "type", "school_id", "direction", "interaction
 // parseChange reads one change. A change that is not an object, has an
 // unknown field or a field of the wrong type gets a Problem, with its id
 // kept when it has one, so it is rejected under that id.
-func parseChange(raw json.RawMessage) offline.Change {
-	c := offline.Change{Set: map[string]bool{}}
+func parseChange(raw json.RawMessage) command.Change {
+	c := command.Change{Set: map[string]bool{}}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		c.Problem = "a change must be a JSON object"
@@ -133,7 +138,7 @@ func parseChange(raw json.RawMessage) offline.Change {
 }
 
 // handleSyncPull answers POST /m/sync/pull.
-func handleSyncPull(log *slog.Logger, sync Sync) http.Handler {
+func handleSyncPull(log *slog.Logger, sync SyncPull) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := decode[syncPullRequest](r)
 		if err != nil {
