@@ -154,6 +154,7 @@ func (s *Feeds) Header(ctx context.Context, studentID string) (Feed, error) {
 			return err
 		}
 		f, err = feedFromHash(studentID, append(vals, ""))
+		f.encoded = nil // no items were read
 		return err
 	})
 	f.StudentID = studentID
@@ -192,7 +193,7 @@ end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'lv', ARGV[2], 'cv', ARGV[3], 'n', ARGV[5], 't', ARGV[6],
   'ls', ARGV[7], 'h', ARGV[8], 'i', ARGV[9], 'l', ARGV[10])
-if ARGV[11] ~= '' then
+if ARGV[12] ~= '' then
   redis.call('HSET', KEYS[1], 'mi', ARGV[11], 'm', ARGV[12])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])

@@ -29,7 +29,7 @@ func TestQueuedJobsAreAsynqTasks(t *testing.T) {
 	}
 	var cmds []*redis.Cmd
 	require.NoError(t, handover.Exec(ctx, rdb, nil, func(pipe redis.Pipeliner) error {
-		cmds = cmds[:0] // fill runs again when Redis had to load the scripts
+		cmds = cmds[:0]                                  // fill runs again when Redis had to load the scripts
 		pipe.Set(ctx, "other-command", "x", time.Minute) // the pipeline carries other commands too
 		for _, j := range jobs {
 			c, err := q.Queue(ctx, pipe, j)

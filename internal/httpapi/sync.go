@@ -9,8 +9,8 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/command"
+	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/query"
 )
 
