@@ -42,6 +42,10 @@ type Feed struct {
 	// Model is the learned model the feed was ranked with, serialised
 	// (opaque here): what the write side predicts a swipe with.
 	Model []byte
+	// Removed are the schools swipes took off the top of the list since it
+	// was built, in order (a swipe's patch): the list as built is Removed
+	// followed by the items, built at TotalSwipes - len(Removed) swipes.
+	Removed []uuid.UUID
 
 	// Items are the top of the ranked list, best first, as a builder sets
 	// them. A feed read back leaves Items nil and keeps them encoded:

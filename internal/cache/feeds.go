@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -73,7 +74,7 @@ func (s *Feeds) call(ctx context.Context, op string, fn func(ctx context.Context
 // feedFields are the fields a read of a whole feed (without the compact
 // page) takes, in feedFromHash's order.
 var feedFields = []string{fieldStudentVersion, fieldLearningVersion, fieldCatalogVersion, fieldSwipes,
-	fieldTotal, fieldLearned, fieldHeader, fieldItems}
+	fieldTotal, fieldLearned, fieldHeader, fieldItems, fieldRemoved}
 
 // Feed reads a student's feed without its compact page or model.
 // ErrNotBuilt when there is none (or only a tombstone).
@@ -100,10 +101,16 @@ func feedFromHash(studentID string, vals []any) (Feed, error) {
 	str := make([]string, len(vals))
 	for i, v := range vals {
 		s, ok := v.(string)
-		if !ok {
+		if !ok && i < 8 {
 			return f, ErrNotBuilt // a tombstone, or nothing
 		}
 		str[i] = s
+	}
+	if len(str[8])%16 != 0 {
+		return f, fmt.Errorf("feed removed schools: %d bytes is not a whole number of UUIDs", len(str[8]))
+	}
+	for j := 0; j < len(str[8]); j += 16 {
+		f.Removed = append(f.Removed, uuid.UUID([]byte(str[8][j:j+16])))
 	}
 	var err error
 	ints := make([]int64, 6)
@@ -153,7 +160,7 @@ func (s *Feeds) Header(ctx context.Context, studentID string) (Feed, error) {
 		if err != nil {
 			return err
 		}
-		f, err = feedFromHash(studentID, append(vals, ""))
+		f, err = feedFromHash(studentID, append(vals, "", ""))
 		f.encoded = nil // no items were read
 		return err
 	})
@@ -249,4 +256,19 @@ func (s *Feeds) Delete(ctx context.Context, studentID string) error {
 	return s.call(ctx, "delete feed", func(ctx context.Context) error {
 		return s.rdb.Del(ctx, FeedKey(studentID)).Err()
 	})
+}
+
+// Model reads the serialised learned model a student's stored feed was
+// ranked with; ErrNotBuilt when there is none.
+func (s *Feeds) Model(ctx context.Context, studentID string) ([]byte, error) {
+	var b []byte
+	err := s.call(ctx, "get the feed's model", func(ctx context.Context) error {
+		var err error
+		b, err = s.rdb.HGet(ctx, FeedKey(studentID), fieldModel).Bytes()
+		if errors.Is(err, redis.Nil) {
+			return ErrNotBuilt
+		}
+		return err
+	})
+	return b, err
 }

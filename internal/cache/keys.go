@@ -27,6 +27,7 @@ func studentTag(studentID string) string {
 //	h   header: when and how it was built, weights, the scoring view of the profile
 //	i   the ranked items, fixed-size binary records
 //	l   the learned model it was ranked with, serialised
+//	x   the schools swipes took off the top since the build, 16 bytes each
 //	mi  the compact first page's items, one JSON object a line
 //	m   the compact first page: "<cv> <algorithm version> <etag>\n" + JSON body
 //
@@ -45,6 +46,7 @@ const (
 	fieldItems           = "i"
 	fieldModel           = "l"
 	fieldCompactItems    = "mi"
+	fieldRemoved         = "x"
 	// FieldCompact is the field of FeedKey holding the compact first page.
 	FieldCompact = "m"
 )

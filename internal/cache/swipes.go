@@ -74,59 +74,81 @@ return out
 
 // patchFeed moves a student's stored feed to writes just committed:
 // KEYS[1] the feed; ARGV: the student version after them, the counted
-// swipes after them, then for each school a counted swipe took, its 16
-// bytes and its id (lower case). A feed of that version or newer, or none,
-// is left alone. The counts move; the schools leave the items and the
-// compact page (whose ETag changes with its body). The order stays the one
-// learned before until the worker's rebuild.
+// swipes after them, the TTL (ms), then for each school a counted swipe
+// took, its 16 bytes and its id (lower case). A feed of that version or
+// newer, or none, is left alone (0).
+//
+// When the swiped schools are the feed's first items (a client swipes its
+// feed from the top), the patch keeps every later item where the probe
+// rule wants it: the counts move, the items shift up by as many places as
+// the count moved, and those schools leave the items and the compact page
+// (whose ETag changes with its body); the order stays the one learned
+// before until the worker's rebuild (1). The schools taken out are kept
+// in order (x), so a page deeper than the stored items extends the list
+// the feed was built as (query: Service.deeper). Otherwise (a school further down,
+// a repeat swipe on a school no longer listed) a patch would put probes in
+// the wrong places: the feed is dropped for a tombstone of the new version
+// instead, and the next read builds it (2).
 var patchFeed = redis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'sv', 'i', 'mi', 't', 'm')
 if not cur[1] or tonumber(cur[1]) >= tonumber(ARGV[1]) then
   return 0
 end
-redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'n', ARGV[2])
-if #ARGV < 4 or not cur[2] then
+local k = (#ARGV - 3) / 2
+if k == 0 then
+  redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'n', ARGV[2])
   return 1
 end
-local items, total, lines = cur[2], tonumber(cur[4]) or 0, nil
+local items = cur[2] or ''
+local size = ` + strconv.Itoa(itemSize) + `
+local head = {}
+for j = 0, k - 1 do
+  if #items < (j + 1) * size then
+    head = nil
+    break
+  end
+  head[string.sub(items, j * size + 1, j * size + 16)] = true
+end
+local ok = head ~= nil
+if ok then
+  local seen = {}
+  for a = 4, #ARGV - 1, 2 do
+    if not head[ARGV[a]] or seen[ARGV[a]] then
+      ok = false
+      break
+    end
+    seen[ARGV[a]] = true
+  end
+end
+if not ok then
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'lv', '0', 'cv', '0')
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 2
+end
+local removed = ''
+for j = 0, k - 1 do
+  removed = removed .. string.sub(items, j * size + 1, j * size + 16)
+end
+redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'n', ARGV[2], 'i', string.sub(items, k * size + 1),
+  't', tostring(math.max(0, (tonumber(cur[4]) or k) - k)))
+local x = redis.call('HGET', KEYS[1], 'x') or ''
+redis.call('HSET', KEYS[1], 'x', x .. removed)
 if cur[3] and cur[5] then
-  lines = {}
+  local lines = {}
   for line in string.gmatch(cur[3], '[^\n]+') do
     lines[#lines + 1] = line
   end
-end
-local dropped = false
-for k = 3, #ARGV - 1, 2 do
-  local pos = 1
-  while true do
-    local s = string.find(items, ARGV[k], pos, true)
-    if not s then break end
-    if (s - 1) % ` + strconv.Itoa(itemSize) + ` == 0 then
-      items = string.sub(items, 1, s - 1) .. string.sub(items, s + ` + strconv.Itoa(itemSize) + `)
-      total = math.max(0, total - 1)
-      break
-    end
-    pos = s + 1
+  local kept = {}
+  for j = k + 1, #lines do
+    kept[#kept + 1] = lines[j]
   end
-  if lines then
-    local needle = '{"i":"' .. ARGV[k + 1] .. '"'
-    for j = 1, #lines do
-      if string.sub(lines[j], 1, #needle) == needle then
-        table.remove(lines, j)
-        dropped = true
-        break
-      end
-    end
-  end
-end
-redis.call('HSET', KEYS[1], 'i', items, 't', tostring(total))
-if dropped then
-  local body = '{"r":[' .. table.concat(lines, ',') .. ']}'
+  local body = '{"r":[' .. table.concat(kept, ',') .. ']}'
   local nl = string.find(cur[5], '\n', 1, true)
-  local head = string.sub(cur[5], 1, nl - 1)
-  local sp = string.find(head, ' [^ ]*$')
-  redis.call('HSET', KEYS[1], 'mi', table.concat(lines, '\n'),
-    'm', string.sub(head, 1, sp) .. '"' .. redis.sha1hex(body) .. '"\n' .. body)
+  local hl = string.sub(cur[5], 1, nl - 1)
+  local sp = string.find(hl, ' [^ ]*$')
+  redis.call('HSET', KEYS[1], 'mi', table.concat(kept, '\n'),
+    'm', string.sub(hl, 1, sp) .. '"' .. redis.sha1hex(body) .. '"\n' .. body)
 end
 return 1
 `)
@@ -213,11 +235,11 @@ type FeedPatch struct {
 	Swiped []string
 }
 
-// AfterWrite patches the student's stored feed (see patchFeed) and queues
-// jobs, in one round trip. The jobs' results are not needed: a job whose
+// AfterWrite patches the student's stored feed (see patchFeed; a feed the
+// writes do not fit is dropped) and queues jobs, in one round trip. The jobs' results are not needed: a job whose
 // id is in the queue already is there.
 func (t *SwipeTrips) AfterWrite(ctx context.Context, p FeedPatch, jobs ...handover.Job) error {
-	args := []any{p.Version, p.SwipeCount}
+	args := []any{p.Version, p.SwipeCount, t.feeds.ttl.Milliseconds()}
 	for _, id := range p.Swiped {
 		school, err := uuid.Parse(id)
 		if err != nil {

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +45,7 @@ type FeedStore interface {
 	CompactRaw(ctx context.Context, studentID string) ([]byte, error)
 	Put(ctx context.Context, f cache.Feed) (bool, error)
 	LearnedVersion(ctx context.Context, studentID string) (int64, bool, error)
+	Model(ctx context.Context, studentID string) ([]byte, error)
 	Invalidate(ctx context.Context, studentID string, version int64) error
 	Delete(ctx context.Context, studentID string) error
 	CompactLocation(studentID string) (key, field string)
@@ -405,21 +408,39 @@ func (s *Service) page(studentID string, fs *feedState, cat *Catalog, limit, off
 
 // deeper builds the feed past the stored items, to n items: the same
 // ranking and assembly as the stored feed, which is a prefix of it. A feed
-// read from Redis does not carry the model and the swiped schools; they
-// are loaded (a page this deep is rare), and without PostgreSQL the stored
-// weights and profile stand in.
+// that swipes patched since it was built (their schools taken off its top,
+// cache.Feed.Removed) is extended as it was built, at the count and with
+// the swiped schools of then, its removed head dropped again, so every
+// page tiles the same list. A feed read from Redis does not carry the model
+// and the swiped schools; they are loaded (a page this deep is rare): the
+// model the feed was ranked with from Redis, the swiped schools from
+// PostgreSQL; without them the stored weights and profile stand in.
 func (s *Service) deeper(studentID string, fs *feedState, cat *Catalog, n int) []cache.FeedItem {
 	l := fs.learner
 	if l == nil {
 		l = s.loadLearner(studentID, fs)
 	}
+	removed := fs.feed.Removed
+	swiped := l.swiped
+	if len(removed) > 0 {
+		taken := make(map[string]bool, len(removed))
+		for _, u := range removed {
+			taken[u.String()] = true
+		}
+		swiped = slices.DeleteFunc(slices.Clone(swiped), func(id string) bool { return taken[strings.ToLower(id)] })
+	}
 	scratch := s.getScratch()
 	f, scratch := BuildFeed(FeedInput{
 		StudentID: studentID, StudentVersion: fs.feed.StudentVersion, Profile: fs.profile, Model: l.model,
-		TotalSwipes: fs.feed.TotalSwipes, Swiped: l.swiped, Catalog: cat, Size: n, Now: fs.feed.BuiltAt,
+		TotalSwipes: fs.feed.TotalSwipes - len(removed), Swiped: swiped, Catalog: cat, Size: n + len(removed),
+		Now: fs.feed.BuiltAt,
 	}, scratch)
 	s.putScratch(scratch)
-	return f.Items
+	items := f.Items
+	for len(removed) > 0 && len(items) > 0 && items[0].SchoolID == removed[0] {
+		items, removed = items[1:], removed[1:]
+	}
+	return items
 }
 
 // loadLearner loads the learned model and swiped schools for a feed read
@@ -434,6 +455,12 @@ func (s *Service) loadLearner(studentID string, fs *feedState) *learnerState {
 		return &learnerState{model: match.NewModel(fs.weights)}
 	}
 	_, model, _ := match.Start(st)
+	if raw, err := s.feeds.Model(ctx, studentID); err == nil {
+		var m match.Model
+		if json.Unmarshal(raw, &m) == nil {
+			model = m // the model the stored items were ranked with
+		}
+	}
 	return &learnerState{model: model, swiped: st.SwipedSchools()}
 }
 
