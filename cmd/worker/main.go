@@ -88,6 +88,8 @@ type options struct {
 	webhooks        tasks.WebhookConfig // retry schedule and jitter; default the decisions.md schedule
 	sender          webhook.Config      // per-attempt timeout; default 10 s
 	monitor         tasks.WebhookMonitorConfig
+	sweep           tasks.LearnSweepConfig
+	relay           tasks.RelayConfig
 }
 
 func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- string, opt options) error {
@@ -149,12 +151,12 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	// first attempts, a batch at a time; it also deletes published rows
 	// after RelayConfig.Retention.
 	relay := tasks.NewRelay(log.With("component", "outbox_relay"), db, queue, subscriptions(endpoints),
-		tasks.NewRelayMetrics(reg), tasks.RelayConfig{})
+		tasks.NewRelayMetrics(reg), opt.relay)
 	// The learn sweep queues again the learn tasks Redis lost; one replica
 	// at a time runs each pass.
 	host, _ := os.Hostname()
 	sweep := tasks.NewLearnSweep(log.With("component", "learn_sweep"), db, queue,
-		handover.NewLeader(rdb, host+"/"+strconv.Itoa(os.Getpid())), reg, tasks.LearnSweepConfig{})
+		handover.NewLeader(rdb, host+"/"+strconv.Itoa(os.Getpid())), reg, opt.sweep)
 
 	// Two task servers share the Redis client: the main slots serve
 	// learning and the relay task (and webhook tasks queued by older

@@ -43,6 +43,11 @@ type RelayConfig struct {
 	BatchSize  int           // rows per claiming transaction; default 500
 	MaxBatches int           // batches per pass before the backlog is measured again; default 20
 	Timeout    time.Duration // to queue one batch's tasks; default 3 s
+	// FirstLease is how long a new delivery is leased to the task that
+	// makes its first attempt, which then needs no claim (FirstAttempt);
+	// default 30 s. A task that starts later claims its attempt, and a
+	// task Redis lost is queued again by the monitor once the lease ended.
+	FirstLease time.Duration
 
 	Retention      time.Duration // how long published rows are kept; default 7 days, at least 48 h
 	PruneInterval  time.Duration // between deletions of expired rows by Run; default 10 min
@@ -61,6 +66,9 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 3 * time.Second
+	}
+	if c.FirstLease <= 0 {
+		c.FirstLease = 30 * time.Second
 	}
 	if c.Retention <= 0 {
 		c.Retention = 7 * 24 * time.Hour
@@ -165,7 +173,7 @@ func (r *Relay) Drain(ctx context.Context) (relayed int, err error) {
 // attempts, commits.
 func (r *Relay) batch(ctx context.Context) (int, error) {
 	var jobs []handover.Job
-	claimed, err := r.src.RelayOutbox(ctx, RelayTopics(), r.subs, domain.WebhookLease, r.cfg.BatchSize,
+	claimed, err := r.src.RelayOutbox(ctx, RelayTopics(), r.subs, r.cfg.FirstLease, r.cfg.BatchSize,
 		func(ctx context.Context, events []domain.RelayedEvent) error {
 			jobs = jobs[:0]
 			for _, ev := range events {

@@ -250,6 +250,11 @@ type webhooks struct {
 	cfg    WebhookConfig
 }
 
+// firstAttemptMargin is how much of its lease a first attempt must have
+// left to go without a claim: time for the request (10 s at most) and the
+// clocks apart. A first attempt that starts later claims its attempt.
+const firstAttemptMargin = 15 * time.Second
+
 // recordTimeout bounds the database writes after an attempt, which run
 // even when the task's context has ended (shutdown mid-delivery).
 const recordTimeout = 5 * time.Second
@@ -261,7 +266,7 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	}
 	msgID := WebhookMessageID(p.OutboxID, p.Endpoint)
 	var d domain.WebhookDelivery
-	if first := p.First; first != nil && firstRun(ctx) && w.cfg.Now().Before(time.UnixMilli(first.LeasedUntil).Add(-domain.WebhookClockSlack)) {
+	if first := p.First; first != nil && firstRun(ctx) && w.cfg.Now().Before(time.UnixMilli(first.LeasedUntil).Add(-firstAttemptMargin)) {
 		// The relay wrote the delivery leased to this task, with the event:
 		// the attempt needs no read.
 		d = domain.WebhookDelivery{ID: first.DeliveryID, Status: domain.DeliveryPending, Claimed: true,
