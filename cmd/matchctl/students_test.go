@@ -68,12 +68,12 @@ func newStudentsEnv(t *testing.T) *studentsEnv {
 
 		// The service's per-student keys: feed, cooldown set, rate limits.
 		tag := "{student:" + id + "}"
-		require.NoError(t, e.rdb.HSet(ctx, "rm:v1:"+tag+":feed", "sv", 3).Err())
-		require.NoError(t, e.rdb.ZAdd(ctx, "rm:v1:"+tag+":cooldown", redis.Z{Score: 1, Member: e.school}).Err())
+		require.NoError(t, e.rdb.HSet(ctx, "rm:v2:"+tag+":feed", "sv", 3).Err())
+		require.NoError(t, e.rdb.ZAdd(ctx, "rm:v2:"+tag+":cooldown", redis.Z{Score: 1, Member: e.school}).Err())
 		// Written in upper case: an erasure drops it all the same.
 		require.NoError(t, e.rdb.Set(ctx, "rate:v1:swipes:{student:"+strings.ToUpper(id)+"}", "1", time.Hour).Err())
 	}
-	require.NoError(t, e.rdb.Set(ctx, "rm:v1:catalog", "1", 0).Err())
+	require.NoError(t, e.rdb.Set(ctx, "rm:v2:catalog", "1", 0).Err())
 	return e
 }
 
@@ -171,10 +171,10 @@ FROM students WHERE id = $1`, e.student).Scan(&name, &email, &zip, &gpa, &lat, &
 	// Redis: the student's keys are gone but for the feed tombstone, which
 	// holds two version numbers and expires; the other student's and shared
 	// keys stay.
-	tombstone := "rm:v1:{student:" + e.student + "}:feed"
+	tombstone := "rm:v2:{student:" + e.student + "}:feed"
 	fields, err := e.rdb.HGetAll(ctx, tombstone).Result()
 	require.NoError(t, err)
-	assert.Equal(t, []string{"cv", "sv"}, slices.Sorted(maps.Keys(fields)), "tombstone only")
+	assert.Equal(t, []string{"cv", "lv", "sv"}, slices.Sorted(maps.Keys(fields)), "tombstone only")
 	ttl, err := e.rdb.PTTL(ctx, tombstone).Result()
 	require.NoError(t, err)
 	assert.Greater(t, ttl, time.Duration(0))
@@ -186,8 +186,8 @@ FROM students WHERE id = $1`, e.student).Scan(&name, &email, &zip, &gpa, &lat, &
 		}
 	}
 	assert.ElementsMatch(t, []string{
-		"rm:v1:{student:" + e.other + "}:feed", "rm:v1:{student:" + e.other + "}:cooldown",
-		"rate:v1:swipes:{student:" + strings.ToUpper(e.other) + "}", "rm:v1:catalog",
+		"rm:v2:{student:" + e.other + "}:feed", "rm:v2:{student:" + e.other + "}:cooldown",
+		"rate:v1:swipes:{student:" + strings.ToUpper(e.other) + "}", "rm:v2:catalog",
 	}, keys)
 
 	// The other student is untouched.
