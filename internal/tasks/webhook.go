@@ -266,11 +266,13 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	}
 	msgID := WebhookMessageID(p.OutboxID, p.Endpoint)
 	var d domain.WebhookDelivery
+	record := w.store.RecordWebhookAttempt
 	if first := p.First; first != nil && firstRun(ctx) && w.cfg.Now().Before(time.UnixMilli(first.LeasedUntil).Add(-firstAttemptMargin)) {
 		// The relay wrote the delivery leased to this task, with the event:
 		// the attempt needs no read.
 		d = domain.WebhookDelivery{ID: first.DeliveryID, Status: domain.DeliveryPending, Claimed: true,
 			Event: domain.WebhookEvent{Topic: first.Topic, Payload: first.Payload, CreatedAt: first.CreatedAt}}
+		record = w.recordFirst
 	} else {
 		var err error
 		d, err = w.store.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: p.OutboxID, Endpoint: p.Endpoint, MessageID: msgID})
@@ -326,7 +328,7 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	switch {
 	case res.Outcome == WebhookDelivered:
 		w.m.Attempts.WithLabelValues("delivered").Inc()
-		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, domain.DeliverySucceeded, time.Time{}, d.Replays); err != nil {
+		if err := record(rctx, d.ID, a, domain.DeliverySucceeded, time.Time{}, d.Replays); err != nil {
 			return err // retried: the receiver sees the same webhook-id again
 		}
 		w.m.Deliveries.WithLabelValues(domain.DeliverySucceeded).Inc()
@@ -337,11 +339,11 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 		// the queue run the task again (same webhook-id).
 		w.m.Attempts.WithLabelValues("interrupted").Inc()
 		a.Error = "interrupted: " + a.Error
-		_ = w.store.RecordWebhookAttempt(rctx, d.ID, a, domain.DeliveryPending, now, d.Replays)
+		_ = record(rctx, d.ID, a, domain.DeliveryPending, now, d.Replays)
 		return ctx.Err()
 	case res.Outcome == WebhookGone:
 		w.m.Attempts.WithLabelValues("gone").Inc()
-		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, domain.DeliveryDisabled, time.Time{}, d.Replays); err != nil {
+		if err := record(rctx, d.ID, a, domain.DeliveryDisabled, time.Time{}, d.Replays); err != nil {
 			return err
 		}
 		n, err := w.store.DisableWebhookEndpoint(rctx, p.Endpoint, "410 Gone on delivery "+strconv.FormatInt(d.ID, 10))
@@ -353,7 +355,7 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 		return nil
 	case round >= w.cfg.MaxRetry():
 		w.m.Attempts.WithLabelValues("failed").Inc()
-		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, domain.DeliveryParked, time.Time{}, d.Replays); err != nil {
+		if err := record(rctx, d.ID, a, domain.DeliveryParked, time.Time{}, d.Replays); err != nil {
 			return err
 		}
 		w.m.Deliveries.WithLabelValues(domain.DeliveryParked).Inc()
@@ -363,10 +365,32 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 		w.m.Attempts.WithLabelValues("failed").Inc()
 		delay := max(w.cfg.Delay(round), res.RetryAfter)
 		delay = retryAt(now, delay)
-		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, domain.DeliveryPending, now.Add(delay), d.Replays); err != nil {
+		if err := record(rctx, d.ID, a, domain.DeliveryPending, now.Add(delay), d.Replays); err != nil {
 			return err
 		}
 		return &RetryIn{Delay: delay, Err: res.Err}
+	}
+}
+
+// recordFirst records a first attempt made without a claim. The relay
+// queues the task a moment before it commits the delivery's row, so a
+// quick task may find the row not there yet: it waits for the commit, a
+// few seconds at most. A row that never comes (the relay rolled back) is
+// written again by the relay's next pass, whose task attempts again with
+// the same webhook-id.
+func (w *webhooks) recordFirst(ctx context.Context, id int64, a domain.WebhookAttempt, status string, next time.Time, replays int) error {
+	wait := 10 * time.Millisecond
+	for {
+		err := w.store.RecordWebhookAttempt(ctx, id, a, status, next, replays)
+		if domain.KindOf(err) != domain.KindNotFound || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
 	}
 }
 

@@ -93,6 +93,7 @@ func TestRetryAtFallsOnAWholeSecondNoSooner(t *testing.T) {
 // decisions; the real store is exercised by cmd/worker's tests.
 type hookStore struct {
 	d        domain.WebhookDelivery
+	missing  int // records that find no row (the relay has not committed yet)
 	begun    int // claims read
 	ids      []int64
 	statuses []string
@@ -105,6 +106,10 @@ func (s *hookStore) BeginWebhookDelivery(context.Context, domain.DeliveryKey) (d
 }
 
 func (s *hookStore) RecordWebhookAttempt(_ context.Context, id int64, _ domain.WebhookAttempt, status string, next time.Time, _ int) error {
+	if s.missing > 0 {
+		s.missing--
+		return &domain.Error{Kind: domain.KindNotFound, Message: "webhook delivery not found"}
+	}
 	s.d.Attempts++
 	s.ids = append(s.ids, id)
 	s.statuses = append(s.statuses, status)
@@ -208,7 +213,7 @@ func TestFirstAttemptNeedsNoRead(t *testing.T) {
 		Topic: tasks.TopicSwipeRecorded, CreatedAt: now,
 		Payload: []byte(`{"student_id":"s","school_id":"c","direction":"left","timestamp":"2026-05-01T12:00:00Z"}`)}
 	job := tasks.WebhookJob(7, "https://a.example/hook", 0, first)
-	st := &hookStore{}
+	st := &hookStore{missing: 2} // the task ran before the relay's commit
 	sender := &okSender{}
 	require.NoError(t, webhookHandler(st, sender, now).HandleWebhookDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload)))
 	assert.Zero(t, st.begun, "no claim read")
