@@ -66,11 +66,12 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	defer pool.Close()
 	db := store.New(pool)
 
-	rdb, err := cache.Open(cfg.RedisURL)
+	rdb, topology, err := cache.Open(ctx, cfg.RedisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
+	log.InfoContext(ctx, "redis", "topology", topology.String())
 
 	verifier, err := auth.NewVerifier(ctx, auth.VerifierOptions{
 		JWKSURL: cfg.JWKSURL, HS256Secret: cfg.HS256Secret, Issuer: cfg.Issuer, Audience: cfg.Audience, Log: log,

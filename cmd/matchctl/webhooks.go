@@ -104,7 +104,7 @@ func runWebhooks(ctx context.Context, e env, args []string) error {
 			return err
 		}
 		defer closeDB()
-		rdb, err := cache.Open(e.cfg.RedisURL)
+		rdb, _, err := cache.Open(ctx, e.cfg.RedisURL)
 		if err != nil {
 			return err
 		}

@@ -118,11 +118,12 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 
 	// One Redis client serves the task server, the relay's enqueues and the
 	// readiness check; asynq leaves a client it was given open.
-	rdb, err := cache.Open(cfg.RedisURL)
+	rdb, topology, err := cache.Open(ctx, cfg.RedisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
+	log.InfoContext(ctx, "redis", "topology", topology.String())
 	queue := asynq.NewClientFromRedisClient(rdb)
 	defer queue.Close()
 
