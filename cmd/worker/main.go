@@ -33,16 +33,6 @@ import (
 )
 
 const (
-	// concurrency is the number of tasks one worker runs at once. Most task
-	// time is spent waiting (PostgreSQL, Redis, webhook subscribers with a
-	// 10 s timeout), so it is well above the core count.
-	concurrency = 20
-	// webhookConcurrency is the number of webhook deliveries one worker
-	// makes at once, in task slots of their own (tasks.QueueWebhooks): an
-	// attempt mostly waits on the subscriber (up to 10 s), so one slow
-	// endpoint must not take the slots that learning and other endpoints
-	// need, nor a burst of learning delay the first attempts.
-	webhookConcurrency = 50
 	// shutdownTimeout is how long running tasks get to finish on shutdown;
 	// the ones still running then go back to their queue.
 	shutdownTimeout = 20 * time.Second
@@ -190,8 +180,8 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 			ErrorHandler:             errorHandler,
 		}
 	}
-	srv := asynq.NewServerFromRedisClient(rdb, serverConfig(concurrency, tasks.QueuePriorities()))
-	hookSrv := asynq.NewServerFromRedisClient(rdb, serverConfig(webhookConcurrency, tasks.WebhookQueues()))
+	srv := asynq.NewServerFromRedisClient(rdb, serverConfig(cfg.WorkerConcurrency, tasks.QueuePriorities()))
+	hookSrv := asynq.NewServerFromRedisClient(rdb, serverConfig(cfg.WebhookConcurrency, tasks.WebhookQueues()))
 	mux := asynq.NewServeMux()
 	mux.Use(taskMetrics.Middleware)
 	// Handlers still running when the shutdown timeout ends are left by the
@@ -238,8 +228,8 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		_ = ln.Close()
 		return fmt.Errorf("start webhook task server: %w", err)
 	}
-	log.InfoContext(ctx, "task servers started", "concurrency", concurrency, "queues", tasks.QueuePriorities(),
-		"webhook_concurrency", webhookConcurrency, "webhook_queues", tasks.WebhookQueues())
+	log.InfoContext(ctx, "task servers started", "concurrency", cfg.WorkerConcurrency, "queues", tasks.QueuePriorities(),
+		"webhook_concurrency", cfg.WebhookConcurrency, "webhook_queues", tasks.WebhookQueues())
 
 	relayCtx, stopRelay := context.WithCancel(ctx)
 	relayDone := make(chan struct{})

@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -283,4 +285,31 @@ func TestRunRejectsBadEndpointsFile(t *testing.T) {
 	err = run(context.Background(), func(k string) string { return env[k] }, io.Discard, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "WEBHOOK_ENDPOINTS_FILE")
+}
+
+// WORKER_CONCURRENCY and WEBHOOK_CONCURRENCY set the slots of the worker's
+// two task servers, as asynq registers them in Redis.
+func TestRunTaskSlotsFromConfig(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBCmdWorker)
+	w := start(t, map[string]string{
+		"DATABASE_URL":        testutil.NewDBURL(t),
+		"REDIS_URL":           testutil.RedisURLFor(t, testutil.RedisDBCmdWorker),
+		"OPS_ADDR":            "127.0.0.1:0",
+		"WORKER_CONCURRENCY":  "3",
+		"WEBHOOK_CONCURRENCY": "7",
+	})
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		servers, err := insp.Servers()
+		require.NoError(c, err)
+		slots := map[int][]string{}
+		for _, s := range servers {
+			slots[s.Concurrency] = slices.Sorted(maps.Keys(s.Queues))
+		}
+		assert.Equal(c, map[int][]string{
+			3: slices.Sorted(maps.Keys(tasks.QueuePriorities())),
+			7: slices.Sorted(maps.Keys(tasks.WebhookQueues())),
+		}, slots)
+	}, 10*time.Second, 100*time.Millisecond)
+	w.stop(t, 15*time.Second)
 }
