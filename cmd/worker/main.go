@@ -211,14 +211,23 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		{Name: "postgres", Check: db.Ping},
 		{Name: "redis", Check: func(ctx context.Context) error { return cache.Ping(ctx, rdb) }},
 	}
-	opsSrv := ops.Server(cfg.OpsAddr, ops.Handler(reg, checks, cfg.PProf))
+	// Dependencies are watched in the background: an outage shows in
+	// metrics and logs, and does not fail readiness. The worker is ready
+	// once its task servers have started.
+	deps := ops.NewMonitor(reg, log.With("component", "dependencies"), checks)
+	depsCtx, stopDeps := context.WithCancel(ctx)
+	defer stopDeps()
+	deps.Start(depsCtx)
+	readiness := &ops.Readiness{}
+	opsSrv := ops.Server(cfg.OpsAddr, ops.Handler(reg, readiness, deps, cfg.PProf))
 	ln, err := net.Listen("tcp", cfg.OpsAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.OpsAddr, err)
 	}
 
 	// Start does not need Redis to answer yet: the server keeps retrying, the
-	// relay keeps rows unpublished, and /readyz reports the outage.
+	// relay keeps rows unpublished, and the dependency monitor reports the
+	// outage (matching_dependency_up, the log, /readyz's body).
 	if err := srv.Start(mux); err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("start task server: %w", err)
@@ -230,6 +239,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	}
 	log.InfoContext(ctx, "task servers started", "concurrency", cfg.WorkerConcurrency, "queues", tasks.QueuePriorities(),
 		"webhook_concurrency", cfg.WebhookConcurrency, "webhook_queues", tasks.WebhookQueues())
+	readiness.Ready()
 
 	relayCtx, stopRelay := context.WithCancel(ctx)
 	relayDone := make(chan struct{})
@@ -258,6 +268,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	case err = <-errc:
 		log.Error("ops server failed", "err", err)
 	}
+	readiness.Stopping()
 	stopRelay()
 	<-relayDone
 	// Both wait up to the shutdown timeout for running tasks, at once.
