@@ -33,29 +33,22 @@ func init() {
 const redisPurgeTimeout = 30 * time.Second
 
 func runStudents(ctx context.Context, e env, args []string) error {
-	if len(args) == 0 {
+	fs := e.flagSet("students")
+	yes := fs.Bool("yes", false, "delete: erase without asking (required when stdin is not a terminal)")
+	fs.BoolVar(yes, "y", false, "short for --yes")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
 		return usageErr("missing subcommand: export or delete")
 	}
-	sub, rest := args[0], args[1:]
-	var (
-		ids []string
-		yes bool
-	)
-	for _, a := range rest {
-		switch {
-		case a == "--yes" || a == "-yes" || a == "-y":
-			if sub != "delete" {
-				return usageErr("%s takes no flags", sub)
-			}
-			yes = true
-		case strings.HasPrefix(a, "-"):
-			return usageErr("unknown flag %s", a)
-		default:
-			ids = append(ids, a)
-		}
-	}
+	sub, ids := pos[0], pos[1:]
 	if sub != "export" && sub != "delete" {
 		return usageErr("unknown subcommand %q: use export or delete", sub)
+	}
+	if *yes && sub != "delete" {
+		return usageErr("%s takes no flags", sub)
 	}
 	if len(ids) != 1 {
 		return usageErr("%s needs exactly one student ID", sub)
@@ -66,7 +59,7 @@ func runStudents(ctx context.Context, e env, args []string) error {
 	}
 	id := parsed.String() // lower case, as every key and row holds it
 
-	if sub == "delete" && !yes {
+	if sub == "delete" && !*yes {
 		if err := confirmDelete(e, id); err != nil {
 			return err
 		}
