@@ -84,7 +84,7 @@ func Open(ctx context.Context, redisURL string) (redis.UniversalClient, Topology
 		if opt.DB != 0 {
 			return nil, Topology{}, fmt.Errorf("REDIS_URL: %s runs in cluster mode, which has database 0 only, not %d", nodes[0], opt.DB)
 		}
-		return openCluster(redisURL, true)
+		return openCluster(ctx, redisURL, true)
 	}
 	opt, err := redis.ParseClusterURL(redisURL)
 	if err != nil {
@@ -98,17 +98,26 @@ func Open(ctx context.Context, redisURL string) (redis.UniversalClient, Topology
 		return nil, Topology{}, fmt.Errorf("REDIS_URL names %d nodes, but %s does not run in cluster mode: "+
 			"name one node for a single server, or add master_name=NAME to name the sentinels of a Sentinel set-up", len(opt.Addrs), opt.Addrs[0])
 	}
-	return openCluster(redisURL, asked)
+	return openCluster(ctx, redisURL, asked)
 }
 
-func openCluster(redisURL string, asked bool) (redis.UniversalClient, Topology, error) {
+func openCluster(ctx context.Context, redisURL string, asked bool) (redis.UniversalClient, Topology, error) {
 	opt, err := redis.ParseClusterURL(redisURL)
 	if err != nil {
 		return nil, Topology{}, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	withDefaults(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout)
 	opt.ContextTimeoutEnabled = true
-	return redis.NewClusterClient(opt), Topology{Kind: Cluster, Addrs: opt.Addrs, Asked: asked}, nil
+	c := redis.NewClusterClient(opt)
+	if asked {
+		// Learn the slot map and reach every master now, not on the first
+		// request, whose Redis calls have a budget of a few hundred
+		// milliseconds. A failure here is no reason not to start.
+		wctx, cancel := context.WithTimeout(ctx, detectTimeout)
+		_ = Ping(wctx, c)
+		cancel()
+	}
+	return c, Topology{Kind: Cluster, Addrs: opt.Addrs, Asked: asked}, nil
 }
 
 func openSentinel(redisURL string) (redis.UniversalClient, Topology, error) {
