@@ -122,6 +122,10 @@ func TestRedisSentinel(t *testing.T) {
 		t.Skip("the failover takes several seconds")
 	}
 	ctx := context.Background()
+	// A replica in sync (after an earlier failover, the old master takes
+	// up to about 10 s to rejoin as one).
+	_, err := s.Run(ctx, "wait")
+	require.NoError(t, err)
 	before, err := s.Run(ctx, "master")
 	require.NoError(t, err)
 	feeds := cache.NewFeeds(rdb, ttl)
@@ -142,8 +146,11 @@ func TestRedisSentinel(t *testing.T) {
 		if assert.NoError(c, err) {
 			assert.Equal(c, 20, got.Len())
 		}
-		_, err = feeds.Put(ctx, sampleFeed(student, 2, 1, 30))
+	}, 15*time.Second, 100*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		stored, err := feeds.Put(ctx, sampleFeed(student, 2, 1, 30))
 		assert.NoError(c, err, "writes reach the new master")
+		assert.True(c, stored)
 	}, 15*time.Second, 100*time.Millisecond)
 	exerciseTopology(t, rdb)
 }
@@ -241,11 +248,6 @@ func exerciseTopology(t *testing.T, rdb redis.UniversalClient) {
 			ran[string(task.Payload())]++
 			return nil
 		})
-		srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: queues,
-			TaskCheckInterval: 50 * time.Millisecond, LogLevel: asynq.ErrorLevel})
-		require.NoError(t, srv.Start(mux))
-		defer srv.Shutdown()
-
 		queue := asynq.NewClientFromRedisClient(rdb)
 		defer queue.Close()
 		for q := range queues {
@@ -256,6 +258,11 @@ func exerciseTopology(t *testing.T, rdb redis.UniversalClient) {
 			_, err = queue.EnqueueContext(ctx, asynq.NewTask(taskType, []byte(q)), asynq.Queue(q), asynq.TaskID(taskType+":"+q))
 			require.ErrorIs(t, err, asynq.ErrTaskIDConflict, q)
 		}
+		// The tasks are queued before a server takes them.
+		srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 4, Queues: queues,
+			TaskCheckInterval: 50 * time.Millisecond, LogLevel: asynq.ErrorLevel})
+		require.NoError(t, srv.Start(mux))
+		defer srv.Shutdown()
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			mu.Lock()
 			defer mu.Unlock()
