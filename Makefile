@@ -19,12 +19,12 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 export TEST_DATABASE_URL TEST_REDIS_URL
 
-.PHONY: help run test lint migrate seed bench build tidy fmt up down clean clean-test-db loadtest
+.PHONY: help run test test-topologies lint migrate seed bench build tidy fmt up down clean clean-test-db loadtest
 
 help: ## list the targets
 	@echo "usage: make <target>"
 	@echo
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-zA-Z_-]*:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-zA-Z_-]*:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 run: ## migrate, seed if empty, run API and worker in the foreground, print a token
 	@scripts/run.sh
@@ -32,6 +32,10 @@ run: ## migrate, seed if empty, run API and worker in the foreground, print a to
 test: ## start PostgreSQL and Redis if needed, then go test -race ./...
 	@DATABASE_URL='$(TEST_DATABASE_URL)' REDIS_URL='$(TEST_REDIS_URL)' scripts/services.sh
 	$(GO) test -race -count=1 ./...
+
+test-topologies: ## only the tests on a Redis Cluster, Sentinel and PgBouncer (servers started by scripts/)
+	@DATABASE_URL='$(TEST_DATABASE_URL)' REDIS_URL='$(TEST_REDIS_URL)' scripts/services.sh
+	$(GO) test -race -count=1 -run 'TestRedisCluster|TestRedisSentinel|PgBouncer' ./internal/cache ./cmd/api ./cmd/worker
 
 lint: ## gofmt check, go vet and staticcheck
 	@unformatted=$$(gofmt -l .); \

@@ -54,11 +54,12 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	defer pool.Close()
 	db := store.New(pool)
 
-	rdb, err := cache.Open(cfg.RedisURL)
+	rdb, topology, err := cache.Open(ctx, cfg.RedisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
+	log.InfoContext(ctx, "redis", "topology", topology.String())
 
 	verifier, err := auth.NewVerifier(ctx, auth.VerifierOptions{
 		JWKSURL: cfg.JWKSURL, HS256Secret: cfg.HS256Secret, Issuer: cfg.Issuer, Audience: cfg.Audience, Log: log,
@@ -144,15 +145,22 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	for i, c := range checks {
 		opsChecks[i] = ops.Check{Name: c.Name, Check: c.Check}
 	}
+	// Dependencies are watched in the background: an outage shows in
+	// /health, metrics and logs, and does not fail readiness.
+	deps := ops.NewMonitor(reg, log.With("component", "dependencies"), opsChecks)
+	deps.Start(ctx)
+	readiness := &ops.Readiness{}
 
 	public := ops.Server(cfg.HTTPAddr, api)
 	public.WriteTimeout = 35 * time.Second // the reference mobile client gives up after 30 s
-	opsSrv := ops.Server(cfg.OpsAddr, ops.Handler(reg, opsChecks, cfg.PProf))
-	return serve(ctx, log, ready, public, opsSrv)
+	opsSrv := ops.Server(cfg.OpsAddr, ops.Handler(reg, readiness, deps, cfg.PProf))
+	return serve(ctx, log, ready, readiness, public, opsSrv)
 }
 
 // serve runs the servers until ctx ends or one fails, then drains them.
-func serve(ctx context.Context, log *slog.Logger, ready chan<- [2]string, servers ...*http.Server) error {
+// The replica is ready once every listener is open (the catalogue was
+// loaded before), and no longer ready once it starts to drain.
+func serve(ctx context.Context, log *slog.Logger, ready chan<- [2]string, readiness *ops.Readiness, servers ...*http.Server) error {
 	errc := make(chan error, len(servers))
 	var addrs [2]string
 	for i, s := range servers {
@@ -170,6 +178,7 @@ func serve(ctx context.Context, log *slog.Logger, ready chan<- [2]string, server
 			}
 		}()
 	}
+	readiness.Ready()
 	if ready != nil {
 		ready <- addrs
 	}
@@ -180,6 +189,7 @@ func serve(ctx context.Context, log *slog.Logger, ready chan<- [2]string, server
 	case err = <-errc:
 		log.Error("server failed", "err", err)
 	}
+	readiness.Stopping()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, s := range servers {

@@ -58,7 +58,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	assert.Equal(t, "ok\n", body)
 	code, body = get(opsAddr+"/readyz", "")
 	assert.Equal(t, 200, code, body)
-	assert.Contains(t, body, `"postgres":"ok"`)
+	assert.JSONEq(t, `{"status":"ready","dependencies":{"postgres":"ok","redis":"ok"}}`, body)
 
 	tok, err := auth.MintHS256([]byte(secret), auth.MintOptions{Subject: uuid.NewString(), TTL: time.Minute})
 	require.NoError(t, err)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
-	"io"
 	"strings"
 	"time"
 
@@ -22,8 +20,7 @@ func init() {
 }
 
 func runLoadtest(ctx context.Context, e env, args []string) error {
-	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := e.flagSet("loadtest")
 	api := fs.String("api", "http://127.0.0.1:8080", "the service's public API (127.0.0.1 only)")
 	ops := fs.String("ops", "http://127.0.0.1:9090,http://127.0.0.1:9091", "the API's and the worker's operations ports, comma-separated")
 	scenarios := fs.String("scenarios", "swipe,mixed", "what to measure, in order: swipe, mixed, reads, sustained")
@@ -35,12 +32,13 @@ func runLoadtest(ctx context.Context, e env, args []string) error {
 	rateFor := fs.Duration("rate-duration", time.Minute, "sustained: how long")
 	pollers := fs.Int("pollers", 8, "sustained: students polling their feed meanwhile")
 	receiver := fs.String("receiver", "", "listen here (127.0.0.1:PORT) as the webhook subscriber the service was configured with")
-	if err := fs.Parse(args); err != nil {
-		return usageErr("%v", err)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return usageErr("unexpected argument %q", fs.Arg(0))
+	case len(pos) > 0:
+		return usageErr("unexpected argument %q", pos[0])
 	case !loopback(*api):
 		return usageErr("--api must be on 127.0.0.1 or localhost")
 	case *students < 1 || *clients < 1 || *rounds < 1 || *duration <= 0:

@@ -34,16 +34,6 @@ import (
 )
 
 const (
-	// concurrency is the number of tasks one worker runs at once. Most task
-	// time is spent waiting (PostgreSQL, Redis, webhook subscribers with a
-	// 10 s timeout), so it is well above the core count.
-	concurrency = 20
-	// webhookConcurrency is the number of webhook deliveries one worker
-	// makes at once, in task slots of their own (tasks.QueueWebhooks): an
-	// attempt mostly waits on the subscriber (up to 10 s), so one slow
-	// endpoint must not take the slots that learning and other endpoints
-	// need, nor a burst of learning delay the first attempts.
-	webhookConcurrency = 50
 	// shutdownTimeout is how long running tasks get to finish on shutdown;
 	// the ones still running then go back to their queue.
 	shutdownTimeout = 20 * time.Second
@@ -121,11 +111,12 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 
 	// One Redis client serves the task server, the relay's enqueues and the
 	// readiness check; asynq leaves a client it was given open.
-	rdb, err := cache.Open(cfg.RedisURL)
+	rdb, topology, err := cache.Open(ctx, cfg.RedisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
+	log.InfoContext(ctx, "redis", "topology", topology.String())
 	queue := handover.NewClient(rdb, handover.NewQueuer())
 
 	reg := metrics.NewRegistry()
@@ -190,8 +181,8 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 			ErrorHandler:             errorHandler,
 		}
 	}
-	srv := asynq.NewServerFromRedisClient(rdb, serverConfig(concurrency, tasks.QueuePriorities()))
-	hookSrv := asynq.NewServerFromRedisClient(rdb, serverConfig(webhookConcurrency, tasks.WebhookQueues()))
+	srv := asynq.NewServerFromRedisClient(rdb, serverConfig(cfg.WorkerConcurrency, tasks.QueuePriorities()))
+	hookSrv := asynq.NewServerFromRedisClient(rdb, serverConfig(cfg.WebhookConcurrency, tasks.WebhookQueues()))
 	mux := asynq.NewServeMux()
 	mux.Use(taskMetrics.Middleware)
 	// Handlers still running when the shutdown timeout ends are left by the
@@ -219,14 +210,23 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		{Name: "postgres", Check: db.Ping},
 		{Name: "redis", Check: func(ctx context.Context) error { return cache.Ping(ctx, rdb) }},
 	}
-	opsSrv := ops.Server(cfg.OpsAddr, ops.Handler(reg, checks, cfg.PProf))
+	// Dependencies are watched in the background: an outage shows in
+	// metrics and logs, and does not fail readiness. The worker is ready
+	// once its task servers have started.
+	deps := ops.NewMonitor(reg, log.With("component", "dependencies"), checks)
+	depsCtx, stopDeps := context.WithCancel(ctx)
+	defer stopDeps()
+	deps.Start(depsCtx)
+	readiness := &ops.Readiness{}
+	opsSrv := ops.Server(cfg.OpsAddr, ops.Handler(reg, readiness, deps, cfg.PProf))
 	ln, err := net.Listen("tcp", cfg.OpsAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.OpsAddr, err)
 	}
 
 	// Start does not need Redis to answer yet: the server keeps retrying, the
-	// relay keeps rows unpublished, and /readyz reports the outage.
+	// relay keeps rows unpublished, and the dependency monitor reports the
+	// outage (matching_dependency_up, the log, /readyz's body).
 	if err := srv.Start(mux); err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("start task server: %w", err)
@@ -236,8 +236,9 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		_ = ln.Close()
 		return fmt.Errorf("start webhook task server: %w", err)
 	}
-	log.InfoContext(ctx, "task servers started", "concurrency", concurrency, "queues", tasks.QueuePriorities(),
-		"webhook_concurrency", webhookConcurrency, "webhook_queues", tasks.WebhookQueues())
+	log.InfoContext(ctx, "task servers started", "concurrency", cfg.WorkerConcurrency, "queues", tasks.QueuePriorities(),
+		"webhook_concurrency", cfg.WebhookConcurrency, "webhook_queues", tasks.WebhookQueues())
+	readiness.Ready()
 
 	relayCtx, stopRelay := context.WithCancel(ctx)
 	relayDone := make(chan struct{})
@@ -267,6 +268,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	case err = <-errc:
 		log.Error("ops server failed", "err", err)
 	}
+	readiness.Stopping()
 	stopRelay()
 	<-relayDone
 	// Both wait up to the shutdown timeout for running tasks, at once.

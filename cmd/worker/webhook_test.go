@@ -208,7 +208,7 @@ func newHookWorld(t *testing.T, nSchools, nStudents int, redisURL string, entrie
 		w.schools = append(w.schools, s.ID)
 	}
 	w.students = students
-	rdb := testutil.NewRedis(t, testutil.RedisDBCmdWorker)
+	var rdb redis.UniversalClient = testutil.NewRedis(t, testutil.RedisDBCmdWorker)
 	if redisURL == "" {
 		redisURL = testutil.RedisURLFor(t, testutil.RedisDBCmdWorker)
 	} else {
@@ -405,9 +405,9 @@ func TestWebhookDeliveryRetriesAndSignatures(t *testing.T) {
 
 func senderTimeout(d time.Duration) webhook.Config { return webhook.Config{Timeout: d} }
 
-func redisClient(t testing.TB, url string) *redis.Client {
+func redisClient(t testing.TB, url string) redis.UniversalClient {
 	t.Helper()
-	rdb, err := cache.Open(url)
+	rdb, _, err := cache.Open(context.Background(), url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb

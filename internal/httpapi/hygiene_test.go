@@ -18,6 +18,7 @@ import (
 	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/httpapi"
 	"github.com/collegematch/matching/internal/query"
+	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
 )
@@ -173,6 +174,11 @@ func checkRedisHygiene(t *testing.T, ctx context.Context, rdb redis.UniversalCli
 			}
 			found[name]++
 			assert.True(t, strings.HasPrefix(key, "rm:v2:{student:") || name == "rate", "%s: read models carry the prefix and hash tag", key)
+			if _, tagged, ok := strings.Cut(key, "{student:"); assert.True(t, ok, "%s: a per-student key", key) {
+				id, _, _ := strings.Cut(tagged, "}")
+				assert.Contains(t, append(cache.StudentKeys(id), ratelimit.StudentKeys(id)...), key,
+					"%s: listed by cache.StudentKeys or ratelimit.StudentKeys, which an erasure drops by name", key)
+			}
 			ttl, err := rdb.PTTL(ctx, key).Result()
 			require.NoError(t, err)
 			if ttl == -2*time.Nanosecond || ttl == -2*time.Millisecond {
