@@ -74,7 +74,7 @@ func runDemo(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	base := "http://" + ln.Addr().String()
 	if _, err := fmt.Fprintf(e.stdout, "Demo page: %s/   API docs: %s/docs   (API %s; a fresh student each start)\n",
 		base, base, target); err != nil {

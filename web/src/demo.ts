@@ -131,6 +131,9 @@ function money(x: number): string {
 
 async function begin(fresh: boolean): Promise<void> {
   const session = await loadSession(fresh);
+  if (fresh) {
+    window.clearTimeout(state.refreshTimer); // the previous student's pending panel refresh
+  }
   state = {
     session,
     client: apiClient(session),

@@ -598,6 +598,9 @@ function money(x) {
 }
 async function begin(fresh) {
   const session = await loadSession(fresh);
+  if (fresh) {
+    window.clearTimeout(state.refreshTimer);
+  }
   state = {
     session,
     client: apiClient(session),
