@@ -42,6 +42,7 @@ import (
 // test is skipped, except under CI, where it fails.
 func TestDemoInBrowser(t *testing.T) {
 	browser := chromiumPath(t)
+	bin := buildServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -61,7 +62,6 @@ func TestDemoInBrowser(t *testing.T) {
 		"OPS_ADDR":          "127.0.0.1:0",
 	}
 
-	bin := buildServers(t)
 	worker := startServer(t, filepath.Join(bin, "worker"), env)
 	api := startServer(t, filepath.Join(bin, "api"), env)
 	apiURL, opsURL := "http://"+api.addrs(t, 2)[0], "http://"+api.addrs(t, 2)[1]
