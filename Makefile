@@ -19,11 +19,11 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 export TEST_DATABASE_URL TEST_REDIS_URL
 
+.PHONY: help run test lint migrate seed bench build tidy fmt up down clean clean-test-db
+
 # The demo and docs pages (web/, built into internal/demo/dist and committed).
 NPM_CI := npm ci --ignore-scripts --no-audit --no-fund
-
-.PHONY: help run demo test lint migrate seed bench build tidy fmt up down clean clean-test-db \
-	clients web web-check screenshots chromium
+.PHONY: demo clients web web-check screenshots chromium
 
 help: ## list the targets
 	@echo "usage: make <target>"
