@@ -21,6 +21,10 @@ export TEST_DATABASE_URL TEST_REDIS_URL
 
 .PHONY: help run test test-topologies lint migrate seed bench build tidy fmt up down clean clean-test-db loadtest
 
+# The demo and docs pages (web/, built into internal/demo/dist and committed).
+NPM_CI := npm ci --ignore-scripts --no-audit --no-fund
+.PHONY: demo clients web web-check screenshots chromium
+
 help: ## list the targets
 	@echo "usage: make <target>"
 	@echo
@@ -28,6 +32,9 @@ help: ## list the targets
 
 run: ## migrate, seed if empty, run API and worker in the foreground, print a token
 	@scripts/run.sh
+
+demo: ## make run plus the demo page and API docs on 127.0.0.1:8081 (a fresh student each start)
+	@RUN_DEMO=1 scripts/run.sh
 
 test: ## start PostgreSQL and Redis if needed, then go test -race ./...
 	@DATABASE_URL='$(TEST_DATABASE_URL)' REDIS_URL='$(TEST_REDIS_URL)' scripts/services.sh
@@ -76,6 +83,25 @@ up: ## run the whole stack with docker compose (API on 127.0.0.1:8080)
 
 down: ## stop the docker compose stack (keeps the database volume)
 	docker compose down
+
+web/node_modules/.package-lock.json: web/package.json web/package-lock.json
+	cd web && $(NPM_CI)
+
+clients: web/node_modules/.package-lock.json ## regenerate the TypeScript client (web/src/api) from api/openapi.yaml
+	cd web && npm run --silent clients
+
+web: clients ## build the demo and docs pages into internal/demo/dist (commit the result)
+	cd web && npm run --silent build
+
+web-check: web/node_modules/.package-lock.json ## the committed client and pages match their sources; tsc --noEmit
+	cd web && npm run --silent check
+
+screenshots: ## run the browser test and keep its screenshots in docs/
+	@DATABASE_URL='$(TEST_DATABASE_URL)' REDIS_URL='$(TEST_REDIS_URL)' scripts/services.sh
+	DEMO_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestDemoInBrowser$$' -v ./cmd/matchctl
+
+chromium: ## install Debian's Chromium for the browser test (when missing)
+	@scripts/chromium.sh
 
 clean: ## remove bin/
 	rm -rf bin
