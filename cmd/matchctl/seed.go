@@ -63,7 +63,16 @@ func runSeed(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if existing > 0 && !*force {
-		_, err := fmt.Fprintf(e.stdout, "catalogue already has %d schools; nothing to do\n", existing)
+		if _, err := fmt.Fprintf(e.stdout, "catalogue already has %d schools; nothing to do\n", existing); err != nil || *synthetic {
+			return err
+		}
+		bySource, err := st.ActiveSchoolsBySource(ctx)
+		if err != nil {
+			return err
+		}
+		if bySource[catalog.SourceSeed] == existing {
+			_, err = fmt.Fprintln(e.stdout, "they are all generated: matchctl seed --force replaces them with the bundled real schools")
+		}
 		return err
 	}
 	if *synthetic {

@@ -136,7 +136,8 @@ func TestSeedRealOverGeneratedRetiresThem(t *testing.T) {
 
 	code, out, errOut := runSeedCmd(t, dbURL, "seed")
 	require.Equal(t, 0, code, "stderr: %s", errOut)
-	assert.Equal(t, "catalogue already has 120 schools; nothing to do\n", out)
+	assert.Equal(t, "catalogue already has 120 schools; nothing to do\n"+
+		"they are all generated: matchctl seed --force replaces them with the bundled real schools\n", out)
 
 	code, out, errOut = runSeedCmd(t, dbURL, "seed", "--force")
 	require.Equal(t, 0, code, "stderr: %s", errOut)
