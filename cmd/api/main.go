@@ -113,13 +113,16 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	tasks.AddLearnRoutes(router)
 	tasks.AddWebhookRoutes(router, wire.WebhookSubscriptions(endpoints), wire.Webhooks{Store: db})
 	writes := wire.WriteStore{Store: db}
-	swipes := command.NewSwipes(command.SwipesConfig{
+	// Every committed swipe and feedback reason is counted once in the
+	// learning counters (like rates by phase and slot), wherever it came in.
+	learning := metrics.NewLearning(reg)
+	swipes := httpapi.CountSwipes(command.NewSwipes(command.SwipesConfig{
 		Store: writes, Probes: cache.NewProbes(rdb, cfg.FeedCacheTTL), Feeds: feeds,
 		Catalogs: wire.Catalogs{CatalogHolder: catalog}, Queue: queue, Router: router, Log: log,
-	})
-	feedback := command.NewFeedback(command.FeedbackConfig{
+	}), learning)
+	feedback := httpapi.CountFeedback(command.NewFeedback(command.FeedbackConfig{
 		Store: writes, Catalogs: wire.Catalogs{CatalogHolder: catalog}, Queue: queue, Router: router, Log: log,
-	})
+	}), learning)
 
 	// The continuous feed serves the same learned feed, skipping what it
 	// showed within FEED_COOLDOWN and what the student swiped; the swipes
@@ -133,10 +136,10 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 
 	// Offline sync records pushed changes in one transaction per push and
 	// hands over one student:learn task per push.
-	syncer := offline.New(offline.Config{
+	syncer := httpapi.CountSync(offline.New(offline.Config{
 		Store: db, Feeds: queries, Versions: feeds, Catalogs: wire.Catalogs{CatalogHolder: catalog},
 		Queue: queue, Router: router, Log: log,
-	})
+	}), learning)
 
 	checks := []httpapi.HealthCheck{
 		{Name: "postgres", Check: db.Ping},

@@ -345,7 +345,12 @@ func (s *Swipes) Record(ctx context.Context, in SwipeInput) (SwipeResult, error)
 		return s.replay(in, stored)
 	}
 	s.afterCommit(ctx, in.StudentID, stored.Version, stored.OutboxID, topic)
-	return resp.result(false), nil
+	res := resp.result(false)
+	res.Slot = "ranked"
+	if res.IsProbe {
+		res.Slot = "probe"
+	}
+	return res, nil
 }
 
 // replay answers a retry with the first swipe's stored response, or a

@@ -30,4 +30,7 @@ type SwipeResult struct {
 	FeedbackOptions []string // the reasons the client may offer
 	IsProbe         bool     // the school had been served to the student as a probe
 	Duplicate       bool     // a retry of an already recorded swipe; the first answer is repeated
+	// Slot is the kind of feed slot the swiped school was served in:
+	// "probe" when IsProbe, else "ranked".
+	Slot string
 }

@@ -68,6 +68,9 @@ func newTestAPIOn(t testing.TB, pool *pgxpool.Pool, rdb redis.UniversalClient, o
 	catalog := query.NewCatalogHolder(db, log, qm, time.Hour)
 	require.NoError(t, catalog.Load(context.Background()))
 	students := &countingStudents{db: db}
+	learning := metrics.NewLearning(reg)
+	// One counted recorder for POST /swipe and the continuous feed, as in cmd/api.
+	swipes := httpapi.CountSwipes(newSwipes(t, db, rdb, catalog, log), learning)
 	queries := query.New(query.Config{
 		Students: students, Feeds: cache.NewFeeds(rdb, 5*time.Minute), Catalogs: catalog, Log: log, Metrics: qm,
 		Probes: cache.NewProbes(rdb, 5*time.Minute),
@@ -82,13 +85,13 @@ func newTestAPIOn(t testing.TB, pool *pgxpool.Pool, rdb redis.UniversalClient, o
 		Queries:        queries,
 		Categories:     queries,
 		CategorySwipes: wire.CategorySwipes{Store: db},
-		Swipes:         newSwipes(t, db, rdb, catalog, log),
-		Feedback:       newFeedback(t, db, rdb, catalog, log),
+		Swipes:         swipes,
+		Feedback:       httpapi.CountFeedback(newFeedback(t, db, rdb, catalog, log), learning),
 		Continuous: query.NewContinuous(query.ContinuousConfig{Queries: queries,
 			Store:    cache.NewCooldowns(cache.NewFeeds(rdb, 5*time.Minute), 5*time.Minute),
 			Probes:   cache.NewProbes(rdb, 5*time.Minute),
-			Recorder: newSwipes(t, db, rdb, catalog, log)}),
-		Sync:         newSync(t, db, rdb, catalog, queries, log),
+			Recorder: swipes}),
+		Sync:         httpapi.CountSync(newSync(t, db, rdb, catalog, queries, log), learning),
 		FeedCacheTTL: 5 * time.Minute,
 		Health: []httpapi.HealthCheck{
 			{Name: "postgres", Check: db.Ping},
