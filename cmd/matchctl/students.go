@@ -21,8 +21,9 @@ import (
 
 func init() {
 	register("students", command{
-		usage: "students export|delete ID [--yes]",
-		help: "export a student's stored data as JSON, or erase their personal data and Redis read models " +
+		usage: "students export|delete|explain ID [--yes] [--json]",
+		help: "export a student's stored data as JSON; explain where they are in learning (phase, weights with " +
+			"their uncertainty, the head of their feed with slot kinds and reasons; -h for its flags); or erase their personal data and Redis read models " +
 			"(docs/onboarding.md); delete needs --yes when stdin is not a terminal, and if Redis is unreachable " +
 			"it still erases, warns and exits 0: read models then expire by TTL, and running delete again drops them",
 		run: runStudents,
@@ -34,9 +35,12 @@ const redisPurgeTimeout = 30 * time.Second
 
 func runStudents(ctx context.Context, e env, args []string) error {
 	if len(args) == 0 {
-		return usageErr("missing subcommand: export or delete")
+		return usageErr("missing subcommand: export, explain or delete")
 	}
 	sub, rest := args[0], args[1:]
+	if sub == "explain" {
+		return runExplain(ctx, e, rest)
+	}
 	var (
 		ids []string
 		yes bool
@@ -55,7 +59,7 @@ func runStudents(ctx context.Context, e env, args []string) error {
 		}
 	}
 	if sub != "export" && sub != "delete" {
-		return usageErr("unknown subcommand %q: use export or delete", sub)
+		return usageErr("unknown subcommand %q: use export, explain or delete", sub)
 	}
 	if len(ids) != 1 {
 		return usageErr("%s needs exactly one student ID", sub)
