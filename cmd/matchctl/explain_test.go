@@ -130,7 +130,7 @@ func TestStudentsExplainJSON(t *testing.T) {
 	t.Logf("slots of the first 20: %v", kinds)
 
 	// The second time the stored feed is read, the same.
-	code, out, errOut = e.run(t, "students", "--json", "explain", "--limit", "5", e.student)
+	code, _, errOut = e.run(t, "students", "--json", "explain", "--limit", "5", e.student)
 	require.Equal(t, 2, code, "flags go after explain: %s", errOut)
 	code, out, errOut = e.run(t, "students", "explain", "--limit", "5", e.student, "--json")
 	require.Equal(t, 0, code, errOut)
