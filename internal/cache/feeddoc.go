@@ -56,6 +56,14 @@ type Feed struct {
 	// {"r":[items]}), which a swipe's patch can drop one of.
 	Compact      Compact
 	CompactItems [][]byte
+	// Described are the first items as the standard envelope shows them
+	// (pages.go); Complete and ShownWeights are what that envelope says
+	// besides the counts: whether POST /recommendations serves the profile,
+	// and the preference weights shown (a JSON object). Written by Put,
+	// not read back with the feed.
+	Described    []Described
+	Complete     bool
+	ShownWeights []byte
 
 	encoded []byte // the items as read, fixed-size records
 }

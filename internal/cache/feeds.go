@@ -199,25 +199,32 @@ redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'lv', ARGV[2], 'cv', ARGV[3], 'n', AR
 if ARGV[12] ~= '' then
   redis.call('HSET', KEYS[1], 'mi', ARGV[11], 'm', ARGV[12])
 end
+if ARGV[13] ~= '' then
+  redis.call('HSET', KEYS[1], 'j', ARGV[13], 'e', ARGV[14])
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
 `)
 
 // Put stores a feed with the TTL, newer versions winning: it reports
 // false, and changes nothing, when the stored feed or tombstone is newer
-// (see putFeed). The compact page is stored only when it has an ETag.
+// (see putFeed). The compact page is stored only when it has an ETag, the
+// described items (pages.go) only when there are some.
 func (s *Feeds) Put(ctx context.Context, f Feed) (bool, error) {
 	var stored bool
 	err := s.call(ctx, "put feed", func(ctx context.Context) error {
-		var mi, m []byte
+		var mi, m, j, e []byte
 		if f.Compact.ETag != "" {
 			mi, m = joinLines(f.CompactItems), encodeCompact(&f)
+		}
+		if len(f.Described) > 0 {
+			j, e = encodeDescribed(f.Described), encodeEnvelope(&f)
 		}
 		n, err := putFeed.Run(ctx, s.rdb, []string{FeedKey(f.StudentID)},
 			strconv.FormatInt(f.StudentVersion, 10), strconv.FormatInt(f.LearningVersion, 10),
 			strconv.FormatInt(f.CatalogVersion, 10), s.ttl.Milliseconds(),
 			strconv.Itoa(f.TotalSwipes), strconv.Itoa(f.TotalCount), strconv.FormatInt(f.LearnedVersion, 10),
-			encodeHeader(&f), encodeItems(f.Items), f.Model, mi, m).Int()
+			encodeHeader(&f), encodeItems(f.Items), f.Model, mi, m, j, e).Int()
 		stored = n == 1
 		return err
 	})

@@ -20,6 +20,7 @@ import (
 type Queries interface {
 	Recommendations(ctx context.Context, studentID string, limit, offset int) (query.RecommendationsPage, error)
 	RecommendationsV2(ctx context.Context, studentID string, limit, offset int) (query.RecommendationsPage, error)
+	StoredRecommendations(ctx context.Context, studentID string, limit, offset int, anyProfile bool) ([]byte, bool)
 	MatchDetail(ctx context.Context, studentID, schoolID string) (query.MatchDetailView, error)
 	CompactFeedLocation(studentID string) (key, field string)
 	CompactFeed(ctx context.Context, studentID string, pf query.Prefetched) (query.CompactPage, error)
@@ -77,7 +78,8 @@ func intField(raw json.RawMessage, lo, hi, def int) (int, string) {
 }
 
 // handleRecommendations answers POST /recommendations: one page of the
-// student's ranked feed in the union envelope of decisions.md.
+// student's ranked feed in the union envelope of decisions.md, from the
+// stored feed's bytes when it can (query.Service.StoredRecommendations).
 func handleRecommendations(log *slog.Logger, q Queries) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := decode[recommendationsRequest](r)
@@ -87,6 +89,10 @@ func handleRecommendations(log *slog.Logger, q Queries) http.Handler {
 		}
 		limit, _ := intField(req.Limit, 1, maxLimit, defaultLimit)
 		offset, _ := intField(req.Offset, 0, math.MaxInt32, 0)
+		if body, ok := q.StoredRecommendations(r.Context(), studentFrom(r.Context()), limit, offset, false); ok {
+			writeJSON(w, http.StatusOK, body)
+			return
+		}
 		page, err := q.Recommendations(r.Context(), studentFrom(r.Context()), limit, offset)
 		if err != nil {
 			respondErr(w, r, log, err)

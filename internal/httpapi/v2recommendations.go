@@ -18,6 +18,10 @@ func handleRecommendationsV2(log *slog.Logger, q Queries) http.Handler {
 		}
 		limit, _ := intField(req.Limit, 1, maxLimit, defaultLimit)
 		offset, _ := intField(req.Offset, 0, math.MaxInt32, 0)
+		if body, ok := q.StoredRecommendations(r.Context(), studentFrom(r.Context()), limit, offset, true); ok {
+			writeJSON(w, http.StatusOK, body)
+			return
+		}
 		page, err := q.RecommendationsV2(r.Context(), studentFrom(r.Context()), limit, offset)
 		if err != nil {
 			respondErr(w, r, log, err)

@@ -18,6 +18,10 @@ const (
 	// CompactPageSize is how many items GET /m/recommendations returns: the
 	// first page of the feed, the default limit of POST /recommendations.
 	CompactPageSize = 20
+	// DescribedItems is how many of a stored feed's first items are kept as
+	// POST /recommendations shows them (two default pages), so a cached
+	// page is served from stored bytes (cache.Feeds.Page).
+	DescribedItems = 2 * CompactPageSize
 )
 
 // FeedInput is everything a feed is built from.
@@ -40,7 +44,10 @@ type FeedInput struct {
 	Exclude []string
 	Catalog *active.Catalog
 	Size    int // items kept; DefaultFeedSize when 0
-	Now     time.Time
+	// Describe is how many of the first items to encode as POST
+	// /recommendations shows them (cache.Feed.Described); 0 for none.
+	Describe int
+	Now      time.Time
 }
 
 // BuildFeed ranks the catalogue for the student with the learned model
@@ -112,6 +119,10 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 		Model:            model,
 		Items:            feedItems(cat, slots),
 	}
+	if k := min(in.Describe, len(slots)); k > 0 {
+		f.Described = describe(cat, in.Profile, match.WeightsFromMap(f.Weights), slots[:k], f.Items[:k])
+		f.ShownWeights, _ = json.Marshal(roundWeights(f.Weights)) // finite floats: cannot fail
+	}
 	n := min(CompactPageSize, len(slots))
 	f.CompactItems = compactItems(cat, slots[:n], f.Items[:n])
 	body := cache.CompactBody(f.CompactItems)
@@ -179,6 +190,18 @@ func compactItems(cat *active.Catalog, slots []Slot, items []cache.FeedItem) [][
 		out[i], _ = json.Marshal(compactItem{ // strings and numbers: cannot fail
 			I: s.ID, N: s.Name, S: match.Percent(it.Score), G: match.Grade(it.Score), C: s.City, St: s.State, P: it.Probe,
 		})
+	}
+	return out
+}
+
+// describe encodes the first items as POST /recommendations shows each
+// (recommendation), with the weights a page read from Redis shows.
+func describe(cat *active.Catalog, p match.Profile, w match.Weights, slots []Slot, items []cache.FeedItem) []cache.Described {
+	out := make([]cache.Described, len(items))
+	for i, it := range items {
+		idx := int(slots[i].Index)
+		b, _ := json.Marshal(recommendation(cat, p, w, idx, it)) // strings, numbers and pointers to them: cannot fail
+		out[i] = cache.Described{SchoolID: cat.ID(idx).String(), Probe: it.Probe, JSON: b}
 	}
 	return out
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,8 @@ type FeedStore interface {
 	Invalidate(ctx context.Context, studentID string, version int64) error
 	Delete(ctx context.Context, studentID string) error
 	CompactLocation(studentID string) (key, field string)
+	Page(ctx context.Context, studentID string, offset, limit int, probeTTLMillis, nowMillis int64) (cache.StoredPage, error)
+	TTL() time.Duration
 }
 
 // ProbeRecorder remembers the schools served to a student as probes
@@ -254,10 +257,11 @@ func (s *Service) project(st domain.LearnerState, cat *active.Catalog) *feedStat
 	fs.feed, scratch = BuildFeed(FeedInput{
 		StudentID: st.Student.ID, StudentVersion: st.Version, LearningVersion: st.LearningVersion,
 		LearnedVersion: learned, Profile: p, Model: model, TotalSwipes: st.Student.SwipeCount, Swiped: swiped,
-		Catalog: cat, Size: s.size, Now: s.now(),
+		Catalog: cat, Size: s.size, Describe: DescribedItems, Now: s.now(),
 	}, scratch)
 	s.putScratch(scratch)
 	s.m.FeedBuilds.Observe(time.Since(start).Seconds())
+	fs.feed.Complete = len(missing) == 0
 	if len(missing) > 0 {
 		// GET /m/recommendations refuses an incomplete profile: a stored
 		// page without an ETag sends it to a build, which says why.
@@ -383,6 +387,73 @@ func (s *Service) recommendations(ctx context.Context, endpoint, studentID strin
 		// replica loaded a newer catalogue first): build on this one.
 		ok = false
 	}
+}
+
+// StoredRecommendations answers a page of POST /recommendations (of POST
+// /v2/recommendations when anyProfile) from the stored feed's described
+// items, in one Redis round trip and without decoding them: the body is
+// the envelope written around the stored bytes, exactly what the full path
+// encodes for the same feed. ok is false, and the caller takes the full
+// path (Recommendations), when the stored feed cannot answer: not there,
+// built on another catalogue or ranking, the page deeper than the
+// described items, an incomplete profile POST /recommendations refuses, or
+// Redis unavailable. The page's probes are remembered as served in the
+// same round trip.
+func (s *Service) StoredRecommendations(ctx context.Context, studentID string, limit, offset int, anyProfile bool) (body []byte, ok bool) {
+	endpoint := "recommendations"
+	if anyProfile {
+		endpoint = "v2_recommendations"
+	}
+	cat := s.catalogs.Current()
+	now := s.now()
+	p, err := s.feeds.Page(ctx, studentID, offset, limit, s.feeds.TTL().Milliseconds(), now.UnixMilli())
+	switch {
+	case errors.Is(err, cache.ErrNotBuilt):
+		return nil, false // the full path counts the read
+	case err != nil:
+		s.cacheErr(ctx, endpoint, studentID, err)
+		return nil, false
+	case !fresh(p.CatalogVersion, p.AlgorithmVersion, cat), !p.Complete && !anyProfile:
+		return nil, false
+	}
+	s.m.FeedReads.WithLabelValues(endpoint, "hit").Inc()
+	return PageBody(p), true
+}
+
+// PageBody is the envelope of POST /recommendations around a stored page's
+// items, as json.Marshal writes RecommendationsPage, and a newline.
+func PageBody(p cache.StoredPage) []byte {
+	phase := PhaseFor(p.TotalSwipes)
+	b := make([]byte, 0, len(p.Items)+len(p.Weights)+256)
+	b = append(b, `{"recommendations":[`...)
+	b = append(b, p.Items...)
+	b = append(b, `],"metadata":{"total_count":`...)
+	b = strconv.AppendInt(b, int64(p.TotalCount), 10)
+	b = append(b, `,"learning_phase":"`...)
+	b = append(b, phase...)
+	b = append(b, `","algorithm_version":`...)
+	b = appendJSONString(b, p.AlgorithmVersion)
+	b = append(b, `},"learning_state":{"phase":"`...)
+	b = append(b, phase...)
+	b = append(b, `","progress":`...)
+	b = appendJSONFloat(b, round4(Progress(p.TotalSwipes)))
+	b = append(b, `,"preference_weights":`...)
+	b = append(b, p.Weights...)
+	b = append(b, `},"total_swipes":`...)
+	b = strconv.AppendInt(b, int64(p.TotalSwipes), 10)
+	return append(b, "}\n"...)
+}
+
+// appendJSONString appends s as encoding/json writes it.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string: cannot fail
+	return append(b, q...)
+}
+
+// appendJSONFloat appends v as encoding/json writes a float64.
+func appendJSONFloat(b []byte, v float64) []byte {
+	q, _ := json.Marshal(v) // finite: cannot fail
+	return append(b, q...)
 }
 
 // page renders items [offset, offset+limit) of the feed; complete is false

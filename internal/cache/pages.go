@@ -1,0 +1,211 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/collegematch/matching/internal/handover"
+)
+
+// Stored pages of the standard envelope (POST /recommendations and
+// /v2/recommendations). A feed keeps, besides its binary items, the first
+// items of the list as those endpoints show each one, encoded when the
+// feed is built (fieldDescribed), and what the envelope around them says
+// that a swipe's patch does not move (fieldEnvelope). A cached page is then
+// one script call that returns the page's item bytes, which the API wraps
+// in the envelope without decoding them.
+//
+// fieldDescribed is one line per item, newline-separated (compact JSON
+// holds no raw newline): "P" and the school id (36 characters) for a probe,
+// "-" for any other item, then the item's JSON object. A swipe's patch
+// drops the lines of the schools it takes off the top, as it drops their
+// items; the lines left are the first items of the patched list.
+//
+// fieldEnvelope is "<complete> <algorithm version> <weights JSON>":
+// complete is 1 when the profile has everything POST /recommendations
+// needs (0: only /v2 serves it), the weights are the preference weights
+// shown, rounded.
+const (
+	fieldDescribed = "j"
+	fieldEnvelope  = "e"
+)
+
+// Described is one item of a feed as the standard envelope shows it.
+type Described struct {
+	SchoolID string // lower case
+	Probe    bool
+	JSON     []byte
+}
+
+// encodeDescribed is the value of fieldDescribed.
+func encodeDescribed(items []Described) []byte {
+	n := 0
+	for _, it := range items {
+		n += len(it.JSON) + 38
+	}
+	b := make([]byte, 0, n)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, '\n')
+		}
+		if it.Probe {
+			b = append(b, 'P')
+			b = append(b, it.SchoolID...)
+		} else {
+			b = append(b, '-')
+		}
+		b = append(b, it.JSON...)
+	}
+	return b
+}
+
+// encodeEnvelope is the value of fieldEnvelope.
+func encodeEnvelope(f *Feed) []byte {
+	complete := "0"
+	if f.Complete {
+		complete = "1"
+	}
+	b := make([]byte, 0, 32+len(f.ShownWeights))
+	b = append(b, complete...)
+	b = append(b, ' ')
+	b = append(b, f.AlgorithmVersion...)
+	b = append(b, ' ')
+	return append(b, f.ShownWeights...)
+}
+
+// pageRead answers a page of a feed's described items: KEYS[1] the feed,
+// KEYS[2] the probe memory (ProbesKey); ARGV offset, limit, now (Unix ms),
+// probe TTL (ms), probe cap. It answers false when the feed is not there
+// (or is a tombstone, or has no described items) or when the page reaches
+// past the described items while the list goes on; otherwise
+// "<cv> <n> <t>\n<envelope>\n" and the page's JSON objects joined by
+// commas. The page's probes are remembered as served (Probes), in the same
+// call.
+var pageRead = redis.NewScript(`
+local f = redis.call('HMGET', KEYS[1], 'cv', 'n', 't', 'e', 'j')
+if not f[1] or not f[2] or not f[3] or not f[4] or not f[5] then
+  return false
+end
+local from, limit, total = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(f[3])
+local lines, pos, j = 0, 1, f[5]
+local out, probes = {}, {}
+while pos <= #j and lines < from + limit do
+  local nl = string.find(j, '\n', pos, true) or (#j + 1)
+  if lines >= from then
+    if string.byte(j, pos) == 80 then
+      probes[#probes + 1] = string.sub(j, pos + 1, pos + 36)
+      out[#out + 1] = string.sub(j, pos + 37, nl - 1)
+    else
+      out[#out + 1] = string.sub(j, pos + 1, nl - 1)
+    end
+  end
+  lines = lines + 1
+  pos = nl + 1
+end
+if lines < from + limit and lines < total then
+  return false
+end
+if #probes > 0 then
+  local now = tonumber(ARGV[3])
+  for _, id in ipairs(probes) do
+    redis.call('ZADD', KEYS[2], now, id)
+  end
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[4]))
+  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -tonumber(ARGV[5]) - 1)
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+end
+return f[1] .. ' ' .. f[2] .. ' ' .. f[3] .. '\n' .. f[4] .. '\n' .. table.concat(out, ',')
+`)
+
+// PageScript is the script a page read runs, for a caller that queues it
+// in a pipeline of its own (with PageKeys and PageArgs) and reads the
+// answer with ParsePage; Exec-style callers load it again on NOSCRIPT.
+func PageScript() *redis.Script { return pageRead }
+
+// PageKeys are the keys of a page read of studentID's feed.
+func PageKeys(studentID string) []string { return []string{FeedKey(studentID), ProbesKey(studentID)} }
+
+// PageArgs are the arguments of a page read: items [offset, offset+limit)
+// at nowMillis, probes remembered for probeTTL milliseconds.
+func PageArgs(offset, limit int, nowMillis, probeTTL int64) []any {
+	return []any{offset, limit, nowMillis, probeTTL, maxProbes}
+}
+
+// StoredPage is a page of described items as read from Redis.
+type StoredPage struct {
+	CatalogVersion   int64
+	TotalSwipes      int    // the student's counted swipes (patched by swipes)
+	TotalCount       int    // schools eligible (patched by swipes)
+	Complete         bool   // the profile is complete (POST /recommendations serves it)
+	AlgorithmVersion string // the ranking the feed was built with
+	Weights          []byte // the preference weights shown, a JSON object
+	Items            []byte // the page's JSON objects joined by commas; empty for an empty page
+}
+
+// ParsePage reads a page read's answer. The slices alias raw.
+func ParsePage(raw []byte) (StoredPage, error) {
+	var p StoredPage
+	head, rest, ok := bytes.Cut(raw, []byte("\n"))
+	if !ok {
+		return p, errors.New("stored page: no header line")
+	}
+	env, items, ok := bytes.Cut(rest, []byte("\n"))
+	if !ok {
+		return p, errors.New("stored page: no envelope line")
+	}
+	nums := strings.Fields(string(head))
+	if len(nums) != 3 {
+		return p, fmt.Errorf("stored page: malformed header %q", head)
+	}
+	var ints [3]int64
+	for i, s := range nums {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return p, fmt.Errorf("stored page: header: %w", err)
+		}
+		ints[i] = v
+	}
+	p.CatalogVersion, p.TotalSwipes, p.TotalCount = ints[0], int(ints[1]), int(ints[2])
+	complete, env, ok1 := bytes.Cut(env, []byte(" "))
+	algo, weights, ok2 := bytes.Cut(env, []byte(" "))
+	if !ok1 || !ok2 {
+		return p, fmt.Errorf("stored page: malformed envelope %q", env)
+	}
+	p.Complete = string(complete) == "1"
+	p.AlgorithmVersion, p.Weights, p.Items = string(algo), weights, items
+	return p, nil
+}
+
+// Page reads items [offset, offset+limit) of a student's feed as the
+// standard envelope shows them, remembering its probes as served, in one
+// round trip. ErrNotBuilt when the feed is not there or the page reaches
+// past the described items.
+func (s *Feeds) Page(ctx context.Context, studentID string, offset, limit int, probeTTLMillis, nowMillis int64) (StoredPage, error) {
+	var p StoredPage
+	err := s.call(ctx, "read a page", func(ctx context.Context) error {
+		var cmd *redis.Cmd
+		err := handover.Exec(ctx, s.rdb, []*redis.Script{pageRead}, func(pipe redis.Pipeliner) error {
+			cmd = pageRead.EvalSha(ctx, pipe, PageKeys(studentID), PageArgs(offset, limit, nowMillis, probeTTLMillis)...)
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		raw, err := cmd.Text()
+		if errors.Is(err, redis.Nil) {
+			return ErrNotBuilt
+		}
+		if err != nil {
+			return err
+		}
+		p, err = ParsePage([]byte(raw))
+		return err
+	})
+	return p, err
+}
