@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -86,8 +87,39 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// standardMethods are the methods of RFC 9110 (and PATCH): the only
+// values the method label of metrics and logs takes besides OTHER.
+var standardMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace}
+
+// methodLabel is the method as metrics and logs record it: a standard
+// method, or OTHER for anything a client made up, so no client input
+// becomes a label (decisions.md, "HTTP").
+func methodLabel(m string) string {
+	if slices.Contains(standardMethods, m) {
+		return m
+	}
+	return "OTHER"
+}
+
+// maxLoggedPath is how much of a request's path a log line or an error
+// message carries; the rest is cut (a path may be up to 64 KiB).
+const maxLoggedPath = 256
+
+// clip cuts s to at most n bytes (on a rune boundary), marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
+}
+
 // observe logs each request as one JSON line and records its metrics under
-// the route pattern (not the raw path, which would explode cardinality).
+// the route pattern and the method label (methodLabel): never the raw
+// path or method, which would let clients mint series.
 func observe(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -102,8 +134,9 @@ func observe(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler 
 			if route == "" {
 				route = "unmatched"
 			}
-			m.Requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
-			m.Duration.WithLabelValues(route, r.Method).Observe(took.Seconds())
+			method := methodLabel(r.Method)
+			m.Requests.WithLabelValues(route, method, strconv.Itoa(sw.status)).Inc()
+			m.Duration.WithLabelValues(route, method).Observe(took.Seconds())
 			level := slog.LevelInfo
 			switch {
 			case sw.status == http.StatusServiceUnavailable:
@@ -113,9 +146,9 @@ func observe(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler 
 			}
 			log.LogAttrs(r.Context(), level, "request",
 				slog.String("request_id", RequestIDFrom(r.Context())),
-				slog.String("method", r.Method),
+				slog.String("method", method),
 				slog.String("route", route),
-				slog.String("path", r.URL.Path),
+				slog.String("path", clip(r.URL.Path, maxLoggedPath)),
 				slog.Int("status", sw.status),
 				slog.Int("bytes", sw.bytes),
 				slog.Float64("ms", float64(took.Microseconds())/1000),

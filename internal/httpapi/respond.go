@@ -54,7 +54,7 @@ func respondErr(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	}
 	var de *domain.Error
 	if !errors.As(err, &de) || de.Kind == domain.KindInternal {
-		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
+		log.ErrorContext(r.Context(), "request failed", "method", methodLabel(r.Method), "path", clip(r.URL.Path, maxLoggedPath),
 			"request_id", RequestIDFrom(r.Context()), "err", err)
 		writeError(w, http.StatusInternalServerError, domain.CodeInternal,
 			"internal error; quote request id "+RequestIDFrom(r.Context())+" when reporting it", nil)
@@ -65,7 +65,7 @@ func respondErr(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	case domain.KindUnauthenticated:
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 	case domain.KindUnavailable:
-		log.WarnContext(r.Context(), "dependency unavailable", "path", r.URL.Path,
+		log.WarnContext(r.Context(), "dependency unavailable", "path", clip(r.URL.Path, maxLoggedPath),
 			"request_id", RequestIDFrom(r.Context()), "err", err)
 		if w.Header().Get("Retry-After") == "" {
 			w.Header().Set("Retry-After", "1")
