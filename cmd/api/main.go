@@ -72,8 +72,13 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	}
 	defer rdb.Close()
 
+	if len(cfg.AuthInsecure) > 0 {
+		log.WarnContext(ctx, "AUTH_ALLOW_INSECURE=1: unsafe authentication settings are active; never run this way in production",
+			"settings", cfg.AuthInsecure)
+	}
 	verifier, err := auth.NewVerifier(ctx, auth.VerifierOptions{
 		JWKSURL: cfg.JWKSURL, HS256Secret: cfg.HS256Secret, Issuer: cfg.Issuer, Audience: cfg.Audience, Log: log,
+		MaxLifetime: cfg.MaxTokenLifetime,
 	})
 	if err != nil {
 		return err

@@ -106,7 +106,13 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		"bad cors":               {map[string]string{"AUTH_HS256_SECRET": secret, "CORS_ALLOWED_ORIGINS": "not a url"}, "CORS_ALLOWED_ORIGINS"},
 		"missing endpoints file": {map[string]string{"AUTH_HS256_SECRET": secret, "WEBHOOK_ENDPOINTS_FILE": "/nonexistent/endpoints.yaml"}, "WEBHOOK_ENDPOINTS_FILE"},
 		"bad endpoint":           {map[string]string{"AUTH_HS256_SECRET": secret, "WEBHOOK_ENDPOINTS_FILE": badEndpointsFile}, `endpoint 1 (http://a.example/x): unknown event "swipe.delete"`},
-		"postgres down":          {map[string]string{"AUTH_HS256_SECRET": secret, "DATABASE_URL": "postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=2"}, "postgres"},
+		"secret beside jwks": {map[string]string{"AUTH_HS256_SECRET": secret, "AUTH_JWKS_URL": "https://id.example.com/jwks.json",
+			"AUTH_ISSUER": "https://id.example.com/", "AUTH_AUDIENCE": "matching"}, "AUTH_HS256_SECRET: the development secret must not be set together with AUTH_JWKS_URL"},
+		"plain http jwks": {map[string]string{"AUTH_JWKS_URL": "http://id.example.com/jwks.json",
+			"AUTH_ISSUER": "https://id.example.com/", "AUTH_AUDIENCE": "matching"}, "AUTH_JWKS_URL: must be https"},
+		"jwks without audience": {map[string]string{"AUTH_JWKS_URL": "https://id.example.com/jwks.json",
+			"AUTH_ISSUER": "https://id.example.com/"}, "AUTH_AUDIENCE: must be set with AUTH_JWKS_URL"},
+		"postgres down": {map[string]string{"AUTH_HS256_SECRET": secret, "DATABASE_URL": "postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=2"}, "postgres"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
