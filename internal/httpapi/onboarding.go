@@ -107,7 +107,8 @@ func parseProfile(body []byte) (studentID string, p domain.ProfilePatch, problem
 		for i, m := range majors.Value {
 			mj, ok := domain.ParseMajor(m)
 			if !ok {
-				f.bad("intended_majors["+itoa(i)+"]", "is not a known major; use a key such as computer, engineering, business_marketing, biological or health")
+				f.bad("intended_majors["+itoa(i)+"]", "is not a known major; use a key such as computer, engineering, business_marketing, "+
+					"biological or health, a name such as Computer Science or Communications, or a CIP code such as 11.0701")
 				continue
 			}
 			if !slices.Contains(out, mj) {
