@@ -23,8 +23,9 @@ type tokenCache struct {
 type cacheShard struct {
 	mu      sync.RWMutex
 	entries map[[32]byte]cacheEntry
-	ring    [][32]byte // keys in insertion order; next is the oldest
+	ring    [][32]byte // keys in insertion order, up to size of them; once full, next is the oldest
 	next    int
+	size    int
 }
 
 // maxShards bounds lock contention: a verification takes one shard's lock.
@@ -35,7 +36,7 @@ func newTokenCache(size int) *tokenCache {
 	per := max(size/n, 1)
 	c := &tokenCache{shards: make([]cacheShard, n)}
 	for i := range c.shards {
-		c.shards[i] = cacheShard{entries: make(map[[32]byte]cacheEntry, per), ring: make([][32]byte, per)}
+		c.shards[i] = cacheShard{entries: map[[32]byte]cacheEntry{}, size: per}
 	}
 	return c
 }
@@ -61,12 +62,16 @@ func (c *tokenCache) put(key [32]byte, e cacheEntry) {
 		s.entries[key] = e
 		return
 	}
+	s.entries[key] = e
+	if len(s.ring) < s.size {
+		s.ring = append(s.ring, key)
+		return
+	}
 	// The slot's previous key is the oldest insert; it may be gone already
 	// (removed, or inserted again since, in which case it goes early).
 	delete(s.entries, s.ring[s.next])
 	s.ring[s.next] = key
 	s.next = (s.next + 1) % len(s.ring)
-	s.entries[key] = e
 }
 
 func (c *tokenCache) remove(key [32]byte) {

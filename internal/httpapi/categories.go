@@ -117,7 +117,7 @@ type categorySwipeResponse struct {
 // ranked with the new prior) and returns the prior weights now.
 func handleCategorySwipe(log *slog.Logger, c Categories, s CategorySwipes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[categorySwipeRequest](r)
+		req, err := decode[categorySwipeRequest](r, categorySwipeBody)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return

@@ -76,13 +76,13 @@ func (q continuousRequest) parse(idemKey string) (int, []command.SwipeInput, map
 	if len(q.Swipes) == 0 {
 		return limit, nil, problems
 	}
-	var raw []json.RawMessage
-	if string(q.Swipes) == "null" || json.Unmarshal(q.Swipes, &raw) != nil {
-		problems["swipes"] = "must be an array of swipes"
-		return limit, nil, problems
-	}
-	if len(raw) > query.MaxContinuousSwipes {
+	raw, tooMany, ok := elements(q.Swipes, query.MaxContinuousSwipes)
+	switch {
+	case tooMany:
 		problems["swipes"] = "must have at most " + strconv.Itoa(query.MaxContinuousSwipes) + " entries"
+		return limit, nil, problems
+	case !ok:
+		problems["swipes"] = "must be an array of swipes"
 		return limit, nil, problems
 	}
 	swipes := make([]command.SwipeInput, len(raw))
@@ -147,7 +147,7 @@ func handleContinuousFeed(log *slog.Logger, c ContinuousFeed) http.Handler {
 		return notImplemented(log)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[continuousRequest](r)
+		req, err := decode[continuousRequest](r, continuousBody)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return

@@ -77,7 +77,7 @@ type feedbackResponse struct {
 // handleFeedback answers POST /feedback.
 func handleFeedback(log *slog.Logger, fb FeedbackRecorder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[feedbackRequest](r)
+		req, err := decode[feedbackRequest](r, feedbackBody)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -252,8 +251,11 @@ func studentFrom(ctx context.Context) string {
 	return id
 }
 
-// limitedBody marks a body already read under MaxBodyBytes.
-type limitedBody struct{ *bytes.Reader }
+// limitedBody is a body already read under MaxBodyBytes: b, replayed.
+type limitedBody struct {
+	*bytes.Reader
+	b []byte
+}
 
 func (limitedBody) Close() error { return nil }
 
@@ -266,7 +268,7 @@ func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Ha
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id := chi.URLParam(r, "student_id")
 			if id == "" && r.Body != nil && r.Body != http.NoBody {
-				b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+				b, err := readLimited(w, r)
 				if err != nil {
 					var mbe *http.MaxBytesError
 					if errors.As(err, &mbe) {
@@ -276,7 +278,7 @@ func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Ha
 					respondErr(w, r, log, domain.Invalid("could not read the request body", map[string]string{"body": "unreadable"}))
 					return
 				}
-				r.Body = limitedBody{bytes.NewReader(b)}
+				r.Body = limitedBody{bytes.NewReader(b), b}
 				var repeated bool
 				if id, repeated = bodyStudentID(b); repeated {
 					respondErr(w, r, log, domain.Invalid("student_id is given more than once",
@@ -308,29 +310,34 @@ func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Ha
 // a string. Every key encoding/json would match to student_id counts (it
 // compares names case-insensitively); repeated reports more than one, which
 // the caller refuses: decoders disagree on which one wins, and the id that
-// is authorized must be the id the handler acts on.
+// is authorized must be the id the handler acts on. The body is walked in
+// place (members): nothing but the id is copied.
 func bodyStudentID(b []byte) (id string, repeated bool) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return "", false
-	}
 	seen := 0
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return "", false
-		}
-		if key, _ := tok.(string); strings.EqualFold(key, "student_id") {
+	ok := members(b, func(key, value []byte) bool {
+		if isStudentIDKey(key) {
 			seen++
 			id = ""
-			_ = json.Unmarshal(v, &id)
+			_ = json.Unmarshal(value, &id)
 		}
+		return true
+	})
+	if !ok {
+		return "", false
 	}
 	return id, seen > 1
+}
+
+// isStudentIDKey reports whether a raw JSON key matches student_id as
+// encoding/json matches names (escapes decoded, case folded).
+func isStudentIDKey(key []byte) bool {
+	switch {
+	case len(key) > 64: // student_id spelled with every letter escaped is 60 bytes
+		return false
+	case hasEscape(key):
+		return strings.EqualFold(keyString(key), "student_id")
+	}
+	return bytes.EqualFold(key, []byte("student_id"))
 }
 
 // Limiter counts a request against a group's allowance for key.

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/mail"
@@ -26,9 +25,16 @@ var (
 	zipRe  = regexp.MustCompile(`^[0-9]{5}(-[0-9]{4})?$`)
 )
 
-var onboardingFields = []string{"student_id", "name", "email", "graduation_year", "gpa", "test_scores",
-	"home", "state", "zip", "max_distance_miles", "budget", "family_income", "intended_majors",
-	"preferred_size", "preferred_setting"}
+// onboardingScalarFields are the onboarding fields whose values are not
+// objects or arrays; onboardingFields are all of them.
+var (
+	onboardingScalarFields = []string{"student_id", "name", "email", "graduation_year", "gpa", "state", "zip",
+		"max_distance_miles", "budget", "family_income", "preferred_size", "preferred_setting"}
+	onboardingFields = append([]string{"test_scores", "home", "intended_majors"}, onboardingScalarFields...)
+)
+
+// maxIntendedMajors is the most intended_majors a profile holds.
+const maxIntendedMajors = 10
 
 // parseProfile validates an onboarding body into a patch; problems maps
 // each offending (dotted) field to what is wrong with it.
@@ -102,7 +108,7 @@ func parseProfile(body []byte) (studentID string, p domain.ProfilePatch, problem
 	p.MaxDistanceMiles = f.Int("max_distance_miles", 1, 5000)
 	p.Budget = f.Int("budget", 0, 1_000_000)
 	p.FamilyIncome = f.Int("family_income", 0, 100_000_000)
-	if majors := f.StringArray("intended_majors", 10); majors.Set {
+	if majors := f.StringArray("intended_majors", maxIntendedMajors); majors.Set {
 		var out []domain.Major
 		for i, m := range majors.Value {
 			mj, ok := domain.ParseMajor(m)
@@ -201,13 +207,16 @@ func handleOnboardingMinimal(log *slog.Logger, o Onboarding) http.Handler {
 		Missing         []string    `json:"missing"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := checkContentType(r); err != nil {
+		body, err := readBody(r)
+		if err != nil {
 			respondErr(w, r, log, err)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBodyBytes))
-		if err != nil {
-			respondErr(w, r, log, decodeError(err))
+		// Only what stops the reading (depth, array lengths) is answered
+		// from the shape: every other problem, unknown and repeated fields
+		// included, is reported at once by parseProfile.
+		if p := scanShape(body, onboardingBody); p.fatal {
+			respondErr(w, r, log, p.err())
 			return
 		}
 		if !json.Valid(body) {

@@ -80,7 +80,7 @@ func intField(raw json.RawMessage, lo, hi, def int) (int, string) {
 // student's ranked feed in the union envelope of decisions.md.
 func handleRecommendations(log *slog.Logger, q Queries) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[recommendationsRequest](r)
+		req, err := decode[recommendationsRequest](r, recommendationsBody)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
@@ -160,27 +160,37 @@ func etagMatches(header, etag string) bool {
 // maxBatchSchools is the most ids POST /m/batch/schools takes (decisions.md).
 const maxBatchSchools = 100
 
-// batchSchoolsRequest is the body of POST /m/batch/schools.
+// batchSchoolsRequest is the body of POST /m/batch/schools. The array is
+// kept raw and read element by element, at most maxBatchSchools of them.
 type batchSchoolsRequest struct {
-	SchoolIDs []json.RawMessage `json:"school_ids"`
+	SchoolIDs json.RawMessage `json:"school_ids"`
 }
 
-func (q batchSchoolsRequest) Valid() map[string]string {
+// parse returns the ids, lower-cased, in request order; every problem is
+// reported, each id's under its index.
+func (q batchSchoolsRequest) parse() ([]string, map[string]string) {
 	problems := map[string]string{}
-	switch {
-	case q.SchoolIDs == nil:
+	if len(q.SchoolIDs) == 0 || string(q.SchoolIDs) == "null" {
 		problems["school_ids"] = "is required"
-	case len(q.SchoolIDs) > maxBatchSchools:
-		problems["school_ids"] = "must have at most " + strconv.Itoa(maxBatchSchools) + " entries"
-	default:
-		for i, raw := range q.SchoolIDs {
-			var id string
-			if json.Unmarshal(raw, &id) != nil || !isUUID(id) {
-				problems["school_ids["+strconv.Itoa(i)+"]"] = "must be a UUID"
-			}
-		}
+		return nil, problems
 	}
-	return problems
+	elems, tooMany, ok := elements(q.SchoolIDs, maxBatchSchools)
+	switch {
+	case tooMany:
+		problems["school_ids"] = "must have at most " + strconv.Itoa(maxBatchSchools) + " entries"
+		return nil, problems
+	case !ok:
+		problems["school_ids"] = "must be an array of school ids"
+		return nil, problems
+	}
+	ids := make([]string, len(elems))
+	for i, raw := range elems {
+		if json.Unmarshal(raw, &ids[i]) != nil || !isUUID(ids[i]) {
+			problems["school_ids["+strconv.Itoa(i)+"]"] = "must be a UUID"
+		}
+		ids[i] = strings.ToLower(ids[i])
+	}
+	return ids, problems
 }
 
 // handleBatchSchools answers POST /m/batch/schools from the in-memory
@@ -188,15 +198,15 @@ func (q batchSchoolsRequest) Valid() map[string]string {
 // ids not served in missing.
 func handleBatchSchools(log *slog.Logger, q Queries) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[batchSchoolsRequest](r)
+		req, err := decode[batchSchoolsRequest](r, batchSchoolsBody)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
 		}
-		ids := make([]string, len(req.SchoolIDs))
-		for i, raw := range req.SchoolIDs {
-			_ = json.Unmarshal(raw, &ids[i]) // checked by Valid
-			ids[i] = strings.ToLower(ids[i])
+		ids, problems := req.parse()
+		if len(problems) > 0 {
+			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
+			return
 		}
 		encode(w, http.StatusOK, q.Schools(r.Context(), ids))
 	})

@@ -118,7 +118,7 @@ const IdempotentReplayedHeader = "Idempotent-Replayed"
 // harmless is the body's swipe_id, else the Idempotency-Key header.
 func handleSwipe(log *slog.Logger, swipes Swipes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[swipeRequest](r)
+		req, err := decode[swipeRequest](r, swipeBody)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return

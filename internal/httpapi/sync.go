@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -22,8 +23,8 @@ type Sync interface {
 // syncPushRequest is the body of POST /m/sync/push. Each change is read on
 // its own, so a bad change is rejected alone rather than failing the batch.
 type syncPushRequest struct {
-	StudentID json.RawMessage   `json:"student_id"`
-	Changes   []json.RawMessage `json:"changes"`
+	StudentID json.RawMessage `json:"student_id"`
+	Changes   json.RawMessage `json:"changes"`
 }
 
 // syncPullRequest is the body of POST /m/sync/pull.
@@ -42,29 +43,46 @@ func checkStudentID(raw json.RawMessage, problems map[string]string) {
 	}
 }
 
+// parse checks the push as a whole and reads each change on its own (a
+// bad change is rejected alone, by Push).
+func (q syncPushRequest) parse() ([]offline.Change, map[string]string) {
+	problems := map[string]string{}
+	checkStudentID(q.StudentID, problems)
+	var elems [][]byte
+	if len(q.Changes) == 0 || string(q.Changes) == "null" {
+		problems["changes"] = "is required (an array of at most " + strconv.Itoa(offline.MaxChanges) + " changes)"
+	} else {
+		var tooMany, ok bool
+		elems, tooMany, ok = elements(q.Changes, offline.MaxChanges)
+		switch {
+		case tooMany:
+			problems["changes"] = "must hold at most " + strconv.Itoa(offline.MaxChanges) + " changes"
+		case !ok:
+			problems["changes"] = "must be an array of changes"
+		}
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	changes := make([]offline.Change, len(elems))
+	for i, raw := range elems {
+		changes[i] = parseChange(raw)
+	}
+	return changes, nil
+}
+
 // handleSyncPush answers POST /m/sync/push.
 func handleSyncPush(log *slog.Logger, sync Sync) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[syncPushRequest](r)
+		req, err := decode[syncPushRequest](r, syncPushBody)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
 		}
-		problems := map[string]string{}
-		checkStudentID(req.StudentID, problems)
-		switch {
-		case req.Changes == nil:
-			problems["changes"] = "is required (an array of at most 500 changes)"
-		case len(req.Changes) > offline.MaxChanges:
-			problems["changes"] = "must hold at most " + strconv.Itoa(offline.MaxChanges) + " changes, got " + strconv.Itoa(len(req.Changes))
-		}
+		changes, problems := req.parse()
 		if len(problems) > 0 {
 			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
 			return
-		}
-		changes := make([]offline.Change, len(req.Changes))
-		for i, raw := range req.Changes {
-			changes[i] = parseChange(raw)
 		}
 		res, err := sync.Push(r.Context(), studentFrom(r.Context()), changes)
 		if err != nil {
@@ -84,25 +102,43 @@ var changeFields = []string{"id", "type", "school_id", "direction", "interaction
 // kept when it has one, so it is rejected under that id.
 func parseChange(raw json.RawMessage) offline.Change {
 	c := offline.Change{Set: map[string]bool{}}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+	var problems []string
+	nProblems := 0
+	problem := func(p string) {
+		nProblems++
+		if len(problems) < maxReported {
+			problems = append(problems, p)
+		}
+	}
+	vals := make([][]byte, len(changeFields))
+	ok := members(raw, func(rawKey, value []byte) bool {
+		i := knownIndex(changeFields, rawKey)
+		switch {
+		case i < 0:
+			nProblems++
+			if len(problems) < maxReported {
+				problems = append(problems, clip(keyString(rawKey), 64)+" is not a known field")
+			}
+		case vals[i] != nil:
+			problem(changeFields[i] + " is given more than once")
+		default:
+			vals[i] = value
+		}
+		return true
+	})
+	if !ok {
 		c.Problem = "a change must be a JSON object"
 		return c
 	}
-	var problems []string
-	for k := range m {
-		if !contains(changeFields, k) {
-			problems = append(problems, k+" is not a known field")
-		}
-	}
+	get := func(name string) []byte { return vals[slices.Index(changeFields, name)] }
 	str := func(name string, dst *string) {
-		v, ok := m[name]
-		if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		v := get(name)
+		if v == nil || bytes.Equal(v, []byte("null")) {
 			return
 		}
 		c.Set[name] = true
 		if json.Unmarshal(v, dst) != nil {
-			problems = append(problems, name+" must be a string")
+			problem(name + " must be a string")
 		}
 	}
 	str("id", &c.ID)
@@ -113,20 +149,20 @@ func parseChange(raw json.RawMessage) offline.Change {
 	str("reason", &c.Reason)
 	str("comment", &c.Comment)
 	str("occurred_at", &c.OccurredAt)
-	if v, ok := m["time_spent"]; ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+	if v := get("time_spent"); v != nil && !bytes.Equal(v, []byte("null")) {
 		c.Set["time_spent"] = true
 		var f float64
 		if json.Unmarshal(v, &f) != nil {
-			problems = append(problems, "time_spent must be a number")
+			problem("time_spent must be a number")
 		} else {
 			c.TimeSpent = &f
 		}
 	}
-	if len(problems) > 0 {
+	if nProblems > 0 {
 		sort.Strings(problems)
 		c.Problem = problems[0]
-		if len(problems) > 1 {
-			c.Problem += " (and " + strconv.Itoa(len(problems)-1) + " more problems)"
+		if nProblems > 1 {
+			c.Problem += " (and " + strconv.Itoa(nProblems-1) + " more problems)"
 		}
 	}
 	return c
@@ -135,7 +171,7 @@ func parseChange(raw json.RawMessage) offline.Change {
 // handleSyncPull answers POST /m/sync/pull.
 func handleSyncPull(log *slog.Logger, sync Sync) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[syncPullRequest](r)
+		req, err := decode[syncPullRequest](r, syncPullBody)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return

@@ -11,7 +11,7 @@ import (
 // complete profile or not.
 func handleRecommendationsV2(log *slog.Logger, q Queries) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[recommendationsRequest](r)
+		req, err := decode[recommendationsRequest](r, recommendationsBody)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
