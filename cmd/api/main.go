@@ -22,6 +22,7 @@ import (
 	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/config"
 	"github.com/collegematch/matching/internal/httpapi"
+	"github.com/collegematch/matching/internal/memlimit"
 	"github.com/collegematch/matching/internal/metrics"
 	"github.com/collegematch/matching/internal/offline"
 	"github.com/collegematch/matching/internal/ops"
@@ -58,6 +59,12 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("service", "api")
 	log.InfoContext(ctx, "starting", "version", buildinfo.Version, "config", cfg)
+	// A soft memory limit under the container's (docs/security.md).
+	if res, err := memlimit.Apply(cfg.GoMemLimitSet, memlimit.Default); err != nil {
+		log.WarnContext(ctx, "cannot read the container's memory limit; no soft memory limit set", "err", err)
+	} else {
+		log.InfoContext(ctx, "memory limit", "from", res.From, "limit_bytes", res.Limit, "container_bytes", res.Container)
+	}
 
 	pool, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
