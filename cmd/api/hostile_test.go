@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -218,4 +219,84 @@ func TestMadeUpMethodsMintNoSeries(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(line), &entry))
 		require.True(t, slices.Contains(standardMethods, entry.Method), "logged method %.64q", entry.Method)
 	}
+}
+
+// 300 connections trickling a request one byte a second (half still in
+// their headers, half in a body they announced) leave everyone else's
+// requests unaffected: every normal request in the meantime, each on a
+// fresh connection, answers within a second.
+func TestSlowClientsLeaveOthersUnaffected(t *testing.T) {
+	public, _, _ := startAPI(t, nil)
+	student := uuid.NewString()
+	tok, err := auth.MintHS256([]byte(secret), auth.MintOptions{Subject: student, TTL: time.Hour})
+	require.NoError(t, err)
+	host := strings.TrimPrefix(public, "http://")
+
+	const slow = 300
+	conns := make([]net.Conn, 0, slow)
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	var prefixes []string
+	for i := range slow {
+		c, err := net.DialTimeout("tcp", host, 5*time.Second)
+		require.NoError(t, err)
+		conns = append(conns, c)
+		if i%2 == 0 {
+			prefixes = append(prefixes, "GET /health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+tok+"\r\nX-Slow: ")
+		} else {
+			prefixes = append(prefixes, "POST /v2/onboarding/minimal HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+tok+
+				"\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"name\":\"")
+		}
+		_, err = c.Write([]byte(prefixes[i]))
+		require.NoError(t, err)
+	}
+	stop := make(chan struct{})
+	trickled := make(chan struct{})
+	go func() { // one byte a second on every slow connection
+		defer close(trickled)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				for _, c := range conns {
+					_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+					_, _ = c.Write([]byte("a"))
+				}
+			}
+		}
+	}()
+
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	profile := `{"name":"Ada","email":"ada@example.com","graduation_year":"2027"}`
+	var worst time.Duration
+	n := 0
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); n++ {
+		var req *http.Request
+		if n%2 == 0 {
+			req, _ = http.NewRequest(http.MethodGet, public+"/health", nil)
+		} else {
+			req, _ = http.NewRequest(http.MethodPost, public+"/v2/onboarding/minimal", strings.NewReader(profile))
+			req.Header.Set("Content-Type", "application/json")
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		start := time.Now()
+		res, err := client.Do(req)
+		require.NoError(t, err, "request %d", n)
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		took := time.Since(start)
+		worst = max(worst, took)
+		require.Less(t, res.StatusCode, 300, "%s", b)
+		require.Less(t, took, time.Second, "request %d took %s", n, took)
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	<-trickled
+	t.Logf("%d normal requests beside %d trickling connections; slowest %s", n, slow, worst)
 }

@@ -138,6 +138,20 @@ func (q continuousRequest) parse(idemKey string) (int, []command.SwipeInput, map
 	return limit, swipes, problems
 }
 
+// readContinuous decodes and validates POST /continuous-feed: the limit
+// and the swipes sent along, in order.
+func readContinuous(r *http.Request) (int, []command.SwipeInput, error) {
+	req, err := decode[continuousRequest](r, continuousBody)
+	if err != nil {
+		return 0, nil, err
+	}
+	limit, swipes, problems := req.parse(strings.TrimSpace(r.Header.Get("Idempotency-Key")))
+	if len(problems) > 0 {
+		return 0, nil, domain.Invalid(summarize(problems), problems)
+	}
+	return limit, swipes, nil
+}
+
 // handleContinuousFeed answers POST /continuous-feed: it records the swipes
 // sent along, in order, as POST /swipe would, then answers the next items
 // of the student's feed in the envelope of POST /recommendations. Without
@@ -147,14 +161,9 @@ func handleContinuousFeed(log *slog.Logger, c ContinuousFeed) http.Handler {
 		return notImplemented(log)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[continuousRequest](r, continuousBody)
+		limit, swipes, err := readContinuous(r)
 		if err != nil {
 			respondErr(w, r, log, err)
-			return
-		}
-		limit, swipes, problems := req.parse(strings.TrimSpace(r.Header.Get("Idempotency-Key")))
-		if len(problems) > 0 {
-			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
 			return
 		}
 		page, err := c.ContinuousFeed(r.Context(), studentFrom(r.Context()), limit, swipes)

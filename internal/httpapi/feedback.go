@@ -74,17 +74,25 @@ type feedbackResponse struct {
 	UpdatedWeights    bool               `json:"updated_weights"`
 }
 
+// readFeedback decodes and validates POST /feedback.
+func readFeedback(r *http.Request) (command.FeedbackInput, error) {
+	req, err := decode[feedbackRequest](r, feedbackBody)
+	if err != nil {
+		return command.FeedbackInput{}, err
+	}
+	in, problems := req.parse()
+	if len(problems) > 0 {
+		return command.FeedbackInput{}, domain.Invalid(summarize(problems), problems)
+	}
+	return in, nil
+}
+
 // handleFeedback answers POST /feedback.
 func handleFeedback(log *slog.Logger, fb FeedbackRecorder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[feedbackRequest](r, feedbackBody)
+		in, err := readFeedback(r)
 		if err != nil {
 			respondErr(w, r, log, err)
-			return
-		}
-		in, problems := req.parse()
-		if len(problems) > 0 {
-			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
 			return
 		}
 		in.StudentID = studentFrom(r.Context())

@@ -375,12 +375,11 @@ func (s *jsonScan) str() ([]byte, bool) {
 	}
 	start := s.i + 1
 	for i := start; i < len(s.b); i++ {
-		switch s.b[i] {
-		case '\\':
-			i++
-		case '"':
+		if c := s.b[i]; c == '"' {
 			s.i = i + 1
 			return s.b[start:i], true
+		} else if c == '\\' {
+			i++
 		}
 	}
 	return nil, false
@@ -394,18 +393,30 @@ func (s *jsonScan) scalar() bool {
 		return ok
 	case c == '-' || (c >= '0' && c <= '9'):
 		start := s.i
-		for s.i < len(s.b) && strings.IndexByte("+-.0123456789eE", s.b[s.i]) >= 0 {
+		for s.i < len(s.b) && numberByte(s.b[s.i]) {
 			s.i++
 		}
 		return s.i > start
-	}
-	for _, lit := range []string{"true", "false", "null"} {
-		if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
-			s.i += len(lit)
-			return true
-		}
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
 	}
 	return false
+}
+
+func numberByte(c byte) bool {
+	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+func (s *jsonScan) literal(lit string) bool {
+	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
+		return false
+	}
+	s.i += len(lit)
+	return true
 }
 
 // skip reads any value, nested at most maxDepth deep.

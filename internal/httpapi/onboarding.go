@@ -197,6 +197,30 @@ func toProfileJSON(s domain.Student) profileJSON {
 	return p
 }
 
+// readProfile decodes and validates POST /v2/onboarding/minimal: the
+// body's student_id ("" when absent) and the profile patch.
+func readProfile(r *http.Request) (string, domain.ProfilePatch, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return "", domain.ProfilePatch{}, err
+	}
+	// Only what stops the reading (depth, array lengths) is answered from
+	// the shape: every other problem, unknown and repeated fields
+	// included, is reported at once by parseProfile.
+	if p := scanShape(body, onboardingBody); p.fatal {
+		return "", domain.ProfilePatch{}, p.err()
+	}
+	if !json.Valid(body) {
+		var v any
+		return "", domain.ProfilePatch{}, decodeError(json.Unmarshal(body, &v))
+	}
+	id, patch, problems := parseProfile(body)
+	if len(problems) > 0 {
+		return "", domain.ProfilePatch{}, domain.Invalid(summarize(problems), problems)
+	}
+	return id, patch, nil
+}
+
 // handleOnboardingMinimal creates (201) or updates (200) the profile of the
 // token's student, or of body.student_id for a service token.
 func handleOnboardingMinimal(log *slog.Logger, o Onboarding) http.Handler {
@@ -207,26 +231,9 @@ func handleOnboardingMinimal(log *slog.Logger, o Onboarding) http.Handler {
 		Missing         []string    `json:"missing"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := readBody(r)
+		id, patch, err := readProfile(r)
 		if err != nil {
 			respondErr(w, r, log, err)
-			return
-		}
-		// Only what stops the reading (depth, array lengths) is answered
-		// from the shape: every other problem, unknown and repeated fields
-		// included, is reported at once by parseProfile.
-		if p := scanShape(body, onboardingBody); p.fatal {
-			respondErr(w, r, log, p.err())
-			return
-		}
-		if !json.Valid(body) {
-			var v any
-			respondErr(w, r, log, decodeError(json.Unmarshal(body, &v)))
-			return
-		}
-		id, patch, problems := parseProfile(body)
-		if len(problems) > 0 {
-			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
 			return
 		}
 		claims, _ := auth.ClaimsFrom(r.Context())

@@ -76,17 +76,27 @@ func intField(raw json.RawMessage, lo, hi, def int) (int, string) {
 	return int(f), ""
 }
 
+// readPage decodes and validates the body of POST /recommendations and
+// POST /v2/recommendations: the page asked for.
+func readPage(r *http.Request) (limit, offset int, err error) {
+	req, err := decode[recommendationsRequest](r, recommendationsBody)
+	if err != nil {
+		return 0, 0, err
+	}
+	limit, _ = intField(req.Limit, 1, maxLimit, defaultLimit)
+	offset, _ = intField(req.Offset, 0, math.MaxInt32, 0)
+	return limit, offset, nil
+}
+
 // handleRecommendations answers POST /recommendations: one page of the
 // student's ranked feed in the union envelope of decisions.md.
 func handleRecommendations(log *slog.Logger, q Queries) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[recommendationsRequest](r, recommendationsBody)
+		limit, offset, err := readPage(r)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
 		}
-		limit, _ := intField(req.Limit, 1, maxLimit, defaultLimit)
-		offset, _ := intField(req.Offset, 0, math.MaxInt32, 0)
 		page, err := q.Recommendations(r.Context(), studentFrom(r.Context()), limit, offset)
 		if err != nil {
 			respondErr(w, r, log, err)
@@ -193,19 +203,28 @@ func (q batchSchoolsRequest) parse() ([]string, map[string]string) {
 	return ids, problems
 }
 
+// readBatchSchools decodes and validates POST /m/batch/schools: the ids,
+// lower-cased, in request order.
+func readBatchSchools(r *http.Request) ([]string, error) {
+	req, err := decode[batchSchoolsRequest](r, batchSchoolsBody)
+	if err != nil {
+		return nil, err
+	}
+	ids, problems := req.parse()
+	if len(problems) > 0 {
+		return nil, domain.Invalid(summarize(problems), problems)
+	}
+	return ids, nil
+}
+
 // handleBatchSchools answers POST /m/batch/schools from the in-memory
 // catalogue: compact records in request order, duplicates once, and the
 // ids not served in missing.
 func handleBatchSchools(log *slog.Logger, q Queries) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[batchSchoolsRequest](r, batchSchoolsBody)
+		ids, err := readBatchSchools(r)
 		if err != nil {
 			respondErr(w, r, log, err)
-			return
-		}
-		ids, problems := req.parse()
-		if len(problems) > 0 {
-			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
 			return
 		}
 		encode(w, http.StatusOK, q.Schools(r.Context(), ids))

@@ -71,17 +71,26 @@ func (q syncPushRequest) parse() ([]offline.Change, map[string]string) {
 	return changes, nil
 }
 
+// readSyncPush decodes and validates POST /m/sync/push as a whole; each
+// change carries its own problem, if any.
+func readSyncPush(r *http.Request) ([]offline.Change, error) {
+	req, err := decode[syncPushRequest](r, syncPushBody)
+	if err != nil {
+		return nil, err
+	}
+	changes, problems := req.parse()
+	if len(problems) > 0 {
+		return nil, domain.Invalid(summarize(problems), problems)
+	}
+	return changes, nil
+}
+
 // handleSyncPush answers POST /m/sync/push.
 func handleSyncPush(log *slog.Logger, sync Sync) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[syncPushRequest](r, syncPushBody)
+		changes, err := readSyncPush(r)
 		if err != nil {
 			respondErr(w, r, log, err)
-			return
-		}
-		changes, problems := req.parse()
-		if len(problems) > 0 {
-			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
 			return
 		}
 		res, err := sync.Push(r.Context(), studentFrom(r.Context()), changes)
@@ -168,24 +177,33 @@ func parseChange(raw json.RawMessage) offline.Change {
 	return c
 }
 
+// readSyncPull decodes and validates POST /m/sync/pull: the cursor, ""
+// for none.
+func readSyncPull(r *http.Request) (string, error) {
+	req, err := decode[syncPullRequest](r, syncPullBody)
+	if err != nil {
+		return "", err
+	}
+	problems := map[string]string{}
+	checkStudentID(req.StudentID, problems)
+	var cursor string
+	if len(req.Cursor) > 0 && string(req.Cursor) != "null" {
+		if json.Unmarshal(req.Cursor, &cursor) != nil {
+			problems["cursor"] = "must be a string (the cursor of the previous pull)"
+		}
+	}
+	if len(problems) > 0 {
+		return "", domain.Invalid(summarize(problems), problems)
+	}
+	return cursor, nil
+}
+
 // handleSyncPull answers POST /m/sync/pull.
 func handleSyncPull(log *slog.Logger, sync Sync) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[syncPullRequest](r, syncPullBody)
+		cursor, err := readSyncPull(r)
 		if err != nil {
 			respondErr(w, r, log, err)
-			return
-		}
-		problems := map[string]string{}
-		checkStudentID(req.StudentID, problems)
-		var cursor string
-		if len(req.Cursor) > 0 && string(req.Cursor) != "null" {
-			if json.Unmarshal(req.Cursor, &cursor) != nil {
-				problems["cursor"] = "must be a string (the cursor of the previous pull)"
-			}
-		}
-		if len(problems) > 0 {
-			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
 			return
 		}
 		res, err := sync.Pull(r.Context(), studentFrom(r.Context()), cursor)
