@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/collegematch/matching/internal/command"
@@ -54,8 +55,12 @@ func (q feedbackRequest) parse() (command.FeedbackInput, map[string]string) {
 	in.Reason = reason
 	if len(q.Comment) > 0 {
 		c, p := stringField(q.Comment)
-		if p == "" && utf8.RuneCountInString(c) > command.MaxCommentLength {
+		switch {
+		case p != "":
+		case utf8.RuneCountInString(c) > command.MaxCommentLength:
 			p = "must be at most " + strconv.Itoa(command.MaxCommentLength) + " characters"
+		case strings.ContainsRune(c, 0):
+			p = "must not contain NUL characters" // text PostgreSQL cannot store
 		}
 		if p != "" {
 			problems["comment"] = p
