@@ -47,9 +47,9 @@ test-hostile: ## hostile-input drills without -race: 100,000 mutated bodies, eve
 
 fuzz: ## run each request decoder's fuzz target for FUZZTIME (default 30s); new failing inputs land in testdata/fuzz
 	@for target in $(FUZZ_TARGETS); do \
-		echo "fuzz $$target"; $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./internal/httpapi || exit 1; \
+		echo "fuzz $$target"; $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/httpapi || exit 1; \
 	done
-	$(GO) test -run '^$$' -fuzz '^FuzzParseMajor$$' -fuzztime $(FUZZTIME) ./internal/domain
+	$(GO) test -run '^$$' -fuzz '^FuzzParseMajor$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/domain
 
 lint: ## gofmt check, go vet and staticcheck
 	@unformatted=$$(gofmt -l .); \
