@@ -19,7 +19,7 @@ import (
 // the decoders, which then work on bounded input.
 
 // maxDepth is how deeply any body may nest objects and arrays; the
-// deepest body the API takes ({"changes":[{...}]}) needs 2.
+// deepest body the API takes ({"changes":[{...}]}) nests 3 deep.
 const maxDepth = 8
 
 // maxReported is how many field problems one answer lists.
