@@ -24,3 +24,22 @@ var (
 		field{"home", object("lat", "lon")},
 		field{"intended_majors", arrayOf(maxIntendedMajors, nil)})
 )
+
+// bodyShapes are the shapes by route pattern (every route with a body is
+// a POST). actingStudent checks a body against its route's shape as soon
+// as it is read: a body that breaks a limit that stops the reading (an
+// array over its length, nesting too deep) is refused there, before the
+// body is walked for its student_id; the handler's decoder checks the
+// rest.
+var bodyShapes = map[string]*shape{
+	"/recommendations":              recommendationsBody,
+	"/v2/recommendations":           recommendationsBody,
+	"/continuous-feed":              continuousBody,
+	"/swipe":                        swipeBody,
+	"/feedback":                     feedbackBody,
+	"/v2/onboarding/category-swipe": categorySwipeBody,
+	"/m/batch/schools":              batchSchoolsBody,
+	"/m/sync/pull":                  syncPullBody,
+	"/m/sync/push":                  syncPushBody,
+	"/v2/onboarding/minimal":        onboardingBody,
+}

@@ -70,7 +70,7 @@ func knownIndex(known []string, rawKey []byte) int {
 		return slices.Index(known, keyString(rawKey))
 	}
 	for i, k := range known {
-		if string(rawKey) == k {
+		if len(rawKey) == len(k) && string(rawKey) == k {
 			return i
 		}
 	}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -313,7 +314,7 @@ func (s *shape) fieldIndex(key []byte) int {
 		name = []byte(keyString(key))
 	}
 	for i, f := range s.fields {
-		if string(name) == f.name {
+		if len(name) == len(f.name) && string(name) == f.name {
 			return i
 		}
 	}
@@ -332,14 +333,7 @@ func keyString(raw []byte) string {
 	return s
 }
 
-func hasEscape(b []byte) bool {
-	for _, c := range b {
-		if c == '\\' {
-			return true
-		}
-	}
-	return false
-}
+func hasEscape(b []byte) bool { return bytes.IndexByte(b, '\\') >= 0 }
 
 // jsonScan walks JSON text without decoding it. Its methods advance past
 // what they read and report false on malformed input (never panicking on
@@ -374,13 +368,23 @@ func (s *jsonScan) str() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.i + 1
-	for i := start; i < len(s.b); i++ {
-		if c := s.b[i]; c == '"' {
+	for i := start; i < len(s.b); {
+		q := bytes.IndexByte(s.b[i:], '"')
+		if q < 0 {
+			return nil, false
+		}
+		i += q
+		// The quote ends the string unless an odd run of backslashes
+		// escapes it.
+		n := 0
+		for j := i - 1; j >= start && s.b[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
 			s.i = i + 1
 			return s.b[start:i], true
-		} else if c == '\\' {
-			i++
 		}
+		i++
 	}
 	return nil, false
 }

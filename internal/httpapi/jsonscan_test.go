@@ -3,15 +3,20 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
+	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/metrics"
 )
 
 // zeros is a JSON array of n zeros.
@@ -205,4 +210,20 @@ func TestShapesMatchRequestTypes(t *testing.T) {
 		names = append(names, f.name)
 	}
 	assert.ElementsMatch(t, continuousSwipeFields, names)
+}
+
+// Every route that takes a body has its shape in bodyShapes, so its limits
+// apply before the body is walked for its student_id.
+func TestEveryBodyRouteHasAShape(t *testing.T) {
+	routes := chi.NewRouter() // the routes alone: no handler runs
+	addRoutes(routes, Deps{Log: slog.New(slog.DiscardHandler), Metrics: metrics.NewHTTP(prometheus.NewRegistry())})
+	posts := 0
+	require.NoError(t, chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if method == http.MethodPost {
+			posts++
+			assert.NotNil(t, bodyShapes[route], "POST %s has no shape", route)
+		}
+		return nil
+	}))
+	assert.Equal(t, len(bodyShapes), posts)
 }

@@ -262,7 +262,9 @@ func (limitedBody) Close() error { return nil }
 // actingStudent finds the student a request acts on (the student_id path
 // parameter, else the body's student_id field), refuses a student token
 // acting for someone else with 403, and stores the id for the rate limiter
-// and handlers. The body is read once, under the size cap, and replayed.
+// and handlers. The body is read once, under the size cap, and replayed;
+// one that breaks its route's array or depth limits is refused at once
+// (bodyShapes).
 func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -279,6 +281,12 @@ func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Ha
 					return
 				}
 				r.Body = limitedBody{bytes.NewReader(b), b}
+				if s := bodyShapes[chi.RouteContext(r.Context()).RoutePattern()]; s != nil && r.Method == http.MethodPost {
+					if p := scanShape(b, s); p.fatal {
+						respondErr(w, r, log, p.err())
+						return
+					}
+				}
 				var repeated bool
 				if id, repeated = bodyStudentID(b); repeated {
 					respondErr(w, r, log, domain.Invalid("student_id is given more than once",

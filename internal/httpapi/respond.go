@@ -182,7 +182,7 @@ func readBody(r *http.Request) ([]byte, error) {
 func readLimited(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	var buf bytes.Buffer
 	if n := r.ContentLength; n > 0 && n <= MaxBodyBytes {
-		buf.Grow(int(n) + 1)
+		buf.Grow(int(n) + bytes.MinRead) // room for the read that finds the end
 	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	return buf.Bytes(), err
