@@ -19,15 +19,22 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 export TEST_DATABASE_URL TEST_REDIS_URL
 
-.PHONY: help run test test-hostile fuzz lint migrate seed bench build tidy fmt up down clean clean-test-db
+.PHONY: help run test test-topologies test-hostile fuzz lint migrate seed bench build tidy fmt up down clean clean-test-db loadtest
+
+# The demo and docs pages (web/, built into internal/demo/dist and committed).
+NPM_CI := npm ci --ignore-scripts --no-audit --no-fund
+.PHONY: demo clients web web-check screenshots chromium
 
 help: ## list the targets
 	@echo "usage: make <target>"
 	@echo
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-zA-Z_-]*:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-zA-Z_-]*:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 run: ## migrate, seed if empty, run API and worker in the foreground, print a token
 	@scripts/run.sh
+
+demo: ## make run plus the demo page and API docs on 127.0.0.1:8081 (a fresh student each start)
+	@RUN_DEMO=1 scripts/run.sh
 
 test: ## start PostgreSQL and Redis if needed, then go test -race ./...
 	@DATABASE_URL='$(TEST_DATABASE_URL)' REDIS_URL='$(TEST_REDIS_URL)' scripts/services.sh
@@ -51,6 +58,10 @@ fuzz: ## run each request decoder's fuzz target for FUZZTIME (default 30s); new 
 	done
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMajor$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/domain
 
+test-topologies: ## only the tests on a Redis Cluster, Sentinel and PgBouncer (servers started by scripts/)
+	@DATABASE_URL='$(TEST_DATABASE_URL)' REDIS_URL='$(TEST_REDIS_URL)' scripts/services.sh
+	$(GO) test -race -count=1 -run 'TestRedisCluster|TestRedisSentinel|PgBouncer' ./internal/cache ./cmd/api ./cmd/worker
+
 lint: ## gofmt check, go vet and staticcheck
 	@unformatted=$$(gofmt -l .); \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
@@ -72,6 +83,9 @@ seed: ## fill the school catalogue when it is empty
 bench: ## run the benchmarks (no tests)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+loadtest: ## the service under load against same-run baselines (scripts/loadtest.sh; REF=rev also measures that build)
+	@scripts/loadtest.sh $(REF)
+
 build: ## build every command under cmd/ into bin/ (-trimpath, version from git)
 	@mkdir -p bin
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(BINARIES))
@@ -87,6 +101,25 @@ up: ## run the whole stack with docker compose (API on 127.0.0.1:8080)
 
 down: ## stop the docker compose stack (keeps the database volume)
 	docker compose down
+
+web/node_modules/.package-lock.json: web/package.json web/package-lock.json
+	cd web && $(NPM_CI)
+
+clients: web/node_modules/.package-lock.json ## regenerate the TypeScript client (web/src/api) from api/openapi.yaml
+	cd web && npm run --silent clients
+
+web: clients ## build the demo and docs pages into internal/demo/dist (commit the result)
+	cd web && npm run --silent build
+
+web-check: web/node_modules/.package-lock.json ## the committed client and pages match their sources; tsc --noEmit
+	cd web && npm run --silent check
+
+screenshots: ## run the browser test and keep its screenshots in docs/
+	@DATABASE_URL='$(TEST_DATABASE_URL)' REDIS_URL='$(TEST_REDIS_URL)' scripts/services.sh
+	DEMO_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestDemoInBrowser$$' -v ./cmd/matchctl
+
+chromium: ## install Debian's Chromium for the browser test (when missing)
+	@scripts/chromium.sh
 
 clean: ## remove bin/
 	rm -rf bin

@@ -7,8 +7,10 @@
 #      made once in .run/dev-secret and used;
 #   4. matchctl migrate, then matchctl seed (a no-op when schools exist);
 #   5. worker and API start, logging JSON to this terminal; once the API's
-#      /readyz answers, a development token and curl lines are printed.
-# Ctrl-C stops both.
+#      /readyz answers, a development token and curl lines are printed;
+#   6. with RUN_DEMO=1 (`make demo`), `matchctl demo` serves the demo page and
+#      the API docs on DEMO_ADDR (default 127.0.0.1:8081), as a fresh student.
+# Ctrl-C stops them all.
 #
 # Variables already in the environment win; a .env file (see .env.example)
 # fills in the ones that are not set. Defaults differ from the binaries' in
@@ -67,6 +69,11 @@ if [[ -z ${AUTH_HS256_SECRET:-} && -z ${AUTH_JWKS_URL:-} ]]; then
 	fi
 	AUTH_HS256_SECRET=$(<.run/dev-secret)
 	export AUTH_HS256_SECRET
+fi
+
+if [[ ${RUN_DEMO:-0} == 1 && -z ${AUTH_HS256_SECRET:-} ]]; then
+	log "make demo logs in with a development token: set AUTH_HS256_SECRET (or unset AUTH_JWKS_URL)"
+	exit 1
 fi
 
 bin/matchctl migrate >&2
@@ -136,9 +143,14 @@ Tokens come from the identity provider at AUTH_JWKS_URL; matchctl token needs AU
 EOF
 fi
 
-# Run until Ctrl-C, or until the API or the worker exits.
+if [[ ${RUN_DEMO:-0} == 1 ]]; then
+	bin/matchctl demo --addr "${DEMO_ADDR:-127.0.0.1:8081}" --api "$(url_for "$HTTP_ADDR" 127.0.0.1)" &
+	pids+=($!)
+fi
+
+# Run until Ctrl-C, or until the API, the worker or the demo exits.
 set +e
 wait -n "${pids[@]}"
 status=$?
-((status == 0)) || log "the API or the worker exited with status $status; stopping the other"
+((status == 0)) || log "a process exited with status $status; stopping the others"
 exit "$status"

@@ -23,23 +23,7 @@ import (
 	"github.com/collegematch/matching/internal/testutil"
 )
 
-// lockedBuffer collects what the API logs, from many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer (readiness_test.go) collects what the API logs.
 
 // startAPI runs the API as cmd/api runs it (run, with its servers and
 // timeouts) on a fresh database and returns its public and ops base URLs

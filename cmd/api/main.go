@@ -14,24 +14,19 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/collegematch/matching/internal/auth"
 	"github.com/collegematch/matching/internal/buildinfo"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/config"
+	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/httpapi"
 	"github.com/collegematch/matching/internal/memlimit"
 	"github.com/collegematch/matching/internal/metrics"
-	"github.com/collegematch/matching/internal/offline"
 	"github.com/collegematch/matching/internal/ops"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
-	"github.com/collegematch/matching/internal/tasks"
-	"github.com/collegematch/matching/internal/webhook"
-	"github.com/collegematch/matching/internal/wire"
 )
 
 func main() {
@@ -47,13 +42,6 @@ func main() {
 // both listeners are open (tests use it with ":0" addresses).
 func run(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- [2]string) error {
 	cfg, err := config.Load(getenv, config.RoleAPI)
-	if err != nil {
-		return err
-	}
-	// The same subscribers as the worker's, validated before anything
-	// starts: a row the API hands over is marked published, so its webhook
-	// tasks must be among the ones it queues.
-	endpoints, err := webhook.LoadFile(cfg.WebhookEndpointsFile)
 	if err != nil {
 		return err
 	}
@@ -73,11 +61,12 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	defer pool.Close()
 	db := store.New(pool)
 
-	rdb, err := cache.Open(cfg.RedisURL)
+	rdb, topology, err := cache.Open(ctx, cfg.RedisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
+	log.InfoContext(ctx, "redis", "topology", topology.String())
 
 	if len(cfg.AuthInsecure) > 0 {
 		log.WarnContext(ctx, "AUTH_ALLOW_INSECURE=1: unsafe authentication settings are active; never run this way in production",
@@ -103,7 +92,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	go catalog.Run(ctx)
 	feeds := cache.NewFeeds(rdb, cfg.FeedCacheTTL)
 	queries := query.New(query.Config{
-		Students: wire.Students{Store: db},
+		Students: db,
 		Feeds:    feeds,
 		Catalogs: catalog,
 		Log:      log,
@@ -115,39 +104,28 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		Probes: cache.NewProbes(rdb, cfg.FeedCacheTTL),
 	})
 
-	// The write side hands each committed event's tasks to the queue at
-	// once; the worker's relay hands over whatever this could not. Both
-	// route with the learn routes (tasks.AddLearnRoutes), so both derive the
-	// same task ids from a row.
-	queue := asynq.NewClientFromRedisClient(rdb)
-	defer queue.Close()
-	router := tasks.NewRouter()
-	tasks.AddLearnRoutes(router)
-	tasks.AddWebhookRoutes(router, wire.WebhookSubscriptions(endpoints), wire.Webhooks{Store: db})
-	writes := wire.WriteStore{Store: db}
+	// The write side: one PostgreSQL statement per swipe (or one pipelined
+	// transaction per batch), and around it one Redis round trip to read
+	// what the answer is predicted from and one to patch the stored feed
+	// and hand the learn task to the worker (cache.SwipeTrips). The worker's
+	// relay publishes the outbox's swipe.recorded events to webhook
+	// subscribers, and its learn sweep queues again any learn task lost.
+	queuer := handover.NewQueuer()
+	trips := cache.NewSwipeTrips(feeds, queuer)
 	swipes := command.NewSwipes(command.SwipesConfig{
-		Store: writes, Probes: cache.NewProbes(rdb, cfg.FeedCacheTTL), Feeds: feeds,
-		Catalogs: wire.Catalogs{CatalogHolder: catalog}, Queue: queue, Router: router, Log: log,
+		Store: db, Batch: db, Redis: trips, Catalogs: catalog, Log: log,
 	})
 	feedback := command.NewFeedback(command.FeedbackConfig{
-		Store: writes, Catalogs: wire.Catalogs{CatalogHolder: catalog}, Queue: queue, Router: router, Log: log,
+		Store: db, Redis: trips, Queue: handover.NewClient(rdb, queuer), Catalogs: catalog, Log: log,
 	})
 
 	// The continuous feed serves the same learned feed, skipping what it
 	// showed within FEED_COOLDOWN and what the student swiped; the swipes
-	// sent along are recorded by the same command as POST /swipe.
+	// sent along are recorded by the write side first.
 	continuous := query.NewContinuous(query.ContinuousConfig{
-		Queries:  queries,
-		Store:    cache.NewCooldowns(feeds, cfg.FeedCooldown),
-		Probes:   cache.NewProbes(rdb, cfg.FeedCacheTTL),
-		Recorder: swipes,
-	})
-
-	// Offline sync records pushed changes in one transaction per push and
-	// hands over one student:learn task per push.
-	syncer := offline.New(offline.Config{
-		Store: db, Feeds: queries, Versions: feeds, Catalogs: wire.Catalogs{CatalogHolder: catalog},
-		Queue: queue, Router: router, Log: log,
+		Queries: queries,
+		Store:   cache.NewCooldowns(feeds, cfg.FeedCooldown),
+		Probes:  cache.NewProbes(rdb, cfg.FeedCacheTTL),
 	})
 
 	checks := []httpapi.HealthCheck{
@@ -163,11 +141,13 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		Onboarding:     command.NewOnboarding(db, command.WithFeedInvalidator(queries)),
 		Queries:        queries,
 		Categories:     queries,
-		CategorySwipes: wire.CategorySwipes{Store: db},
+		CategorySwipes: command.NewCategories(db, feeds, log),
 		Swipes:         swipes,
 		Feedback:       feedback,
 		Continuous:     continuous,
-		Sync:           syncer,
+		Carried:        swipes,
+		SyncPush:       command.NewSync(command.SyncConfig{Store: db, Redis: trips, Catalogs: catalog, Log: log}),
+		SyncPull:       query.NewSync(queries, db, 0, 0),
 		FeedCacheTTL:   cfg.FeedCacheTTL,
 		Health:         checks,
 		CORS:           cfg.CORSAllowedOrigins,
@@ -177,15 +157,22 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	for i, c := range checks {
 		opsChecks[i] = ops.Check{Name: c.Name, Check: c.Check}
 	}
+	// Dependencies are watched in the background: an outage shows in
+	// /health, metrics and logs, and does not fail readiness.
+	deps := ops.NewMonitor(reg, log.With("component", "dependencies"), opsChecks)
+	deps.Start(ctx)
+	readiness := &ops.Readiness{}
 
 	public := ops.Server(cfg.HTTPAddr, api)
 	public.WriteTimeout = 35 * time.Second // the reference mobile client gives up after 30 s
-	opsSrv := ops.Server(cfg.OpsAddr, ops.Handler(reg, opsChecks, cfg.PProf))
-	return serve(ctx, log, ready, public, opsSrv)
+	opsSrv := ops.Server(cfg.OpsAddr, ops.Handler(reg, readiness, deps, cfg.PProf))
+	return serve(ctx, log, ready, readiness, public, opsSrv)
 }
 
 // serve runs the servers until ctx ends or one fails, then drains them.
-func serve(ctx context.Context, log *slog.Logger, ready chan<- [2]string, servers ...*http.Server) error {
+// The replica is ready once every listener is open (the catalogue was
+// loaded before), and no longer ready once it starts to drain.
+func serve(ctx context.Context, log *slog.Logger, ready chan<- [2]string, readiness *ops.Readiness, servers ...*http.Server) error {
 	errc := make(chan error, len(servers))
 	var addrs [2]string
 	for i, s := range servers {
@@ -203,6 +190,7 @@ func serve(ctx context.Context, log *slog.Logger, ready chan<- [2]string, server
 			}
 		}()
 	}
+	readiness.Ready()
 	if ready != nil {
 		ready <- addrs
 	}
@@ -213,6 +201,7 @@ func serve(ctx context.Context, log *slog.Logger, ready chan<- [2]string, server
 	case err = <-errc:
 		log.Error("server failed", "err", err)
 	}
+	readiness.Stopping()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, s := range servers {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +58,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	assert.Equal(t, "ok\n", body)
 	code, body = get(opsAddr+"/readyz", "")
 	assert.Equal(t, 200, code, body)
-	assert.Contains(t, body, `"postgres":"ok"`)
+	assert.JSONEq(t, `{"status":"ready","dependencies":{"postgres":"ok","redis":"ok"}}`, body)
 
 	tok, err := auth.MintHS256([]byte(secret), auth.MintOptions{Subject: uuid.NewString(), TTL: time.Minute})
 	require.NoError(t, err)
@@ -89,23 +87,18 @@ func TestRunServesAndShutsDown(t *testing.T) {
 }
 
 func TestRunRefusesBadConfig(t *testing.T) {
-	badEndpointsFile := filepath.Join(t.TempDir(), "endpoints.json")
-	require.NoError(t, os.WriteFile(badEndpointsFile,
-		[]byte(`[{"url":"http://a.example/x","secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw","events":["swipe.delete"]}]`), 0o600))
 	cases := map[string]struct {
 		env  map[string]string
 		want string
 	}{
-		"no auth":                {map[string]string{}, "AUTH_JWKS_URL"},
-		"short secret":           {map[string]string{"AUTH_HS256_SECRET": "short"}, "AUTH_HS256_SECRET"},
-		"bad ttl":                {map[string]string{"AUTH_HS256_SECRET": secret, "FEED_CACHE_TTL": "soon"}, "FEED_CACHE_TTL"},
-		"bad rate":               {map[string]string{"AUTH_HS256_SECRET": secret, "RATE_LIMIT_SWIPES": "lots"}, "RATE_LIMIT_SWIPES"},
-		"bad db url":             {map[string]string{"AUTH_HS256_SECRET": secret, "DATABASE_URL": "mysql://x"}, "DATABASE_URL"},
-		"bad log level":          {map[string]string{"AUTH_HS256_SECRET": secret, "LOG_LEVEL": "loud"}, "LOG_LEVEL"},
-		"bad fail flag":          {map[string]string{"AUTH_HS256_SECRET": secret, "RATE_LIMIT_FAIL_CLOSED": "yes"}, "RATE_LIMIT_FAIL_CLOSED"},
-		"bad cors":               {map[string]string{"AUTH_HS256_SECRET": secret, "CORS_ALLOWED_ORIGINS": "not a url"}, "CORS_ALLOWED_ORIGINS"},
-		"missing endpoints file": {map[string]string{"AUTH_HS256_SECRET": secret, "WEBHOOK_ENDPOINTS_FILE": "/nonexistent/endpoints.yaml"}, "WEBHOOK_ENDPOINTS_FILE"},
-		"bad endpoint":           {map[string]string{"AUTH_HS256_SECRET": secret, "WEBHOOK_ENDPOINTS_FILE": badEndpointsFile}, `endpoint 1 (http://a.example/x): unknown event "swipe.delete"`},
+		"no auth":       {map[string]string{}, "AUTH_JWKS_URL"},
+		"short secret":  {map[string]string{"AUTH_HS256_SECRET": "short"}, "AUTH_HS256_SECRET"},
+		"bad ttl":       {map[string]string{"AUTH_HS256_SECRET": secret, "FEED_CACHE_TTL": "soon"}, "FEED_CACHE_TTL"},
+		"bad rate":      {map[string]string{"AUTH_HS256_SECRET": secret, "RATE_LIMIT_SWIPES": "lots"}, "RATE_LIMIT_SWIPES"},
+		"bad db url":    {map[string]string{"AUTH_HS256_SECRET": secret, "DATABASE_URL": "mysql://x"}, "DATABASE_URL"},
+		"bad log level": {map[string]string{"AUTH_HS256_SECRET": secret, "LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+		"bad fail flag": {map[string]string{"AUTH_HS256_SECRET": secret, "RATE_LIMIT_FAIL_CLOSED": "yes"}, "RATE_LIMIT_FAIL_CLOSED"},
+		"bad cors":      {map[string]string{"AUTH_HS256_SECRET": secret, "CORS_ALLOWED_ORIGINS": "not a url"}, "CORS_ALLOWED_ORIGINS"},
 		"secret beside jwks": {map[string]string{"AUTH_HS256_SECRET": secret, "AUTH_JWKS_URL": "https://id.example.com/jwks.json",
 			"AUTH_ISSUER": "https://id.example.com/", "AUTH_AUDIENCE": "matching"}, "AUTH_HS256_SECRET: the development secret must not be set together with AUTH_JWKS_URL"},
 		"plain http jwks": {map[string]string{"AUTH_JWKS_URL": "http://id.example.com/jwks.json",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -41,28 +40,10 @@ func init() {
 	})
 }
 
-// parseImportArgs parses flags that may come before or after the positional
-// arguments ("import-scorecard FILE --prune" works too).
-func parseImportArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, usageErr("%v", err)
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
 func runImportScorecard(ctx context.Context, e env, args []string) error {
-	fs := flag.NewFlagSet("import-scorecard", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := e.flagSet("import-scorecard")
 	prune := fs.Bool("prune", false, `deactivate "scorecard" schools that are not in FILE`)
-	pos, err := parseImportArgs(fs, args)
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
@@ -278,9 +259,7 @@ func importTotal(m map[string]int) int {
 }
 
 func runImportZips(ctx context.Context, e env, args []string) error {
-	fs := flag.NewFlagSet("import-zips", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	pos, err := parseImportArgs(fs, args)
+	pos, err := parseArgs(e.flagSet("import-zips"), args)
 	if err != nil {
 		return err
 	}

@@ -5,11 +5,13 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -24,6 +26,38 @@ type env struct {
 	stderr io.Writer
 	log    *slog.Logger
 	getenv func(string) string
+	// flags, when not nil, is told the command's flags (see flagSet).
+	flags **flag.FlagSet
+}
+
+// flagSet is the FlagSet a command declares and parses its flags with. A
+// command parses its flags before it does anything else: `matchctl CMD -h`
+// runs it with -h alone and prints the flags declared here.
+func (e env) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if e.flags != nil {
+		*e.flags = fs
+	}
+	return fs
+}
+
+// parseArgs parses fs's flags wherever they stand among the positional
+// arguments ("import-scorecard FILE --prune" works too) and returns the
+// positional arguments in order.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usageErr("%v", err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
 }
 
 type command struct {
@@ -47,7 +81,10 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 2 && args[0] == "help" {
+		args = []string{args[1], "-h"} // matchctl help CMD
+	}
+	if len(args) == 0 || args[0] == "help" || isHelp(args[0]) {
 		printUsage(stdout)
 		return 0
 	}
@@ -56,6 +93,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "matchctl: unknown command %q\n\n", args[0])
 		printUsage(stderr)
 		return 2
+	}
+	if slices.ContainsFunc(args[1:], isHelp) {
+		printHelp(stdout, args[0], c)
+		return 0
 	}
 	cfg, err := config.Load(getenv, config.RoleCLI)
 	if err != nil {
@@ -86,7 +127,63 @@ func printUsage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-44s %s\n", commands[n].usage, commands[n].help)
 	}
-	fmt.Fprintln(w, "\nconfiguration comes from the environment (DATABASE_URL, REDIS_URL, AUTH_HS256_SECRET, ...); see .env.example")
+	fmt.Fprintln(w, "\nmatchctl CMD -h (or matchctl help CMD) describes a command and its flags")
+	fmt.Fprintln(w, "configuration comes from the environment (DATABASE_URL, REDIS_URL, AUTH_HS256_SECRET, ...); see .env.example")
+}
+
+func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
+
+// printHelp describes command name: its usage, what it does, and each of
+// its flags with its default. It learns the flags by running the command
+// with -h alone, on a cancelled context and an empty configuration, so
+// nothing the command might reach is touched.
+func printHelp(w io.Writer, name string, c command) {
+	var fs *flag.FlagSet
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = c.run(ctx, env{stdout: io.Discard, stderr: io.Discard, log: slog.New(slog.DiscardHandler),
+		getenv: func(string) string { return "" }, flags: &fs}, []string{"-h"})
+	fmt.Fprintf(w, "usage: matchctl %s\n\n%s\n", c.usage, wrap(c.help, 78))
+	if fs == nil {
+		return
+	}
+	var lines []string
+	fs.VisitAll(func(f *flag.Flag) {
+		kind, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if len(f.Name) == 1 {
+			line = "  -" + f.Name
+		}
+		if kind != "" {
+			line += " " + strings.ToUpper(kind)
+		}
+		line += "\n      " + usage
+		if def := f.DefValue; def != "" && def != "false" && def != "0" {
+			line += " (default " + def + ")"
+		}
+		lines = append(lines, line)
+	})
+	if len(lines) > 0 {
+		fmt.Fprintf(w, "\nflags:\n%s\n", strings.Join(lines, "\n"))
+	}
+}
+
+// wrap breaks s into lines of at most width characters, at spaces.
+func wrap(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, word := range strings.Fields(s) {
+		if n > 0 && n+1+len(word) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if n > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += len(word)
+	}
+	return b.String()
 }
 
 func usageErr(format string, args ...any) error {

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/collegematch/matching/internal/catalog"
@@ -23,8 +21,7 @@ func init() {
 }
 
 func runSeed(ctx context.Context, e env, args []string) error {
-	fs := flag.NewFlagSet("seed", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := e.flagSet("seed")
 	count := fs.Int("count", catalog.DefaultSeedCount, "number of schools to generate")
 	seed := fs.Uint64("seed", 1, "generator seed; the same seed gives the same catalogue")
 	force := fs.Bool("force", false, "upsert even when the catalogue already has schools")

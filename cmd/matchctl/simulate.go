@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -22,13 +20,12 @@ func init() {
 }
 
 func runSimulate(ctx context.Context, e env, args []string) error {
-	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := e.flagSet("simulate")
 	students := fs.Int("students", 200, "number of synthetic students")
 	swipes := fs.Int("swipes", 40, "swipes per student")
 	schools := fs.Int("schools", 6500, "size of the generated catalogue")
 	seed := fs.Uint64("seed", 1, "seed of the catalogue and the students; the same seed gives the same result")
-	svg := fs.String("svg", "", "write the learning curves as SVG to this file")
+	svg := fs.String("svg", "", "write the learning curves as SVG to `FILE`")
 	page := fs.Int("page", 10, "items the simulated client takes per request and swipes in order")
 	workers := fs.Int("workers", min(2, runtime.GOMAXPROCS(0)), "students simulated at once (the result does not depend on it)")
 	compare := fs.Bool("compare-exploration", false, "also run the learner with uniformly random exploration picks")

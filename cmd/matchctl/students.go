@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
 )
 
@@ -33,29 +33,22 @@ func init() {
 const redisPurgeTimeout = 30 * time.Second
 
 func runStudents(ctx context.Context, e env, args []string) error {
-	if len(args) == 0 {
+	fs := e.flagSet("students")
+	yes := fs.Bool("yes", false, "delete: erase without asking (required when stdin is not a terminal)")
+	fs.BoolVar(yes, "y", false, "short for --yes")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
 		return usageErr("missing subcommand: export or delete")
 	}
-	sub, rest := args[0], args[1:]
-	var (
-		ids []string
-		yes bool
-	)
-	for _, a := range rest {
-		switch {
-		case a == "--yes" || a == "-yes" || a == "-y":
-			if sub != "delete" {
-				return usageErr("%s takes no flags", sub)
-			}
-			yes = true
-		case strings.HasPrefix(a, "-"):
-			return usageErr("unknown flag %s", a)
-		default:
-			ids = append(ids, a)
-		}
-	}
+	sub, ids := pos[0], pos[1:]
 	if sub != "export" && sub != "delete" {
 		return usageErr("unknown subcommand %q: use export or delete", sub)
+	}
+	if *yes && sub != "delete" {
+		return usageErr("%s takes no flags", sub)
 	}
 	if len(ids) != 1 {
 		return usageErr("%s needs exactly one student ID", sub)
@@ -66,7 +59,7 @@ func runStudents(ctx context.Context, e env, args []string) error {
 	}
 	id := parsed.String() // lower case, as every key and row holds it
 
-	if sub == "delete" && !yes {
+	if sub == "delete" && !*yes {
 		if err := confirmDelete(e, id); err != nil {
 			return err
 		}
@@ -157,65 +150,33 @@ func deleteStudent(ctx context.Context, e env, st *store.Store, id string) error
 	return nil
 }
 
-// dropStudentKeys unlinks every Redis key of the student: each per-student
-// key of the service (feeds, cooldowns, rate limits) carries the hash tag
-// {student:<id>}. It returns how many keys it dropped. It then leaves a feed
-// tombstone at the erased version (two numbers, no personal data, expiring
-// with the feed TTL), so a feed build that loaded the student before the
-// erasure cannot store it afterwards.
+// dropStudentKeys unlinks every Redis key of the student, by name: the
+// read models (cache.StudentKeys) and the rate-limit counts
+// (ratelimit.StudentKeys). They share the hash tag {student:<id>}, so one
+// UNLINK drops them on a Redis Cluster too, and nothing scans the keyspace.
+// It returns how many keys it dropped. It then leaves a feed tombstone at
+// the erased version (two numbers, no personal data, expiring with the feed
+// TTL), so a feed build that loaded the student before the erasure cannot
+// store it afterwards.
 func dropStudentKeys(ctx context.Context, redisURL string, feedTTL time.Duration, id string, version int64) (int, error) {
-	rdb, err := cache.Open(redisURL)
+	ctx, cancel := context.WithTimeout(ctx, redisPurgeTimeout)
+	defer cancel()
+	rdb, _, err := cache.Open(ctx, redisURL)
 	if err != nil {
 		return 0, err
 	}
 	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(ctx, redisPurgeTimeout)
-	defer cancel()
-	n, err := unlinkMatching(ctx, rdb, studentKeyPattern(id))
+	id = strings.ToLower(id)
+	n, err := rdb.Unlink(ctx, studentKeys(id)...).Result()
 	if err != nil {
-		return n, err
+		return 0, err
 	}
-	return n, cache.NewFeeds(rdb, feedTTL).Invalidate(ctx, strings.ToLower(id), version)
+	return int(n), cache.NewFeeds(rdb, feedTTL).Invalidate(ctx, id, version)
 }
 
-// studentKeyPattern matches every key tagged with the student's id, in any
-// letter case: the service writes ids in lower case, and a key written
-// otherwise must not escape an erasure.
-func studentKeyPattern(id string) string {
-	var b strings.Builder
-	b.WriteString("*{student:")
-	for _, r := range strings.ToLower(id) {
-		if r >= 'a' && r <= 'f' {
-			b.WriteString("[" + string(r) + strings.ToUpper(string(r)) + "]")
-			continue
-		}
-		b.WriteRune(r)
-	}
-	b.WriteString("}*")
-	return b.String()
-}
-
-func unlinkMatching(ctx context.Context, rdb *redis.Client, pattern string) (int, error) {
-	var (
-		cursor uint64
-		n      int
-	)
-	for {
-		keys, next, err := rdb.Scan(ctx, cursor, pattern, 1000).Result()
-		if err != nil {
-			return n, err
-		}
-		if len(keys) > 0 {
-			removed, err := rdb.Unlink(ctx, keys...).Result()
-			if err != nil {
-				return n, err
-			}
-			n += int(removed)
-		}
-		if cursor = next; cursor == 0 {
-			return n, nil
-		}
-	}
+// studentKeys names every Redis key the service writes for a student.
+func studentKeys(id string) []string {
+	return append(cache.StudentKeys(id), ratelimit.StudentKeys(id)...)
 }
 
 // studentErr turns an unknown student into a message that names the id.

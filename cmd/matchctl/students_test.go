@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -16,11 +17,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
 )
+
+// studentKeyCount is how many Redis keys the service writes for a student:
+// four read models and one rate-limit count per group.
+const studentKeyCount = 8
 
 // studentsEnv is a database with two students and a Redis DB holding
 // per-student keys of both.
@@ -66,14 +73,18 @@ func newStudentsEnv(t *testing.T) *studentsEnv {
 		_, err = e.st.SaveCategorySwipe(ctx, id, "community-college", "right")
 		require.NoError(t, err)
 
-		// The service's per-student keys: feed, cooldown set, rate limits.
-		tag := "{student:" + id + "}"
-		require.NoError(t, e.rdb.HSet(ctx, "rm:v1:"+tag+":feed", "sv", 3).Err())
-		require.NoError(t, e.rdb.ZAdd(ctx, "rm:v1:"+tag+":cooldown", redis.Z{Score: 1, Member: e.school}).Err())
-		// Written in upper case: an erasure drops it all the same.
-		require.NoError(t, e.rdb.Set(ctx, "rate:v1:swipes:{student:"+strings.ToUpper(id)+"}", "1", time.Hour).Err())
+		// The service's per-student keys: feed, probes, cooldowns, recent
+		// swipes, the rate limits of every group.
+		require.NoError(t, e.rdb.HSet(ctx, cache.FeedKey(id), "sv", 3).Err())
+		for _, key := range []string{cache.ProbesKey(id), cache.ShownKey(id), cache.SwipedKey(id)} {
+			require.NoError(t, e.rdb.ZAdd(ctx, key, redis.Z{Score: 1, Member: e.school}).Err())
+		}
+		for _, key := range ratelimit.StudentKeys(id) {
+			require.NoError(t, e.rdb.Set(ctx, key, "1", time.Hour).Err())
+		}
 	}
-	require.NoError(t, e.rdb.Set(ctx, "rm:v1:catalog", "1", 0).Err())
+	require.Len(t, studentKeys(e.student), studentKeyCount)
+	require.NoError(t, e.rdb.Set(ctx, "rm:v2:catalog", "1", 0).Err())
 	return e
 }
 
@@ -142,7 +153,7 @@ func TestStudentsDelete(t *testing.T) {
 	assert.Contains(t, out, "profile fields erased: name, email, graduation_year, gpa, home_lat, home_lon, state, zip, family_income")
 	assert.Contains(t, out, "feedback comments erased: 1")
 	assert.Contains(t, out, "kept without personal data: 1 swipes, 1 feedback reasons, 1 category preferences")
-	assert.Contains(t, out, "redis: dropped 3 read-model keys tagged {student:"+e.student+"}")
+	assert.Contains(t, out, fmt.Sprintf("redis: dropped %d read-model keys tagged {student:%s}", studentKeyCount, e.student))
 	t.Logf("%s", out)
 
 	// Postgres: no personal field left, anonymous statistics kept.
@@ -171,10 +182,10 @@ FROM students WHERE id = $1`, e.student).Scan(&name, &email, &zip, &gpa, &lat, &
 	// Redis: the student's keys are gone but for the feed tombstone, which
 	// holds two version numbers and expires; the other student's and shared
 	// keys stay.
-	tombstone := "rm:v1:{student:" + e.student + "}:feed"
+	tombstone := "rm:v2:{student:" + e.student + "}:feed"
 	fields, err := e.rdb.HGetAll(ctx, tombstone).Result()
 	require.NoError(t, err)
-	assert.Equal(t, []string{"cv", "sv"}, slices.Sorted(maps.Keys(fields)), "tombstone only")
+	assert.Equal(t, []string{"cv", "lv", "sv"}, slices.Sorted(maps.Keys(fields)), "tombstone only")
 	ttl, err := e.rdb.PTTL(ctx, tombstone).Result()
 	require.NoError(t, err)
 	assert.Greater(t, ttl, time.Duration(0))
@@ -185,10 +196,7 @@ FROM students WHERE id = $1`, e.student).Scan(&name, &email, &zip, &gpa, &lat, &
 			assert.NotContains(t, strings.ToLower(k), e.student)
 		}
 	}
-	assert.ElementsMatch(t, []string{
-		"rm:v1:{student:" + e.other + "}:feed", "rm:v1:{student:" + e.other + "}:cooldown",
-		"rate:v1:swipes:{student:" + strings.ToUpper(e.other) + "}", "rm:v1:catalog",
-	}, keys)
+	assert.ElementsMatch(t, append(studentKeys(e.other), "rm:v2:catalog"), keys)
 
 	// The other student is untouched.
 	other, err := e.st.Student(ctx, e.other)
@@ -230,12 +238,12 @@ func TestStudentsDeleteWithRedisDown(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, s.Name)
 	assert.NotNil(t, s.DeletedAt)
-	assert.Len(t, e.keys(t), 7, "nothing dropped")
+	assert.Len(t, e.keys(t), 2*studentKeyCount+1, "nothing dropped")
 
 	// Once Redis is back, running delete again drops the keys.
 	code, out, errOut = e.run(t, "students", "delete", e.student, "--yes")
 	require.Equal(t, 0, code, "stderr: %s", errOut)
-	assert.Contains(t, out, "redis: dropped 3 read-model keys")
+	assert.Contains(t, out, fmt.Sprintf("redis: dropped %d read-model keys", studentKeyCount))
 }
 
 func TestStudentsErrors(t *testing.T) {
@@ -251,7 +259,7 @@ func TestStudentsErrors(t *testing.T) {
 		assert.Empty(t, out, sub)
 		assert.Equal(t, "matchctl students: student "+unknown+" not found\n", errOut, sub)
 	}
-	assert.Len(t, e.keys(t), 7, "an unknown id touches nothing")
+	assert.Len(t, e.keys(t), 2*studentKeyCount+1, "an unknown id touches nothing")
 
 	for _, args := range [][]string{
 		{"students"},

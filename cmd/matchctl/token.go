@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,8 +20,7 @@ func init() {
 }
 
 func runToken(_ context.Context, e env, args []string) error {
-	fs := flag.NewFlagSet("token", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := e.flagSet("token")
 	student := fs.String("student", "", "the student's UUID (the token's sub)")
 	service := fs.Bool("service", false, "add the matching:service scope (act for any student)")
 	ttl := fs.Duration("ttl", time.Hour, "lifetime of the token")

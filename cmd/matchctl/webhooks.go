@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,10 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/webhook"
@@ -33,13 +33,24 @@ func init() {
 const maxReplay = 10000
 
 func runWebhooks(ctx context.Context, e env, args []string) error {
-	if len(args) == 0 {
-		return usageErr("missing subcommand: failed or replay")
-	}
-	sub, rest := args[0], args[1:]
-	flags, ids, err := parseFlags(rest, map[string]bool{"--limit": sub == "failed", "--since": sub == "replay", "--until": sub == "replay"})
+	fs := e.flagSet("webhooks")
+	limitFlag := fs.Int("limit", 100, "failed: list at most this many deliveries, newest first")
+	sinceFlag := fs.String("since", "", "replay: every parked or disabled delivery created since `TIME`")
+	untilFlag := fs.String("until", "", "replay: ... and before `TIME` (default now)")
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
+	}
+	if len(pos) == 0 {
+		return usageErr("missing subcommand: failed or replay")
+	}
+	sub, ids := pos[0], pos[1:]
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, of := range map[string]string{"limit": "failed", "since": "replay", "until": "replay"} {
+		if set[name] && sub != of {
+			return usageErr("--%s is a flag of %s only", name, of)
+		}
 	}
 	now := time.Now()
 	switch sub {
@@ -47,11 +58,9 @@ func runWebhooks(ctx context.Context, e env, args []string) error {
 		if len(ids) > 0 {
 			return usageErr("failed takes no arguments")
 		}
-		limit := 100
-		if v, ok := flags["--limit"]; ok {
-			if limit, err = strconv.Atoi(v); err != nil || limit <= 0 {
-				return usageErr("--limit %q is not a positive number", v)
-			}
+		limit := *limitFlag
+		if limit <= 0 {
+			return usageErr("--limit %d is not a positive number", limit)
 		}
 		st, closeDB, err := openStore(ctx, e)
 		if err != nil {
@@ -65,8 +74,8 @@ func runWebhooks(ctx context.Context, e env, args []string) error {
 		printDeliveries(e.stdout, ds, now)
 		return nil
 	case "replay":
-		since, hasSince := flags["--since"]
-		until, hasUntil := flags["--until"]
+		since, hasSince := *sinceFlag, set["since"]
+		until, hasUntil := *untilFlag, set["until"]
 		switch {
 		case hasSince && len(ids) > 0:
 			return usageErr("give delivery IDs or --since, not both")
@@ -104,13 +113,12 @@ func runWebhooks(ctx context.Context, e env, args []string) error {
 			return err
 		}
 		defer closeDB()
-		rdb, err := cache.Open(e.cfg.RedisURL)
+		rdb, _, err := cache.Open(ctx, e.cfg.RedisURL)
 		if err != nil {
 			return err
 		}
 		defer rdb.Close()
-		q := asynq.NewClientFromRedisClient(rdb)
-		defer q.Close()
+		q := handover.NewClient(rdb, handover.NewQueuer())
 
 		var ds []store.WebhookDelivery
 		if hasSince {
@@ -140,14 +148,10 @@ func runWebhooks(ctx context.Context, e env, args []string) error {
 // (the replay count), with the same webhook-id. A delivery whose task
 // cannot be queued now stays pending and the worker's monitor queues it
 // within minutes.
-func enqueueReplays(ctx context.Context, e env, q tasks.Enqueuer, ds []store.WebhookDelivery) error {
+func enqueueReplays(ctx context.Context, e env, q tasks.Queue, ds []store.WebhookDelivery) error {
 	var failed int
 	for _, d := range ds {
-		t, err := tasks.NewWebhookDeliverTask(d.OutboxID, d.Endpoint)
-		if err == nil {
-			_, err = tasks.Enqueue(ctx, q, tasks.Job{ID: tasks.WebhookTaskID(d.OutboxID, d.Endpoint, d.Replays), Task: t})
-		}
-		if err != nil {
+		if _, err := q.Queue(ctx, tasks.WebhookJob(d.OutboxID, d.Endpoint, d.Replays, nil)); err != nil {
 			failed++
 			fmt.Fprintf(e.stderr, "delivery %d: not queued now (%v); it is pending and the worker queues it again within minutes\n", d.ID, err)
 			continue
@@ -210,36 +214,6 @@ func parseTime(v string, now time.Time) (time.Time, error) {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, fmt.Errorf("%q is not RFC 3339 (2026-05-01T12:00:00Z), a date (2026-05-01) or a duration ago (24h)", v)
-}
-
-// parseFlags splits "--name value" / "--name=value" flags (only those
-// allowed) from positional arguments.
-func parseFlags(args []string, allowed map[string]bool) (map[string]string, []string, error) {
-	flags := map[string]string{}
-	var pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") {
-			pos = append(pos, a)
-			continue
-		}
-		name, val, hasVal := strings.Cut(a, "=")
-		if !strings.HasPrefix(name, "--") {
-			name = "-" + name
-		}
-		if !allowed[name] {
-			return nil, nil, usageErr("unknown flag %s", name)
-		}
-		if !hasVal {
-			if i+1 >= len(args) {
-				return nil, nil, usageErr("%s needs a value", name)
-			}
-			i++
-			val = args[i]
-		}
-		flags[name] = val
-	}
-	return flags, pos, nil
 }
 
 func openStore(ctx context.Context, e env) (*store.Store, func(), error) {

@@ -7,6 +7,10 @@ import (
 	"os"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/webhook"
 )
 
 // redisLogger sends go-redis's own log lines (failed dials while Redis is
@@ -43,4 +47,38 @@ func asynqLevel(l slog.Level) asynq.LogLevel {
 	default:
 		return asynq.ErrorLevel
 	}
+}
+
+// webhookSender lets webhook delivery send through internal/webhook.
+type webhookSender struct{ *webhook.Sender }
+
+// Configured implements tasks.WebhookSender.
+func (s webhookSender) Configured(url string) bool {
+	_, ok := s.Sender.Endpoint(url)
+	return ok
+}
+
+// Send implements tasks.WebhookSender.
+func (s webhookSender) Send(ctx context.Context, url, id string, body []byte) tasks.WebhookResult {
+	r := s.Sender.Send(ctx, url, id, body)
+	out := tasks.WebhookResult{StatusCode: r.StatusCode, Latency: r.Latency, Err: r.Err, RetryAfter: r.RetryAfter}
+	switch r.Outcome {
+	case webhook.Delivered:
+		out.Outcome = tasks.WebhookDelivered
+	case webhook.Gone:
+		out.Outcome = tasks.WebhookGone
+	default:
+		out.Outcome = tasks.WebhookFailed
+	}
+	return out
+}
+
+// subscriptions lists the configured endpoints as the relay writes
+// deliveries for them.
+func subscriptions(eps []webhook.Endpoint) []domain.Subscription {
+	out := make([]domain.Subscription, len(eps))
+	for i, e := range eps {
+		out[i] = domain.Subscription{URL: e.URL, Key: tasks.EndpointKey(e.URL), Events: e.Events}
+	}
+	return out
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/domain"
 )
 
 // workerChildEnv marks the test binary run as a worker process by
@@ -105,7 +105,7 @@ func TestWebhookWorkerProcessKilledMidDelivery(t *testing.T) {
 	startWith(t, w.env, options{})
 	for _, id := range ids {
 		for _, e := range eps {
-			w.waitStatus(t, id, e.url(), tasks.DeliverySucceeded, 3*time.Minute)
+			w.waitStatus(t, id, e.url(), domain.DeliverySucceeded, 3*time.Minute)
 		}
 	}
 	checkAtLeastOnce(t, ids, eps)

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hibiken/asynq"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,47 +16,31 @@ import (
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/domain"
-	"github.com/collegematch/matching/internal/offline"
+	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
-	"github.com/collegematch/matching/internal/wire"
 )
 
 // writeSide is the API's write side over db and rdb, as cmd/api wires it.
 type writeSide struct {
 	swipes   *command.Swipes
 	feedback *command.Feedback
-	sync     *offline.Service
+	sync     *command.Sync
 }
 
-func newWriteSide(t testing.TB, db *store.Store, rdb redis.UniversalClient, log *slog.Logger, subs ...tasks.WebhookSubscription) writeSide {
-	t.Helper()
-	return newWriteSideWith(t, db, rdb, log, wire.Webhooks{Store: db}, subs...)
-}
-
-// newWriteSideWith is newWriteSide with the webhook delivery ledger given.
-func newWriteSideWith(t testing.TB, db *store.Store, rdb redis.UniversalClient, log *slog.Logger, ledger tasks.DeliveryLedger,
-	subs ...tasks.WebhookSubscription) writeSide {
+func newWriteSide(t testing.TB, db *store.Store, rdb redis.UniversalClient, log *slog.Logger) writeSide {
 	t.Helper()
 	holder := query.NewCatalogHolder(db, log, nil, time.Hour)
 	require.NoError(t, holder.Load(context.Background()))
-	q := asynq.NewClientFromRedisClient(rdb)
-	t.Cleanup(func() { _ = q.Close() })
-	router := tasks.NewRouter()
-	tasks.AddLearnRoutes(router)
-	tasks.AddWebhookRoutes(router, subs, ledger)
-	feeds := cache.NewFeeds(rdb, 5*time.Minute)
-	queries := query.New(query.Config{Students: wire.Students{Store: db}, Feeds: feeds, Catalogs: holder, Log: log,
-		Metrics: query.NewMetrics(prometheus.NewRegistry())})
+	queuer := handover.NewQueuer()
+	trips := cache.NewSwipeTrips(cache.NewFeeds(rdb, 5*time.Minute), queuer)
 	return writeSide{
-		sync: offline.New(offline.Config{Store: db, Feeds: queries, Versions: feeds, Catalogs: wire.Catalogs{CatalogHolder: holder},
-			Queue: q, Router: router, Log: log}),
-		swipes: command.NewSwipes(command.SwipesConfig{Store: wire.WriteStore{Store: db}, Probes: cache.NewProbes(rdb, 5*time.Minute),
-			Feeds: cache.NewFeeds(rdb, 5*time.Minute), Catalogs: wire.Catalogs{CatalogHolder: holder}, Queue: q, Router: router, Log: log}),
-		feedback: command.NewFeedback(command.FeedbackConfig{Store: wire.WriteStore{Store: db}, Catalogs: wire.Catalogs{CatalogHolder: holder},
-			Queue: q, Router: router, Log: log}),
+		swipes: command.NewSwipes(command.SwipesConfig{Store: db, Batch: db, Redis: trips, Catalogs: holder, Log: log}),
+		feedback: command.NewFeedback(command.FeedbackConfig{Store: db, Redis: trips, Queue: handover.NewClient(rdb, queuer),
+			Catalogs: holder, Log: log}),
+		sync: command.NewSync(command.SyncConfig{Store: db, Redis: trips, Catalogs: holder, Log: log}),
 	}
 }
 
@@ -101,9 +83,10 @@ func metricLine(t *testing.T, base, prefix string) string {
 }
 
 // While Redis is down the API records swipes and feedback but cannot queue
-// their tasks; once a worker runs with Redis, its relay hands every event
-// over exactly once, the learner folds everything and every feed is rebuilt.
-func TestRedisOutageThenRelayLearnsEverythingOnce(t *testing.T) {
+// their learn tasks; once a worker runs with Redis, its learn sweep queues
+// them again from PostgreSQL, the learner folds everything once, and its
+// relay publishes every swipe's event once.
+func TestRedisOutageThenTheSweepLearnsEverythingOnce(t *testing.T) {
 	dbURL := testutil.NewDBURL(t)
 	pool, err := store.Open(context.Background(), dbURL)
 	require.NoError(t, err)
@@ -126,58 +109,41 @@ func TestRedisOutageThenRelayLearnsEverythingOnce(t *testing.T) {
 	}
 	var unpublished int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE published_at IS NULL`).Scan(&unpublished))
-	require.Equal(t, 15, unpublished)
+	require.Equal(t, 12, unpublished, "one event per counted swipe")
 
-	w := start(t, map[string]string{
+	w := startWith(t, map[string]string{
 		"DATABASE_URL": dbURL,
 		"REDIS_URL":    testutil.RedisURLFor(t, testutil.RedisDBCmdWorker),
 		"OPS_ADDR":     "127.0.0.1:0",
-	})
+	}, options{sweep: tasks.LearnSweepConfig{Interval: 200 * time.Millisecond, Grace: 100 * time.Millisecond}})
 	base := "http://" + w.ops
-	require.Eventually(t, func() bool {
-		return metricLine(t, base, `matching_tasks_processed_total{result="ok",type="student:learn"}`) ==
-			`matching_tasks_processed_total{result="ok",type="student:learn"} 15`
-	}, 20*time.Second, 50*time.Millisecond, "one task per event")
 
 	feeds := cache.NewFeeds(rdb, time.Minute)
 	for _, s := range students {
-		var (
-			folded, version int64
-			swipes          int
-		)
-		require.NoError(t, pool.QueryRow(ctx, `
-SELECT (ls.model->>'swipes')::int, ls.last_feedback_id, s.version
-FROM students s JOIN learning_state ls ON ls.student_id = s.id WHERE s.id = $1`, s).Scan(&swipes, &folded, &version))
-		assert.Equal(t, 4, swipes, "every swipe folded once")
-		assert.Positive(t, folded, "the feedback folded")
-		h, err := feeds.Header(ctx, s)
-		require.NoError(t, err, "the feed is rebuilt")
-		assert.Equal(t, version, h.StudentVersion, "from the current state")
-		assert.Equal(t, 4, h.TotalSwipes)
+		require.Eventually(t, func() bool {
+			var swipes int
+			var folded int64
+			err := pool.QueryRow(ctx, `SELECT (model->>'swipes')::int, last_feedback_id FROM learning_state WHERE student_id = $1`, s).
+				Scan(&swipes, &folded)
+			return err == nil && swipes == 4 && folded > 0
+		}, 20*time.Second, 50*time.Millisecond, "every swipe and the feedback folded")
+		var version int64
+		require.NoError(t, pool.QueryRow(ctx, `SELECT version FROM students WHERE id = $1`, s).Scan(&version))
+		require.Eventually(t, func() bool {
+			h, err := feeds.Header(ctx, s)
+			return err == nil && h.StudentVersion == version && h.TotalSwipes == 4
+		}, 10*time.Second, 50*time.Millisecond, "the feed rebuilt from the current state")
 	}
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE published_at IS NULL`).Scan(&unpublished))
-	assert.Zero(t, unpublished)
-
-	// Exactly once: each row's task ran under its own id, and later relay
-	// passes hand nothing over again.
-	insp := asynq.NewInspectorFromRedisClient(rdb)
-	done, err := insp.ListCompletedTasks(tasks.QueueCritical, asynq.PageSize(100))
-	require.NoError(t, err)
-	ids := map[string]bool{}
-	for _, d := range done {
-		if d.Type == tasks.TypeStudentLearn {
-			ids[d.ID] = true
-		}
-	}
-	assert.Len(t, ids, 15)
-	time.Sleep(1500 * time.Millisecond)
+	require.Eventually(t, func() bool {
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE published_at IS NULL`).Scan(&unpublished))
+		return unpublished == 0
+	}, 10*time.Second, 50*time.Millisecond)
 	assert.Equal(t, `matching_outbox_relayed_total{topic="swipe.recorded"} 12`,
 		metricLine(t, base, `matching_outbox_relayed_total{topic="swipe.recorded"}`))
-	assert.Equal(t, `matching_outbox_relayed_total{topic="feedback.recorded"} 3`,
-		metricLine(t, base, `matching_outbox_relayed_total{topic="feedback.recorded"}`))
-	assert.Equal(t, `matching_tasks_processed_total{result="ok",type="student:learn"} 15`,
-		metricLine(t, base, `matching_tasks_processed_total{result="ok",type="student:learn"}`))
-	assert.Contains(t, metricLine(t, base, "matching_feed_lag_seconds_count"), "matching_feed_lag_seconds_count 12")
+	assert.Equal(t, `matching_learn_events_total{kind="swipe"} 12`, metricLine(t, base, `matching_learn_events_total{kind="swipe"}`),
+		"each swipe folded once")
+	assert.Equal(t, `matching_learn_events_total{kind="feedback"} 3`, metricLine(t, base, `matching_learn_events_total{kind="feedback"}`))
+	assert.NotEqual(t, `matching_learn_requeued_total 0`, metricLine(t, base, `matching_learn_requeued_total`))
 	w.stop(t, 10*time.Second)
 }
 
@@ -207,7 +173,7 @@ func TestSwipeReachesTheFeedThroughTheWorker(t *testing.T) {
 		require.NoError(t, pool.QueryRow(ctx, `SELECT version FROM students WHERE id = $1`, s).Scan(&version))
 		require.Eventually(t, func() bool {
 			f, err := feeds.Feed(ctx, s)
-			if err != nil || f.StudentVersion <= version {
+			if err != nil || f.StudentVersion < version || f.LearnedVersion < version {
 				return false
 			}
 			for _, it := range f.Range(0, f.Len()) {
@@ -218,7 +184,11 @@ func TestSwipeReachesTheFeedThroughTheWorker(t *testing.T) {
 			return f.TotalSwipes == k+1
 		}, 10*time.Second, 10*time.Millisecond, "swipe %d learned and its feed rebuilt", k)
 	}
-	line := metricLine(t, "http://"+w.ops, `matching_outbox_relayed_total{topic="swipe.recorded"}`)
-	assert.True(t, line == "" || strings.HasSuffix(line, " 0"), "the fast path queued every task: %s", line)
+	require.Eventually(t, func() bool {
+		return metricLine(t, "http://"+w.ops, `matching_outbox_relayed_total{topic="swipe.recorded"}`) ==
+			`matching_outbox_relayed_total{topic="swipe.recorded"} 3`
+	}, 5*time.Second, 20*time.Millisecond, "the relay publishes each swipe's event")
+	assert.Equal(t, `matching_learn_requeued_total 0`, metricLine(t, "http://"+w.ops, `matching_learn_requeued_total`),
+		"the write queued every learn task itself")
 	w.stop(t, 10*time.Second)
 }

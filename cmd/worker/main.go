@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/collegematch/matching/internal/buildinfo"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/config"
+	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/memlimit"
 	"github.com/collegematch/matching/internal/metrics"
 	"github.com/collegematch/matching/internal/ops"
@@ -30,20 +32,9 @@ import (
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/webhook"
-	"github.com/collegematch/matching/internal/wire"
 )
 
 const (
-	// concurrency is the number of tasks one worker runs at once. Most task
-	// time is spent waiting (PostgreSQL, Redis, webhook subscribers with a
-	// 10 s timeout), so it is well above the core count.
-	concurrency = 20
-	// webhookConcurrency is the number of webhook deliveries one worker
-	// makes at once, in task slots of their own (tasks.QueueWebhooks): an
-	// attempt mostly waits on the subscriber (up to 10 s), so one slow
-	// endpoint must not take the slots that learning and other endpoints
-	// need, nor a burst of learning delay the first attempts.
-	webhookConcurrency = 50
 	// shutdownTimeout is how long running tasks get to finish on shutdown;
 	// the ones still running then go back to their queue.
 	shutdownTimeout = 20 * time.Second
@@ -88,6 +79,8 @@ type options struct {
 	webhooks        tasks.WebhookConfig // retry schedule and jitter; default the decisions.md schedule
 	sender          webhook.Config      // per-attempt timeout; default 10 s
 	monitor         tasks.WebhookMonitorConfig
+	sweep           tasks.LearnSweepConfig
+	relay           tasks.RelayConfig
 }
 
 func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- string, opt options) error {
@@ -125,13 +118,13 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 
 	// One Redis client serves the task server, the relay's enqueues and the
 	// readiness check; asynq leaves a client it was given open.
-	rdb, err := cache.Open(cfg.RedisURL)
+	rdb, topology, err := cache.Open(ctx, cfg.RedisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	queue := asynq.NewClientFromRedisClient(rdb)
-	defer queue.Close()
+	log.InfoContext(ctx, "redis", "topology", topology.String())
+	queue := handover.NewClient(rdb, handover.NewQueuer())
 
 	reg := metrics.NewRegistry()
 	taskMetrics := tasks.NewTaskMetrics(reg)
@@ -147,22 +140,21 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	}
 	go catalog.Run(ctx)
 	feeds := query.New(query.Config{
-		Students: wire.Students{Store: db}, Feeds: cache.NewFeeds(rdb, cfg.FeedCacheTTL), Catalogs: catalog,
+		Students: db, Feeds: cache.NewFeeds(rdb, cfg.FeedCacheTTL), Catalogs: catalog,
 		Log: log.With("component", "feeds"), Metrics: qm, Probes: cache.NewProbes(rdb, cfg.FeedCacheTTL),
 	})
 
-	// Topics are routed here together with the handlers of the tasks they
-	// produce (see tasks.Handler.Register). Until a topic is, this worker
-	// leaves its rows unpublished for a worker that routes it and reports
-	// them in matching_outbox_unrouted_backlog. The relay also deletes
-	// published rows after RelayConfig.Retention. The API's fast path routes
-	// the learn topics the same way (tasks.AddLearnRoutes), and the webhook
-	// topics from the same WEBHOOK_ENDPOINTS_FILE (tasks.AddWebhookRoutes).
-	router := tasks.NewRouter()
-	tasks.AddLearnRoutes(router)
-	tasks.AddWebhookRoutes(router, wire.WebhookSubscriptions(endpoints), wire.Webhooks{Store: db})
-	relay := tasks.NewRelay(log.With("component", "outbox_relay"), wire.Outbox{Store: db}, queue, router,
-		tasks.NewRelayMetrics(reg), tasks.RelayConfig{})
+	// The relay publishes the outbox's events to the subscribers of
+	// WEBHOOK_ENDPOINTS_FILE: it writes their deliveries and queues their
+	// first attempts, a batch at a time; it also deletes published rows
+	// after RelayConfig.Retention.
+	relay := tasks.NewRelay(log.With("component", "outbox_relay"), db, queue, subscriptions(endpoints),
+		tasks.NewRelayMetrics(reg), opt.relay)
+	// The learn sweep queues again the learn tasks Redis lost; one replica
+	// at a time runs each pass.
+	host, _ := os.Hostname()
+	sweep := tasks.NewLearnSweep(log.With("component", "learn_sweep"), db, queue,
+		handover.NewLeader(rdb, host+"/"+strconv.Itoa(os.Getpid())), reg, opt.sweep)
 
 	// Two task servers share the Redis client: the main slots serve
 	// learning and the relay task (and webhook tasks queued by older
@@ -196,8 +188,8 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 			ErrorHandler:             errorHandler,
 		}
 	}
-	srv := asynq.NewServerFromRedisClient(rdb, serverConfig(concurrency, tasks.QueuePriorities()))
-	hookSrv := asynq.NewServerFromRedisClient(rdb, serverConfig(webhookConcurrency, tasks.WebhookQueues()))
+	srv := asynq.NewServerFromRedisClient(rdb, serverConfig(cfg.WorkerConcurrency, tasks.QueuePriorities()))
+	hookSrv := asynq.NewServerFromRedisClient(rdb, serverConfig(cfg.WebhookConcurrency, tasks.WebhookQueues()))
 	mux := asynq.NewServeMux()
 	mux.Use(taskMetrics.Middleware)
 	// Handlers still running when the shutdown timeout ends are left by the
@@ -215,26 +207,33 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	})
 	tasks.NewHandler(tasks.Deps{
 		Log: log, Relay: relay,
-		Learning: wire.Learning{Store: db}, Feeds: feeds, Catalogs: wire.Catalogs{CatalogHolder: catalog},
-		LearnMetrics: tasks.NewLearnMetrics(reg),
-		WebhookStore: wire.Webhooks{Store: db}, WebhookSender: wire.WebhookSender{Sender: webhook.NewSender(endpoints, opt.sender)},
+		Learning: db, Feeds: feeds, Catalogs: catalog, LearnMetrics: tasks.NewLearnMetrics(reg),
+		WebhookStore: db, WebhookSender: webhookSender{webhook.NewSender(endpoints, opt.sender)},
 		WebhookMetrics: webhookMetrics, WebhookConfig: opt.webhooks,
 	}).Register(mux)
-	monitor := tasks.NewWebhookMonitor(log.With("component", "webhook_monitor"), wire.Webhooks{Store: db}, queue,
-		webhookMetrics, opt.monitor)
+	monitor := tasks.NewWebhookMonitor(log.With("component", "webhook_monitor"), db, queue, webhookMetrics, opt.monitor)
 
 	checks := []ops.Check{
 		{Name: "postgres", Check: db.Ping},
 		{Name: "redis", Check: func(ctx context.Context) error { return cache.Ping(ctx, rdb) }},
 	}
-	opsSrv := ops.Server(cfg.OpsAddr, ops.Handler(reg, checks, cfg.PProf))
+	// Dependencies are watched in the background: an outage shows in
+	// metrics and logs, and does not fail readiness. The worker is ready
+	// once its task servers have started.
+	deps := ops.NewMonitor(reg, log.With("component", "dependencies"), checks)
+	depsCtx, stopDeps := context.WithCancel(ctx)
+	defer stopDeps()
+	deps.Start(depsCtx)
+	readiness := &ops.Readiness{}
+	opsSrv := ops.Server(cfg.OpsAddr, ops.Handler(reg, readiness, deps, cfg.PProf))
 	ln, err := net.Listen("tcp", cfg.OpsAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.OpsAddr, err)
 	}
 
 	// Start does not need Redis to answer yet: the server keeps retrying, the
-	// relay keeps rows unpublished, and /readyz reports the outage.
+	// relay keeps rows unpublished, and the dependency monitor reports the
+	// outage (matching_dependency_up, the log, /readyz's body).
 	if err := srv.Start(mux); err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("start task server: %w", err)
@@ -244,8 +243,9 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		_ = ln.Close()
 		return fmt.Errorf("start webhook task server: %w", err)
 	}
-	log.InfoContext(ctx, "task servers started", "concurrency", concurrency, "queues", tasks.QueuePriorities(),
-		"webhook_concurrency", webhookConcurrency, "webhook_queues", tasks.WebhookQueues())
+	log.InfoContext(ctx, "task servers started", "concurrency", cfg.WorkerConcurrency, "queues", tasks.QueuePriorities(),
+		"webhook_concurrency", cfg.WebhookConcurrency, "webhook_queues", tasks.WebhookQueues())
+	readiness.Ready()
 
 	relayCtx, stopRelay := context.WithCancel(ctx)
 	relayDone := make(chan struct{})
@@ -253,6 +253,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		defer close(relayDone)
 		var wg sync.WaitGroup
 		wg.Go(func() { monitor.Run(relayCtx) })
+		wg.Go(func() { sweep.Run(relayCtx) })
 		relay.Run(relayCtx)
 		wg.Wait()
 	}()
@@ -274,6 +275,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	case err = <-errc:
 		log.Error("ops server failed", "err", err)
 	}
+	readiness.Stopping()
 	stopRelay()
 	<-relayDone
 	// Both wait up to the shutdown timeout for running tasks, at once.

@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -183,14 +185,13 @@ func TestRunServesOpsRelaysAndStopsOnCancel(t *testing.T) {
 	assert.Equal(t, "ok\n", body)
 	code, body = get(t, base+"/readyz")
 	assert.Equal(t, http.StatusOK, code, body)
-	assert.JSONEq(t, `{"postgres":"ok","redis":"ok"}`, body)
+	assert.JSONEq(t, `{"status":"ready","dependencies":{"postgres":"ok","redis":"ok"}}`, body)
 
 	// The relay's pass at start leaves the row unpublished and reports it;
 	// the retention pass at start deletes the expired row.
 	require.Eventually(t, func() bool {
 		_, m := get(t, base+"/metrics")
-		return strings.Contains(m, "matching_outbox_unrouted_backlog 1") &&
-			strings.Contains(m, "matching_outbox_backlog 1") &&
+		return strings.Contains(m, "matching_outbox_backlog 1") &&
 			strings.Contains(m, "matching_outbox_deleted_total 1")
 	}, 5*time.Second, 50*time.Millisecond)
 	assert.False(t, published(t, dbURL, early))
@@ -200,7 +201,7 @@ func TestRunServesOpsRelaysAndStopsOnCancel(t *testing.T) {
 	later := writeEvent(t, dbURL, "mystery.happened")
 	require.Eventually(t, func() bool {
 		_, m := get(t, base+"/metrics")
-		return strings.Contains(m, "matching_outbox_unrouted_backlog 2") && strings.Contains(m, "matching_outbox_backlog 2")
+		return strings.Contains(m, "matching_outbox_backlog 2")
 	}, 5*time.Second, 50*time.Millisecond)
 	assert.False(t, published(t, dbURL, early))
 	assert.False(t, published(t, dbURL, later))
@@ -237,9 +238,6 @@ func TestRunServesOpsRelaysAndStopsOnCancel(t *testing.T) {
 		lines++
 	}
 	assert.Positive(t, lines)
-	assert.Contains(t, w.logs.String(), `"unrouted":{"mystery.happened":1}`)
-	assert.Equal(t, 1, strings.Count(w.logs.String(), "no route for"), "warned once while the unrouted topics stayed the same")
-	assert.Equal(t, 0, strings.Count(w.logs.String(), `"unknown_topic"`))
 }
 
 func TestRunStartsWithoutRedisAndReportsIt(t *testing.T) {
@@ -249,13 +247,24 @@ func TestRunStartsWithoutRedisAndReportsIt(t *testing.T) {
 		"REDIS_URL":    "redis://127.0.0.1:1/0",
 		"OPS_ADDR":     "127.0.0.1:0",
 	})
+	// Ready all the same (its task servers started and keep retrying): a
+	// Redis outage shows in the body, the metrics and the log, and does not
+	// take the worker out of rotation.
 	code, body := get(t, "http://"+w.ops+"/readyz")
-	assert.Equal(t, http.StatusServiceUnavailable, code)
-	var checks map[string]string
-	require.NoError(t, json.Unmarshal([]byte(body), &checks))
-	assert.Equal(t, "ok", checks["postgres"])
-	assert.True(t, strings.HasPrefix(checks["redis"], "down"), checks["redis"])
+	assert.Equal(t, http.StatusOK, code, body)
+	var readyz struct {
+		Status       string
+		Dependencies map[string]string
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &readyz))
+	assert.Equal(t, "ready", readyz.Status)
+	assert.Equal(t, "ok", readyz.Dependencies["postgres"])
+	assert.True(t, strings.HasPrefix(readyz.Dependencies["redis"], "down"), readyz.Dependencies["redis"])
+	_, m := get(t, "http://"+w.ops+"/metrics")
+	assert.Contains(t, m, `matching_dependency_up{dependency="postgres"} 1`)
+	assert.Contains(t, m, `matching_dependency_up{dependency="redis"} 0`)
 	w.stop(t, 15*time.Second)
+	assert.Regexp(t, `"msg":"dependency is down",[^\n]*"dependency":"redis"`, w.logs.String())
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {
@@ -283,4 +292,31 @@ func TestRunRejectsBadEndpointsFile(t *testing.T) {
 	err = run(context.Background(), func(k string) string { return env[k] }, io.Discard, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "WEBHOOK_ENDPOINTS_FILE")
+}
+
+// WORKER_CONCURRENCY and WEBHOOK_CONCURRENCY set the slots of the worker's
+// two task servers, as asynq registers them in Redis.
+func TestRunTaskSlotsFromConfig(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBCmdWorker)
+	w := start(t, map[string]string{
+		"DATABASE_URL":        testutil.NewDBURL(t),
+		"REDIS_URL":           testutil.RedisURLFor(t, testutil.RedisDBCmdWorker),
+		"OPS_ADDR":            "127.0.0.1:0",
+		"WORKER_CONCURRENCY":  "3",
+		"WEBHOOK_CONCURRENCY": "7",
+	})
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		servers, err := insp.Servers()
+		require.NoError(c, err)
+		slots := map[int][]string{}
+		for _, s := range servers {
+			slots[s.Concurrency] = slices.Sorted(maps.Keys(s.Queues))
+		}
+		assert.Equal(c, map[int][]string{
+			3: slices.Sorted(maps.Keys(tasks.QueuePriorities())),
+			7: slices.Sorted(maps.Keys(tasks.WebhookQueues())),
+		}, slots)
+	}, 10*time.Second, 100*time.Millisecond)
+	w.stop(t, 15*time.Second)
 }

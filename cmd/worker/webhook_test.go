@@ -32,7 +32,8 @@ import (
 
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/command"
-	"github.com/collegematch/matching/internal/offline"
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
@@ -172,17 +173,15 @@ type endpointEntry struct {
 func (e endpointEntry) url() string { return e.rc.srv.URL + e.path }
 
 // endpointsFile writes a WEBHOOK_ENDPOINTS_FILE (YAML) for entries.
-func endpointsFile(t *testing.T, entries ...endpointEntry) (string, []tasks.WebhookSubscription) {
+func endpointsFile(t *testing.T, entries ...endpointEntry) string {
 	t.Helper()
 	var b strings.Builder
-	var subs []tasks.WebhookSubscription
 	for _, e := range entries {
 		fmt.Fprintf(&b, "- url: %s\n  secret: %s\n  events: [swipe.recorded]\n  allow_private: %v\n", e.url(), e.rc.secret, e.allowPrivate)
-		subs = append(subs, tasks.WebhookSubscription{URL: e.url(), Events: []string{"swipe.recorded"}})
 	}
 	p := filepath.Join(t.TempDir(), "endpoints.yaml")
 	require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o600))
-	return p, subs
+	return p
 }
 
 // hookWorld is a database with schools and students, a Redis DB, and the
@@ -209,14 +208,14 @@ func newHookWorld(t *testing.T, nSchools, nStudents int, redisURL string, entrie
 		w.schools = append(w.schools, s.ID)
 	}
 	w.students = students
-	rdb := testutil.NewRedis(t, testutil.RedisDBCmdWorker)
+	var rdb redis.UniversalClient = testutil.NewRedis(t, testutil.RedisDBCmdWorker)
 	if redisURL == "" {
 		redisURL = testutil.RedisURLFor(t, testutil.RedisDBCmdWorker)
 	} else {
 		rdb = redisClient(t, redisURL)
 	}
-	file, subs := endpointsFile(t, entries...)
-	w.write = newWriteSide(t, w.db, rdb, testutil.Logger(t), subs...)
+	file := endpointsFile(t, entries...)
+	w.write = newWriteSide(t, w.db, rdb, testutil.Logger(t))
 	w.env = map[string]string{"DATABASE_URL": w.dbURL, "REDIS_URL": redisURL, "OPS_ADDR": "127.0.0.1:0",
 		"WEBHOOK_ENDPOINTS_FILE": file}
 	return w
@@ -337,7 +336,7 @@ func TestWebhookDeliveryRetriesAndSignatures(t *testing.T) {
 		require.Eventually(t, func() bool { return len(e.rc.requests()) > 0 }, 5*time.Second, 10*time.Millisecond, e.url())
 		assert.Less(t, e.rc.requests()[0].At.Sub(swipedAt), 5*time.Second)
 	}
-	d := w.waitStatus(t, outboxID, eps[0].url(), tasks.DeliverySucceeded, 5*time.Second)
+	d := w.waitStatus(t, outboxID, eps[0].url(), domain.DeliverySucceeded, 5*time.Second)
 	assert.Equal(t, 1, d.Attempts)
 
 	first := ok.requests()[0]
@@ -355,7 +354,7 @@ func TestWebhookDeliveryRetriesAndSignatures(t *testing.T) {
 	assert.Len(t, first.Data, 4)
 
 	// 500 then 200: the retry about 5 s (+-20 %) after the first attempt.
-	w.waitStatus(t, outboxID, eps[1].url(), tasks.DeliverySucceeded, 12*time.Second)
+	w.waitStatus(t, outboxID, eps[1].url(), domain.DeliverySucceeded, 12*time.Second)
 	fr := flaky.requests()
 	require.Len(t, fr, 2)
 	gap := fr[1].At.Sub(fr[0].At)
@@ -368,7 +367,7 @@ func TestWebhookDeliveryRetriesAndSignatures(t *testing.T) {
 	assert.NotEqual(t, ok.requests()[0].ID, fr[0].ID, "webhook-ids differ per endpoint")
 
 	// A timeout (1 s here, 10 s in production) is retried the same way.
-	sd := w.waitStatus(t, outboxID, eps[2].url(), tasks.DeliverySucceeded, 12*time.Second)
+	sd := w.waitStatus(t, outboxID, eps[2].url(), domain.DeliverySucceeded, 12*time.Second)
 	at := w.attempts(t, sd.ID)
 	require.Len(t, at, 2)
 	require.NotNil(t, at[0].Error)
@@ -378,7 +377,7 @@ func TestWebhookDeliveryRetriesAndSignatures(t *testing.T) {
 	assert.Nil(t, at[1].Error)
 
 	// 429 with Retry-After: 9 is retried after 9 s, not after the 5 s step.
-	w.waitStatus(t, outboxID, eps[3].url(), tasks.DeliverySucceeded, 15*time.Second)
+	w.waitStatus(t, outboxID, eps[3].url(), domain.DeliverySucceeded, 15*time.Second)
 	lr := limited.requests()
 	require.Len(t, lr, 2)
 	assert.GreaterOrEqual(t, lr[1].At.Sub(lr[0].At), 9*time.Second)
@@ -387,7 +386,7 @@ func TestWebhookDeliveryRetriesAndSignatures(t *testing.T) {
 	// The loopback endpoint without allow_private: refused, never contacted.
 	pd, found := w.delivery(t, outboxID, eps[4].url())
 	require.True(t, found)
-	assert.Equal(t, tasks.DeliveryPending, pd.Status, "refusals are retried like any failure")
+	assert.Equal(t, domain.DeliveryPending, pd.Status, "refusals are retried like any failure")
 	assert.Contains(t, pd.LastError, "destination refused")
 	assert.Contains(t, pd.LastError, "loopback")
 	assert.Empty(t, private.requests())
@@ -396,7 +395,7 @@ func TestWebhookDeliveryRetriesAndSignatures(t *testing.T) {
 	assert.Nil(t, pa[0].Code)
 
 	// Every attempt was recorded, with latency and status.
-	fa := w.attempts(t, w.waitStatus(t, outboxID, eps[1].url(), tasks.DeliverySucceeded, time.Second).ID)
+	fa := w.attempts(t, w.waitStatus(t, outboxID, eps[1].url(), domain.DeliverySucceeded, time.Second).ID)
 	require.Len(t, fa, 2)
 	assert.Equal(t, 500, *fa[0].Code)
 	assert.Equal(t, "HTTP 500", *fa[0].Error)
@@ -406,9 +405,9 @@ func TestWebhookDeliveryRetriesAndSignatures(t *testing.T) {
 
 func senderTimeout(d time.Duration) webhook.Config { return webhook.Config{Timeout: d} }
 
-func redisClient(t testing.TB, url string) *redis.Client {
+func redisClient(t testing.TB, url string) redis.UniversalClient {
 	t.Helper()
-	rdb, err := cache.Open(url)
+	rdb, _, err := cache.Open(context.Background(), url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
@@ -434,16 +433,16 @@ func TestWebhookGoneDisablesTheEndpointUntilReplayed(t *testing.T) {
 	startWith(t, w.env, options{})
 
 	first := w.swipe(t, 0, 1)
-	d := w.waitStatus(t, first, eps[0].url(), tasks.DeliveryDisabled, 5*time.Second)
+	d := w.waitStatus(t, first, eps[0].url(), domain.DeliveryDisabled, 5*time.Second)
 	assert.Equal(t, 1, d.Attempts)
 	assert.Len(t, rc.requests(), 1)
 
 	second := w.swipe(t, 0, 2)
-	d2 := w.waitStatus(t, second, eps[0].url(), tasks.DeliveryDisabled, 5*time.Second)
+	d2 := w.waitStatus(t, second, eps[0].url(), domain.DeliveryDisabled, 5*time.Second)
 	assert.Zero(t, d2.Attempts, "a disabled endpoint is not contacted")
 	assert.Contains(t, d2.LastError, "410")
 	assert.Len(t, rc.requests(), 1)
-	w.waitStatus(t, second, eps[1].url(), tasks.DeliverySucceeded, 5*time.Second)
+	w.waitStatus(t, second, eps[1].url(), domain.DeliverySucceeded, 5*time.Second)
 
 	failed, err := w.db.FailedWebhookDeliveries(context.Background(), 10)
 	require.NoError(t, err)
@@ -456,7 +455,7 @@ func TestWebhookGoneDisablesTheEndpointUntilReplayed(t *testing.T) {
 	rd, err := w.db.ReplayWebhookDelivery(context.Background(), d.ID)
 	require.NoError(t, err)
 	replayTask(t, w.env["REDIS_URL"], rd)
-	w.waitStatus(t, first, eps[0].url(), tasks.DeliverySucceeded, 5*time.Second)
+	w.waitStatus(t, first, eps[0].url(), domain.DeliverySucceeded, 5*time.Second)
 	got := rc.requests()
 	require.Len(t, got, 2)
 	assert.Equal(t, got[0].ID, got[1].ID, "a replay carries the same webhook-id")
@@ -467,19 +466,17 @@ func TestWebhookGoneDisablesTheEndpointUntilReplayed(t *testing.T) {
 	rd2, err := w.db.ReplayWebhookDelivery(context.Background(), d2.ID)
 	require.NoError(t, err)
 	replayTask(t, w.env["REDIS_URL"], rd2)
-	w.waitStatus(t, second, eps[0].url(), tasks.DeliverySucceeded, 5*time.Second)
+	w.waitStatus(t, second, eps[0].url(), domain.DeliverySucceeded, 5*time.Second)
 	third := w.swipe(t, 0, 3)
-	w.waitStatus(t, third, eps[0].url(), tasks.DeliverySucceeded, 5*time.Second)
+	w.waitStatus(t, third, eps[0].url(), domain.DeliverySucceeded, 5*time.Second)
 }
 
 func replayTask(t *testing.T, redisURL string, d store.WebhookDelivery) {
 	t.Helper()
-	q := asynq.NewClientFromRedisClient(redisClient(t, redisURL))
-	task, err := tasks.NewWebhookDeliverTask(d.OutboxID, d.Endpoint)
+	q := handover.NewClient(redisClient(t, redisURL), handover.NewQueuer())
+	queued, err := q.Queue(context.Background(), tasks.WebhookJob(d.OutboxID, d.Endpoint, d.Replays, nil))
 	require.NoError(t, err)
-	dup, err := tasks.Enqueue(context.Background(), q, tasks.Job{ID: tasks.WebhookTaskID(d.OutboxID, d.Endpoint, d.Replays), Task: task})
-	require.NoError(t, err)
-	require.False(t, dup, "a replay is a new task")
+	require.Equal(t, 1, queued, "a replay is a new task")
 }
 
 // A receiver that always fails: 9 attempts on the schedule (shortened
@@ -494,7 +491,7 @@ func TestWebhookParkedAfterTheLastAttempt(t *testing.T) {
 	startWith(t, w.env, options{delayedCheck: 100 * time.Millisecond,
 		webhooks: tasks.WebhookConfig{Schedule: []time.Duration{50 * time.Millisecond}}})
 	id := w.swipe(t, 0, 1)
-	d := w.waitStatus(t, id, eps[0].url(), tasks.DeliveryParked, 20*time.Second)
+	d := w.waitStatus(t, id, eps[0].url(), domain.DeliveryParked, 20*time.Second)
 	assert.Equal(t, 9, d.Attempts)
 	assert.Equal(t, "HTTP 502: down for maintenance", d.LastError)
 	reqs := rc.requests()
@@ -540,7 +537,7 @@ func TestWebhookWorkerKilledMidDelivery(t *testing.T) {
 	startWith(t, w.env, opt)
 	for _, id := range ids {
 		for _, e := range eps {
-			w.waitStatus(t, id, e.url(), tasks.DeliverySucceeded, 30*time.Second)
+			w.waitStatus(t, id, e.url(), domain.DeliverySucceeded, 30*time.Second)
 		}
 	}
 	checkAtLeastOnce(t, ids, eps)
@@ -557,15 +554,15 @@ func TestWebhookDeliversSyncedSwipes(t *testing.T) {
 	startWith(t, w.env, options{})
 
 	at := time.Now().UTC().Add(-10 * time.Minute).Truncate(time.Millisecond)
-	var changes []offline.Change
+	var changes []command.Change
 	for i := range 30 {
-		changes = append(changes, offline.Change{ID: uuid.NewString(), Type: "swipe", SchoolID: w.schools[i],
+		changes = append(changes, command.Change{ID: uuid.NewString(), Type: "swipe", SchoolID: w.schools[i],
 			Direction: []string{"left", "right"}[i%2], OccurredAt: at.Add(time.Duration(i) * time.Second).Format(time.RFC3339Nano)})
 	}
-	changes = append(changes, offline.Change{ID: uuid.NewString(), Type: "swipe", SchoolID: w.schools[35], Direction: "right",
+	changes = append(changes, command.Change{ID: uuid.NewString(), Type: "swipe", SchoolID: w.schools[35], Direction: "right",
 		InteractionType: "detail_view", OccurredAt: at.Format(time.RFC3339Nano)})
 	ctx := context.Background()
-	res, err := w.write.sync.Push(ctx, w.students[0], changes)
+	res, err := w.write.sync.Push(ctx, w.students[0], changes, -1)
 	require.NoError(t, err)
 	require.Len(t, res.Accepted, 31)
 
@@ -577,7 +574,7 @@ func TestWebhookDeliversSyncedSwipes(t *testing.T) {
 	require.Eventually(t, func() bool { return len(a.delivered()) == 30 && len(b.delivered()) == 30 },
 		20*time.Second, 20*time.Millisecond, "a: %d, b: %d", len(a.delivered()), len(b.delivered()))
 
-	res, err = w.write.sync.Push(ctx, w.students[0], changes)
+	res, err = w.write.sync.Push(ctx, w.students[0], changes, -1)
 	require.NoError(t, err)
 	require.Len(t, res.Duplicates, 31)
 	time.Sleep(500 * time.Millisecond) // room for a wrongly queued delivery
@@ -612,14 +609,13 @@ func TestWebhookDuplicateTasksMakeOneAttemptAtATime(t *testing.T) {
 	for i := range 6 {
 		id := w.swipe(t, i%2, i)
 		ids = append(ids, id)
-		task, err := tasks.NewWebhookDeliverTask(id, eps[0].url())
-		require.NoError(t, err)
-		_, err = q.Enqueue(task, asynq.Queue(tasks.QueueDefault), asynq.TaskID(tasks.WebhookTaskID(id, eps[0].url(), 0)))
+		job := tasks.WebhookJob(id, eps[0].url(), 0, nil)
+		_, err := q.Enqueue(asynq.NewTask(job.Type, job.Payload), asynq.Queue(tasks.QueueDefault), asynq.TaskID(job.ID))
 		require.NoError(t, err, "the same id in another queue is another task")
 	}
 	startWith(t, w.env, options{})
 	for _, id := range ids {
-		d := w.waitStatus(t, id, eps[0].url(), tasks.DeliverySucceeded, 15*time.Second)
+		d := w.waitStatus(t, id, eps[0].url(), domain.DeliverySucceeded, 15*time.Second)
 		assert.Equal(t, 2, d.Attempts, "event %d: a failure and a success, each counted once", id)
 		assert.Len(t, w.attempts(t, d.ID), 2)
 	}
@@ -635,41 +631,36 @@ func TestWebhookDuplicateTasksMakeOneAttemptAtATime(t *testing.T) {
 	}
 }
 
-// The API cannot write an event's deliveries (a database error right after
-// the swipe's commit): the swipe and the sync push still succeed, queue
-// no webhook task and leave their events unpublished, and the worker's
-// relay hands them over, deliveries and all.
-func TestWebhookDeliveredWhenTheAPICannotRecordIt(t *testing.T) {
+// The API writes no delivery and queues no webhook task: a swipe's and a
+// sync push's events wait, unpublished, for the worker's relay, which
+// writes their deliveries and queues their first attempts.
+func TestWebhookDeliveriesAreTheRelays(t *testing.T) {
 	rc := newReceiver(t, nil)
 	eps := []endpointEntry{{rc, "/r", true}}
 	w := newHookWorld(t, 20, 1, "", eps...)
-	_, subs := endpointsFile(t, eps...)
-	broken := tasks.LedgerFunc(func(context.Context, []tasks.WebhookDeliveryKey) ([]int64, error) {
-		return nil, errors.New("database connection lost")
-	})
-	rdb := testutil.NewRedis(t, testutil.RedisDBCmdWorker)
-	write := newWriteSideWith(t, w.db, rdb, testutil.Logger(t), broken, subs...)
 	ctx := context.Background()
-	_, err := write.swipes.Record(ctx, command.SwipeInput{StudentID: w.students[0], SchoolID: w.schools[0], Direction: "right",
+	_, err := w.write.swipes.Record(ctx, command.SwipeInput{StudentID: w.students[0], SchoolID: w.schools[0], Direction: "right",
 		ClientID: uuid.NewString()})
-	require.NoError(t, err, "the swipe is committed; hand-over is the relay's")
-	res, err := write.sync.Push(ctx, w.students[0], []offline.Change{
+	require.NoError(t, err)
+	res, err := w.write.sync.Push(ctx, w.students[0], []command.Change{
 		{ID: uuid.NewString(), Type: "swipe", SchoolID: w.schools[1], Direction: "left", OccurredAt: time.Now().UTC().Format(time.RFC3339)},
 		{ID: uuid.NewString(), Type: "swipe", SchoolID: w.schools[2], Direction: "right", OccurredAt: time.Now().UTC().Format(time.RFC3339)},
-	})
+	}, -1)
 	require.NoError(t, err)
 	require.Len(t, res.Accepted, 2)
 
-	var unpublished int
+	var unpublished, deliveries int
 	require.NoError(t, w.pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE published_at IS NULL AND topic = 'swipe.recorded'`).
 		Scan(&unpublished))
 	assert.Equal(t, 3, unpublished)
-	insp := asynq.NewInspectorFromRedisClient(rdb)
+	require.NoError(t, w.pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries`).Scan(&deliveries))
+	assert.Zero(t, deliveries)
+	insp := asynq.NewInspectorFromRedisClient(redisClient(t, w.env["REDIS_URL"]))
 	hooks, err := insp.ListPendingTasks(tasks.QueueWebhooks)
 	if !errors.Is(err, asynq.ErrQueueNotFound) {
 		require.NoError(t, err)
 	}
-	assert.Empty(t, hooks, "no task without its delivery row")
+	assert.Empty(t, hooks, "no webhook task from the API")
 
 	startWith(t, w.env, options{})
 	require.Eventually(t, func() bool { return len(rc.delivered()) == 3 }, 10*time.Second, 20*time.Millisecond,
@@ -803,8 +794,10 @@ func TestWebhookRedisRestartMidBacklog(t *testing.T) {
 	proxied := fmt.Sprintf("redis://%s/%d", p.addr, testutil.RedisDBCmdWorker)
 	w := newHookWorld(t, 60, 6, proxied, eps...)
 	// Overdue deliveries are looked for every 200 ms, and queued again once
-	// their task is a second late (production: every 10 s, a minute late).
-	startWith(t, w.env, options{monitor: tasks.WebhookMonitorConfig{Interval: 200 * time.Millisecond, Overdue: time.Second}})
+	// their task is a second late (production: every 10 s, a minute late);
+	// a new delivery is leased to its first attempt for 2 s (production 30 s).
+	startWith(t, w.env, options{monitor: tasks.WebhookMonitorConfig{Interval: 200 * time.Millisecond, Overdue: time.Second},
+		relay: tasks.RelayConfig{FirstLease: 2 * time.Second}})
 
 	var ids []int64
 	for i := range 150 {

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -97,7 +96,7 @@ func (c *Cooldowns) Read(ctx context.Context, studentID string, now time.Time, s
 		)
 		_, err := c.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 			c.addSwiped(ctx, pipe, studentID, now, swiped)
-			feed = pipe.HMGet(ctx, FeedKey(studentID), fieldHeader, fieldItems)
+			feed = pipe.HMGet(ctx, FeedKey(studentID), feedFields...)
 			shown = pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: ShownKey(studentID), ByScore: true,
 				Start: "(" + strconv.FormatInt(now.Add(-c.cooldown).UnixMilli(), 10), Stop: "+inf"})
 			swipe = pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: SwipedKey(studentID), ByScore: true,
@@ -123,29 +122,6 @@ func (c *Cooldowns) Read(ctx context.Context, studentID string, now time.Time, s
 		return nil
 	})
 	return st, err
-}
-
-// feedFromHash decodes the header and items fields of a feed hash, as
-// Feeds.Feed does.
-func feedFromHash(studentID string, vals []any) (Feed, error) {
-	f := Feed{StudentID: studentID}
-	if len(vals) != 2 {
-		return f, ErrNotBuilt
-	}
-	h, ok1 := vals[0].(string)
-	items, ok2 := vals[1].(string)
-	if !ok1 || !ok2 {
-		return f, ErrNotBuilt
-	}
-	if err := decodeHeader([]byte(h), &f); err != nil {
-		return f, err
-	}
-	if len(items)%itemSize != 0 {
-		return f, fmt.Errorf("feed items: %d bytes is not a whole number of %d-byte records", len(items), itemSize)
-	}
-	f.StudentID = studentID
-	f.encoded = []byte(items)
-	return f, nil
 }
 
 func member(z redis.Z) (uuid.UUID, bool) {

@@ -63,8 +63,8 @@ func TestCooldownsShowAndRead(t *testing.T) {
 	assert.True(t, ttl > time.Minute && ttl <= 2*time.Minute, "recent swipes have a TTL: %v", ttl)
 
 	// Keys are per student, with the student's hash tag.
-	assert.Equal(t, "rm:v1:{student:"+student+"}:shown", cache.ShownKey(student))
-	assert.Equal(t, "rm:v1:{student:"+student+"}:swiped", cache.SwipedKey(student))
+	assert.Equal(t, "rm:v2:{student:"+student+"}:shown", cache.ShownKey(student))
+	assert.Equal(t, "rm:v2:{student:"+student+"}:swiped", cache.SwipedKey(student))
 	other, err := c.Read(ctx, uuid.NewString(), t0.Add(13*time.Second), nil)
 	require.NoError(t, err)
 	assert.Empty(t, other.Shown)

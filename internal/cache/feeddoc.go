@@ -2,7 +2,9 @@ package cache
 
 import (
 	"bytes"
+	"crypto/sha1"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -18,23 +20,42 @@ import (
 // GET /match. It is written whole and guarded by the versions it was built
 // from (see Feeds.Put).
 type Feed struct {
-	StudentID      string
-	StudentVersion int64 // students.version the feed was built from
-	CatalogVersion int64 // catalogue version the feed was built from
+	StudentID string
+	// The versions the feed was built from: the student's state
+	// (students.version), the learned state (learning_state.version) and
+	// the catalogue. A feed built from a newer student version wins, then
+	// from a newer learned state, then from a newer catalogue (Feeds.Put).
+	StudentVersion  int64
+	LearningVersion int64
+	CatalogVersion  int64
+	// LearnedVersion is the student version the learned state covers: every
+	// event recorded up to it is folded in (set by the learner's rebuild; 0
+	// when not known). A swipe's patch moves StudentVersion, not this.
+	LearnedVersion int64
 
 	BuiltAt          time.Time
 	AlgorithmVersion string
-	Phase            string // discovery, refinement or stable
-	TotalSwipes      int
+	TotalSwipes      int                // the student's counted swipes
 	TotalCount       int                // schools eligible for the student (the whole ranked list)
 	Weights          map[string]float64 // preference weights the feed was ranked with
 	Profile          []byte             // the scoring view of the profile, opaque here (no name or e-mail)
+	// Model is the learned model the feed was ranked with, serialised
+	// (opaque here): what the write side predicts a swipe with.
+	Model []byte
+	// Removed are the schools swipes took off the top of the list since it
+	// was built, in order (a swipe's patch): the list as built is Removed
+	// followed by the items, built at TotalSwipes - len(Removed) swipes.
+	Removed []uuid.UUID
 
 	// Items are the top of the ranked list, best first, as a builder sets
 	// them. A feed read back leaves Items nil and keeps them encoded:
 	// read them with Len and Range, which decode only what is asked for.
-	Items   []FeedItem
-	Compact Compact // the compact first page, encoded when the feed was built
+	Items []FeedItem
+	// Compact is the compact first page, encoded when the feed was built;
+	// CompactItems are its items' JSON objects, in order (the page is
+	// {"r":[items]}), which a swipe's patch can drop one of.
+	Compact      Compact
+	CompactItems [][]byte
 
 	encoded []byte // the items as read, fixed-size records
 }
@@ -100,19 +121,16 @@ const (
 )
 
 // headerMagic starts an encoded header; the byte after "F" is the layout.
-var headerMagic = []byte("F1")
+var headerMagic = []byte("F2")
 
-// encodeHeader encodes everything but the items and the compact page.
+// encodeHeader encodes what does not change until the next build: when and
+// how the feed was built, its weights and the profile. The versions and
+// counts are fields of their own, which a swipe's patch moves.
 func encodeHeader(f *Feed) []byte {
-	b := make([]byte, 0, 128+len(f.Profile)+16*len(f.Weights))
+	b := make([]byte, 0, 64+len(f.Profile)+16*len(f.Weights))
 	b = append(b, headerMagic...)
-	b = binary.AppendVarint(b, f.StudentVersion)
-	b = binary.AppendVarint(b, f.CatalogVersion)
 	b = binary.AppendVarint(b, f.BuiltAt.UnixMilli())
 	b = appendString(b, f.AlgorithmVersion)
-	b = appendString(b, f.Phase)
-	b = binary.AppendUvarint(b, uint64(max(f.TotalSwipes, 0)))
-	b = binary.AppendUvarint(b, uint64(max(f.TotalCount, 0)))
 	keys := make([]string, 0, len(f.Weights))
 	for k := range f.Weights {
 		keys = append(keys, k)
@@ -138,13 +156,8 @@ func decodeHeader(b []byte, f *Feed) error {
 		return errors.New("feed header: unknown layout")
 	}
 	d := decoder{b: b[len(headerMagic):]}
-	f.StudentVersion = d.varint()
-	f.CatalogVersion = d.varint()
 	f.BuiltAt = time.UnixMilli(d.varint()).UTC()
 	f.AlgorithmVersion = d.str()
-	f.Phase = d.str()
-	f.TotalSwipes = int(d.uvarint())
-	f.TotalCount = int(d.uvarint())
 	n := d.uvarint()
 	if d.err == nil && n > 64 {
 		d.err = errors.New("too many weights")
@@ -284,6 +297,39 @@ func encodeCompact(f *Feed) []byte {
 	head := strconv.FormatInt(f.CatalogVersion, 10) + " " + f.AlgorithmVersion + " " + f.Compact.ETag + "\n"
 	b := make([]byte, 0, len(head)+len(f.Compact.Body))
 	return append(append(b, head...), f.Compact.Body...)
+}
+
+// CompactBody is the compact page made of items: {"r":[items]}. The
+// stored page and the page a swipe's patch leaves (feedScripts' patch) are
+// both made this way.
+func CompactBody(items [][]byte) []byte {
+	n := len(`{"r":[]}`) + len(items)
+	for _, it := range items {
+		n += len(it)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"r":[`...)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	return append(b, "]}"...)
+}
+
+// ETag is the strong ETag of a compact body: its SHA-1 in hex, quoted, as
+// the patch script makes it too (Redis' Lua has SHA-1 only), so a body
+// has one ETag whoever encoded it.
+func ETag(body []byte) string {
+	sum := sha1.Sum(body)
+	return `"` + hex.EncodeToString(sum[:]) + `"`
+}
+
+// joinLines joins JSON objects with newlines: compact JSON never holds a
+// raw newline, so the patch script can split them again.
+func joinLines(items [][]byte) []byte {
+	return bytes.Join(items, []byte("\n"))
 }
 
 // StoredCompact is a compact page as read back from Redis.

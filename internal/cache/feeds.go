@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -70,46 +71,98 @@ func (s *Feeds) call(ctx context.Context, op string, fn func(ctx context.Context
 	return fmt.Errorf("cache %s: %w", op, err)
 }
 
-// Feed reads a student's feed without its compact page. ErrNotBuilt when
-// there is none (or only a tombstone).
+// feedFields are the fields a read of a whole feed (without the compact
+// page) takes, in feedFromHash's order.
+var feedFields = []string{fieldStudentVersion, fieldLearningVersion, fieldCatalogVersion, fieldSwipes,
+	fieldTotal, fieldLearned, fieldHeader, fieldItems, fieldRemoved}
+
+// Feed reads a student's feed without its compact page or model.
+// ErrNotBuilt when there is none (or only a tombstone).
 func (s *Feeds) Feed(ctx context.Context, studentID string) (Feed, error) {
 	var f Feed
 	err := s.call(ctx, "get feed", func(ctx context.Context) error {
-		vals, err := s.rdb.HMGet(ctx, FeedKey(studentID), fieldHeader, fieldItems).Result()
+		vals, err := s.rdb.HMGet(ctx, FeedKey(studentID), feedFields...).Result()
 		if err != nil {
 			return err
 		}
-		h, ok1 := vals[0].(string)
-		items, ok2 := vals[1].(string)
-		if !ok1 || !ok2 {
-			return ErrNotBuilt
-		}
-		if err := decodeHeader([]byte(h), &f); err != nil {
-			return err
-		}
-		if len(items)%itemSize != 0 {
-			return fmt.Errorf("feed items: %d bytes is not a whole number of %d-byte records", len(items), itemSize)
-		}
-		f.encoded = []byte(items)
-		return nil
+		f, err = feedFromHash(studentID, vals)
+		return err
 	})
 	f.StudentID = studentID
 	return f, err
 }
 
-// Header reads a student's feed without its items or compact page: the
-// versions, phase, counts, weights and profile. ErrNotBuilt when there is none.
-func (s *Feeds) Header(ctx context.Context, studentID string) (Feed, error) {
-	var f Feed
-	err := s.call(ctx, "get feed header", func(ctx context.Context) error {
-		h, err := s.rdb.HGet(ctx, FeedKey(studentID), fieldHeader).Bytes()
-		if errors.Is(err, redis.Nil) {
-			return ErrNotBuilt
+// feedFromHash decodes the feedFields of a feed hash.
+func feedFromHash(studentID string, vals []any) (Feed, error) {
+	f := Feed{StudentID: studentID}
+	if len(vals) != len(feedFields) {
+		return f, ErrNotBuilt
+	}
+	str := make([]string, len(vals))
+	for i, v := range vals {
+		s, ok := v.(string)
+		if !ok && i < 8 {
+			return f, ErrNotBuilt // a tombstone, or nothing
 		}
+		str[i] = s
+	}
+	if len(str[8])%16 != 0 {
+		return f, fmt.Errorf("feed removed schools: %d bytes is not a whole number of UUIDs", len(str[8]))
+	}
+	for j := 0; j < len(str[8]); j += 16 {
+		f.Removed = append(f.Removed, uuid.UUID([]byte(str[8][j:j+16])))
+	}
+	var err error
+	ints := make([]int64, 6)
+	for i := range ints {
+		if ints[i], err = strconv.ParseInt(str[i], 10, 64); err != nil {
+			return f, fmt.Errorf("feed field %s: %w", feedFields[i], err)
+		}
+	}
+	f.StudentVersion, f.LearningVersion, f.CatalogVersion = ints[0], ints[1], ints[2]
+	f.TotalSwipes, f.TotalCount, f.LearnedVersion = int(ints[3]), int(ints[4]), ints[5]
+	if err := decodeHeader([]byte(str[6]), &f); err != nil {
+		return f, err
+	}
+	if len(str[7])%itemSize != 0 {
+		return f, fmt.Errorf("feed items: %d bytes is not a whole number of %d-byte records", len(str[7]), itemSize)
+	}
+	f.encoded = []byte(str[7])
+	return f, nil
+}
+
+// LearnedVersion reads the student version the stored feed's learned
+// state covers (Feed.LearnedVersion); found is false when there is no feed.
+func (s *Feeds) LearnedVersion(ctx context.Context, studentID string) (version int64, found bool, err error) {
+	err = s.call(ctx, "get the learned version", func(ctx context.Context) error {
+		vals, err := s.rdb.HMGet(ctx, FeedKey(studentID), fieldLearned, fieldHeader).Result()
 		if err != nil {
 			return err
 		}
-		return decodeHeader(h, &f)
+		ls, ok1 := vals[0].(string)
+		_, ok2 := vals[1].(string)
+		if !ok1 || !ok2 {
+			return nil
+		}
+		version, err = strconv.ParseInt(ls, 10, 64)
+		found = err == nil
+		return err
+	})
+	return version, found, err
+}
+
+// Header reads a student's feed without its items or compact page: the
+// versions, counts, weights and profile. ErrNotBuilt when there is none.
+func (s *Feeds) Header(ctx context.Context, studentID string) (Feed, error) {
+	var f Feed
+	err := s.call(ctx, "get feed header", func(ctx context.Context) error {
+		vals, err := s.rdb.HMGet(ctx, FeedKey(studentID), feedFields[:7]...).Result()
+		if err != nil {
+			return err
+		}
+		f, err = feedFromHash(studentID, append(vals, "", ""))
+		f.encoded = nil // no items were read
+		return err
 	})
 	f.StudentID = studentID
 	return f, err
@@ -131,33 +184,44 @@ func (s *Feeds) CompactRaw(ctx context.Context, studentID string) ([]byte, error
 }
 
 // putFeed replaces the feed unless the stored one (or tombstone) is newer:
-// a higher student version, or the same student version and a higher
-// catalogue version. Equal versions overwrite (a rebuild of the same state).
-// Returns 1 when written, 0 when a newer one is kept.
+// built from a higher student version; or the same one and a higher
+// learned-state version; or both the same and a higher catalogue version.
+// Equal versions overwrite (a rebuild of the same state). Returns 1 when
+// written, 0 when a newer one is kept.
 var putFeed = redis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], 'sv', 'cv')
-local sv, cv = tonumber(ARGV[1]), tonumber(ARGV[2])
+local cur = redis.call('HMGET', KEYS[1], 'sv', 'lv', 'cv')
+local sv, lv, cv = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 if cur[1] then
-  local osv, ocv = tonumber(cur[1]), tonumber(cur[2] or '0') or 0
-  if osv > sv or (osv == sv and ocv > cv) then
+  local osv, olv, ocv = tonumber(cur[1]), tonumber(cur[2] or '0') or 0, tonumber(cur[3] or '0') or 0
+  if osv > sv or (osv == sv and (olv > lv or (olv == lv and ocv > cv))) then
     return 0
   end
 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'cv', ARGV[2], 'h', ARGV[4], 'i', ARGV[5], 'm', ARGV[6])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'lv', ARGV[2], 'cv', ARGV[3], 'n', ARGV[5], 't', ARGV[6],
+  'ls', ARGV[7], 'h', ARGV[8], 'i', ARGV[9], 'l', ARGV[10])
+if ARGV[12] ~= '' then
+  redis.call('HSET', KEYS[1], 'mi', ARGV[11], 'm', ARGV[12])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
 `)
 
-// Put stores a feed with the TTL, newer version wins: it reports false,
-// and changes nothing, when the stored feed or tombstone was built from a
-// newer student version (or the same one and a newer catalogue).
+// Put stores a feed with the TTL, newer versions winning: it reports
+// false, and changes nothing, when the stored feed or tombstone is newer
+// (see putFeed). The compact page is stored only when it has an ETag.
 func (s *Feeds) Put(ctx context.Context, f Feed) (bool, error) {
 	var stored bool
 	err := s.call(ctx, "put feed", func(ctx context.Context) error {
+		var mi, m []byte
+		if f.Compact.ETag != "" {
+			mi, m = joinLines(f.CompactItems), encodeCompact(&f)
+		}
 		n, err := putFeed.Run(ctx, s.rdb, []string{FeedKey(f.StudentID)},
-			strconv.FormatInt(f.StudentVersion, 10), strconv.FormatInt(f.CatalogVersion, 10),
-			s.ttl.Milliseconds(), encodeHeader(&f), encodeItems(f.Items), encodeCompact(&f)).Int()
+			strconv.FormatInt(f.StudentVersion, 10), strconv.FormatInt(f.LearningVersion, 10),
+			strconv.FormatInt(f.CatalogVersion, 10), s.ttl.Milliseconds(),
+			strconv.Itoa(f.TotalSwipes), strconv.Itoa(f.TotalCount), strconv.FormatInt(f.LearnedVersion, 10),
+			encodeHeader(&f), encodeItems(f.Items), f.Model, mi, m).Int()
 		stored = n == 1
 		return err
 	})
@@ -173,7 +237,7 @@ if cur and tonumber(cur) > tonumber(ARGV[1]) then
   return 0
 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'cv', '0')
+redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'lv', '0', 'cv', '0')
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 `)
@@ -192,4 +256,19 @@ func (s *Feeds) Delete(ctx context.Context, studentID string) error {
 	return s.call(ctx, "delete feed", func(ctx context.Context) error {
 		return s.rdb.Del(ctx, FeedKey(studentID)).Err()
 	})
+}
+
+// Model reads the serialised learned model a student's stored feed was
+// ranked with; ErrNotBuilt when there is none.
+func (s *Feeds) Model(ctx context.Context, studentID string) ([]byte, error) {
+	var b []byte
+	err := s.call(ctx, "get the feed's model", func(ctx context.Context) error {
+		var err error
+		b, err = s.rdb.HGet(ctx, FeedKey(studentID), fieldModel).Bytes()
+		if errors.Is(err, redis.Nil) {
+			return ErrNotBuilt
+		}
+		return err
+	})
+	return b, err
 }

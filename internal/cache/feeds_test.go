@@ -25,7 +25,7 @@ func sampleFeed(student string, sv, cv int64, n int) cache.Feed {
 	f := cache.Feed{
 		StudentID: student, StudentVersion: sv, CatalogVersion: cv,
 		BuiltAt:          time.UnixMilli(1_790_000_000_123).UTC(),
-		AlgorithmVersion: "1.0.0", Phase: "refinement", TotalSwipes: 17, TotalCount: 6500,
+		AlgorithmVersion: "1.0.0", TotalSwipes: 17, TotalCount: 6500, LearningVersion: 4, LearnedVersion: 2,
 		Weights: map[string]float64{"cost_weight": 0.6, "size_preference": 0.2, "academic_selectivity": 0.5},
 		Profile: []byte(`{"SAT":1380,"HasHome":true}`),
 		Compact: cache.Compact{ETag: `"abc_DEF-123"`, Body: []byte(`{"r":[{"i":"x","n":"A \"quoted\" name\nwith a newline","s":87}]}`)},
@@ -74,8 +74,9 @@ func TestFeedRoundTrip(t *testing.T) {
 	want.Compact = cache.Compact{} // Feed does not read the compact page
 	want.Items = nil
 	got = cache.Feed{StudentID: got.StudentID, StudentVersion: got.StudentVersion, CatalogVersion: got.CatalogVersion,
-		BuiltAt: got.BuiltAt, AlgorithmVersion: got.AlgorithmVersion, Phase: got.Phase, TotalSwipes: got.TotalSwipes,
-		TotalCount: got.TotalCount, Weights: got.Weights, Profile: got.Profile}
+		LearningVersion: got.LearningVersion, LearnedVersion: got.LearnedVersion, BuiltAt: got.BuiltAt,
+		AlgorithmVersion: got.AlgorithmVersion, TotalSwipes: got.TotalSwipes, TotalCount: got.TotalCount,
+		Weights: got.Weights, Profile: got.Profile}
 	assert.Equal(t, want, got)
 	want.Items = items
 
@@ -96,7 +97,7 @@ func TestFeedRoundTrip(t *testing.T) {
 
 	// Any spelling of the id is one key.
 	key, field := feeds.CompactLocation(student)
-	assert.Equal(t, "rm:v1:{student:"+student+"}:feed", key)
+	assert.Equal(t, "rm:v2:{student:"+student+"}:feed", key)
 	assert.Equal(t, "m", field)
 	upper, _ := feeds.CompactLocation(strings.ToUpper(student))
 	assert.Equal(t, key, upper)
@@ -125,31 +126,34 @@ func TestFeedNewerVersionWins(t *testing.T) {
 	feeds := cache.NewFeeds(rdb, ttl)
 	ctx := context.Background()
 	student := uuid.NewString()
-	put := func(sv, cv int64) bool {
+	put := func(sv, lv, cv int64) bool {
 		t.Helper()
 		f := sampleFeed(student, sv, cv, 3)
-		f.Phase = fmt.Sprintf("sv%d-cv%d", sv, cv)
+		f.LearningVersion = lv
+		f.AlgorithmVersion = fmt.Sprintf("sv%d-lv%d-cv%d", sv, lv, cv)
 		ok, err := feeds.Put(ctx, f)
 		require.NoError(t, err)
 		return ok
 	}
-	phase := func() string {
+	built := func() string {
 		t.Helper()
 		f, err := feeds.Feed(ctx, student)
 		require.NoError(t, err)
-		return f.Phase
+		return f.AlgorithmVersion
 	}
 
-	require.True(t, put(5, 10))
-	assert.False(t, put(4, 99), "an older student version never overwrites a newer one, whatever its catalogue")
-	assert.Equal(t, "sv5-cv10", phase())
-	assert.False(t, put(5, 9), "same student version, older catalogue: kept")
-	assert.Equal(t, "sv5-cv10", phase())
-	assert.True(t, put(5, 10), "the same versions again (a rebuild) are written")
-	assert.True(t, put(5, 11), "a newer catalogue wins")
-	assert.Equal(t, "sv5-cv11", phase())
-	assert.True(t, put(6, 1), "a newer student version wins")
-	assert.Equal(t, "sv6-cv1", phase())
+	require.True(t, put(5, 3, 10))
+	assert.False(t, put(4, 9, 99), "an older student version never overwrites a newer one, whatever else")
+	assert.Equal(t, "sv5-lv3-cv10", built())
+	assert.False(t, put(5, 2, 99), "same student version, older learned state: kept")
+	assert.False(t, put(5, 3, 9), "same student version and learned state, older catalogue: kept")
+	assert.Equal(t, "sv5-lv3-cv10", built())
+	assert.True(t, put(5, 3, 10), "the same versions again (a rebuild) are written")
+	assert.True(t, put(5, 4, 1), "a newer learned state wins")
+	assert.Equal(t, "sv5-lv4-cv1", built())
+	assert.True(t, put(5, 4, 11), "a newer catalogue wins")
+	assert.True(t, put(6, 1, 1), "a newer student version wins")
+	assert.Equal(t, "sv6-lv1-cv1", built())
 }
 
 func TestInvalidateLeavesAVersionedTombstone(t *testing.T) {
@@ -221,7 +225,7 @@ func TestFeedSize(t *testing.T) {
 		_, err := feeds.Put(ctx, f)
 		require.NoError(t, err)
 		var total int64
-		for _, field := range []string{"h", "i", "m"} {
+		for _, field := range []string{"h", "i", "m", "mi"} {
 			l, err := rdb.HStrLen(ctx, cache.FeedKey(f.StudentID), field).Result()
 			require.NoError(t, err)
 			total += l

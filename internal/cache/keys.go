@@ -8,7 +8,7 @@ import "strings"
 // {student:<id>} keeps a student's keys, and the rate-limit keys of
 // internal/ratelimit, in one Redis Cluster slot, so they can be read in one
 // pipeline.
-const prefix = "rm:v1:"
+const prefix = "rm:v2:"
 
 // studentTag is the hash-tagged part of a student's keys; ids are UUIDs,
 // compared in lower case.
@@ -18,21 +18,35 @@ func studentTag(studentID string) string {
 
 // FeedKey is the hash holding a student's precomputed feed. Fields:
 //
-//	sv  student version the feed was built from (decimal)
+//	sv  student version the feed stands for (decimal; a swipe's patch moves it)
+//	lv  learned-state version it was ranked with (decimal)
 //	cv  catalogue version it was built from (decimal)
-//	h   header: phases, counts, weights, the scoring view of the profile
+//	n   the student's counted swipes (decimal; a swipe's patch moves it)
+//	t   schools eligible for the student (decimal)
+//	ls  the student version the learned state covers (decimal; 0 when not known)
+//	h   header: when and how it was built, weights, the scoring view of the profile
 //	i   the ranked items, fixed-size binary records
+//	l   the learned model it was ranked with, serialised
+//	x   the schools swipes took off the top since the build, 16 bytes each
+//	mi  the compact first page's items, one JSON object a line
 //	m   the compact first page: "<cv> <algorithm version> <etag>\n" + JSON body
 //
-// A tombstone (written by Invalidate) has sv and cv only.
+// A tombstone (written by Invalidate) has sv, lv and cv only.
 func FeedKey(studentID string) string { return prefix + studentTag(studentID) + ":feed" }
 
 // Field names of the feed hash.
 const (
-	fieldStudentVersion = "sv"
-	fieldCatalogVersion = "cv"
-	fieldHeader         = "h"
-	fieldItems          = "i"
+	fieldStudentVersion  = "sv"
+	fieldLearningVersion = "lv"
+	fieldCatalogVersion  = "cv"
+	fieldSwipes          = "n"
+	fieldTotal           = "t"
+	fieldLearned         = "ls"
+	fieldHeader          = "h"
+	fieldItems           = "i"
+	fieldModel           = "l"
+	fieldCompactItems    = "mi"
+	fieldRemoved         = "x"
 	// FieldCompact is the field of FeedKey holding the compact first page.
 	FieldCompact = "m"
 )

@@ -6,129 +6,74 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
+	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/tasks"
 )
 
-// ScoringState is what the write side reads about a student to predict a
-// swipe: the profile, the onboarding category preferences and the stored
-// learned model.
-type ScoringState struct {
-	Student    domain.Student
-	Categories []match.CategoryPreference
-	// Model is learning_state.model (JSON) and Weights learning_state.weights,
-	// nil before any learning.
-	Model   []byte
-	Weights map[string]float64
-}
-
-// SwipeRecord is one swipe as the store records it.
-type SwipeRecord struct {
-	StudentID       string
-	SchoolID        string
-	Direction       string
-	InteractionType string
-	Counted         bool
-	IsProbe         bool
-	TimeSpent       *float64
-	ClientID        string
-	OccurredAt      time.Time
-}
-
-// StoredSwipe is what the store recorded, or found under the same client id.
-type StoredSwipe struct {
-	ID              int64
-	Duplicate       bool // the client id was used before; the fields are the first swipe's
-	SchoolID        string
-	Direction       string
-	InteractionType string
-	Response        []byte
-	SwipeCount      int
-	Version         int64
-	OutboxID        int64
-}
-
-// Event is an outbox event written with a fact: its topic and payload.
-type Event struct {
-	Topic   string
-	Payload any
-}
-
-// SwipeStore is what recording swipes needs from the database.
+// SwipeStore is what recording swipes needs from PostgreSQL (*store.Store).
 type SwipeStore interface {
-	// ScoringState loads the student; INVALID_STUDENT_ID when unknown. An
-	// erased student is returned with DeletedAt set.
-	ScoringState(ctx context.Context, studentID string) (ScoringState, error)
-	// RecordSwipe stores the swipe, the event made by event and the
-	// response made by respond from the exact swipe count, in one
-	// transaction; see store.Store.RecordSwipe.
-	RecordSwipe(ctx context.Context, r SwipeRecord, event func(swipeID int64, at time.Time) Event,
-		respond func(swipeCount int) ([]byte, error)) (StoredSwipe, error)
-	// MarkOutboxPublished marks events whose tasks were queued.
-	MarkOutboxPublished(ctx context.Context, ids []int64) error
+	// RecordSwipe stores a swipe in one statement: the student's lock, the
+	// idempotency check, the school check, the row, the count and version
+	// and the swipe.recorded event. INVALID_STUDENT_ID for an unknown or
+	// erased student, INVALID_SCHOOL_ID for an unknown or inactive school.
+	RecordSwipe(ctx context.Context, s domain.Swipe) (domain.RecordedSwipe, error)
+	// LearnerState reads the student with the learned model: what a swipe
+	// is predicted from when Redis has no read model of the student.
+	LearnerState(ctx context.Context, studentID string) (domain.LearnerState, error)
 }
 
-// ProbeMemory tells whether a school was served to a student as a probe
-// recently (cache.Probes).
-type ProbeMemory interface {
-	WasProbe(ctx context.Context, studentID, schoolID string) (bool, error)
-}
-
-// FeedVersions drops a student's stored feed once their state has moved
-// to version (cache.Feeds.Invalidate), so reads after a swipe never show
-// the count, phase or list from before it.
-type FeedVersions interface {
-	Invalidate(ctx context.Context, studentID string, version int64) error
+// SwipeRedis is the write side's Redis (*cache.SwipeTrips): one round trip
+// before the commit, one after.
+type SwipeRedis interface {
+	// BeforeSwipe reads what answers are predicted from: the stored feed's
+	// profile and model, and each school's slot in it and probe memory.
+	BeforeSwipe(ctx context.Context, studentID string, schoolIDs ...string) (cache.SwipeView, error)
+	// AfterWrite patches the stored feed to committed writes (counts,
+	// version, the swiped schools out) and queues jobs.
+	AfterWrite(ctx context.Context, p cache.FeedPatch, jobs ...handover.Job) error
 }
 
 // Catalogs gives the school catalogue currently held in memory.
 type Catalogs interface {
-	Current() *match.Catalog
+	Scoring() *match.Catalog
 }
 
 // SwipesConfig is what NewSwipes needs; every field is required.
 type SwipesConfig struct {
 	Store    SwipeStore
-	Probes   ProbeMemory
-	Feeds    FeedVersions
+	Batch    BatchStore // the swipes a continuous-feed request carries
+	Redis    SwipeRedis
 	Catalogs Catalogs
-	Queue    tasks.Enqueuer
-	// Router routes the outbox topics the write side writes. It must hold
-	// every route the worker's router has for those topics: the fast path
-	// marks a row published once its router's jobs are queued, and the
-	// relay then never hands it over again.
-	Router *tasks.Router
-	Log    *slog.Logger
+	Log      *slog.Logger
 }
 
 // Swipes records students' swipes (POST /swipe, the swipes sent with POST
 // /continuous-feed).
 type Swipes struct {
 	store    SwipeStore
-	probes   ProbeMemory
-	feeds    FeedVersions
+	batch    BatchStore
+	redis    SwipeRedis
 	catalogs Catalogs
-	queue    tasks.Enqueuer
-	router   *tasks.Router
 	log      *slog.Logger
-	redis    breaker // probe lookups and enqueues: Redis
 }
 
 // NewSwipes builds the swipe recorder.
 func NewSwipes(c SwipesConfig) *Swipes {
-	if c.Store == nil || c.Probes == nil || c.Feeds == nil || c.Catalogs == nil || c.Queue == nil || c.Router == nil || c.Log == nil {
+	if c.Store == nil || c.Batch == nil || c.Redis == nil || c.Catalogs == nil || c.Log == nil {
 		panic("command.NewSwipes: missing dependency")
 	}
-	return &Swipes{store: c.Store, probes: c.Probes, feeds: c.Feeds, catalogs: c.Catalogs, queue: c.Queue,
-		router: c.Router, log: c.Log}
+	return &Swipes{store: c.Store, batch: c.Batch, redis: c.Redis, catalogs: c.Catalogs, log: c.Log}
 }
 
 // Bounds of what a swipe may carry.
@@ -139,109 +84,54 @@ const (
 	MaxClientIDLength = 255
 )
 
-// Redis calls on the swipe path are bounded, so an unreachable Redis costs
-// a swipe little: the swipe is committed either way.
-const (
-	probeTimeout   = 250 * time.Millisecond
-	enqueueTimeout = time.Second
-	// redisPause is how long Redis is left alone after a failed call.
-	redisPause = time.Second
-)
-
-// breaker skips a dependency for a while after it failed.
-type breaker struct{ downUntil atomic.Int64 }
-
-func (b *breaker) open() bool { return time.Now().UnixNano() < b.downUntil.Load() }
-func (b *breaker) failed()    { b.downUntil.Store(time.Now().Add(redisPause).UnixNano()) }
-func (b *breaker) succeeded() { b.downUntil.Store(0) }
-
-// storedResponse is the response kept on the swipe row, returned as it is
-// to a retry with the same client id.
-type storedResponse struct {
-	SwipeCount      int      `json:"swipe_count"`
-	Phase           string   `json:"learning_phase"`
-	UIMessage       string   `json:"ui_message"`
-	Progress        float64  `json:"progress"`
-	UpdatedWeights  bool     `json:"updated_weights"`
-	TriggerFeedback bool     `json:"trigger_feedback"`
-	FeedbackOptions []string `json:"feedback_options"`
-	IsProbe         bool     `json:"is_probe"`
-}
-
-func (r storedResponse) result(duplicate bool) SwipeResult {
-	opts := r.FeedbackOptions
-	if opts == nil {
-		opts = match.FeedbackOptions()
-	}
-	return SwipeResult{SwipeCount: r.SwipeCount, Phase: r.Phase, UIMessage: r.UIMessage, Progress: r.Progress,
-		UpdatedWeights: r.UpdatedWeights, TriggerFeedback: r.TriggerFeedback, FeedbackOptions: opts,
-		IsProbe: r.IsProbe, Duplicate: duplicate}
-}
-
-// SwipePayload is the payload of the swipe.recorded and interaction.recorded
-// outbox events: the webhook's data (student_id, school_id, direction,
-// timestamp) and the swipe's row id.
-type SwipePayload struct {
-	StudentID string `json:"student_id"`
-	SchoolID  string `json:"school_id"`
-	Direction string `json:"direction"`
-	Timestamp string `json:"timestamp"` // ISO 8601, UTC, milliseconds
-	SwipeID   int64  `json:"swipe_id"`
-	// InteractionType is set on interaction.recorded only.
-	InteractionType string `json:"interaction_type,omitempty"`
-	// LearnBatched is set on the swipes of an offline sync push: the push's
-	// own sync.pushed event asks for their learning (tasks.LearnRoute).
-	LearnBatched bool `json:"learn_batched,omitempty"`
-}
-
-// SyncedSwipeResponse is the response stored with a swipe an offline sync
-// push recorded, which POST /swipe returns to a retry with the same id:
-// the exact swipe count once it was recorded, its phase, and whether it
-// moves the weights of the model stored when it arrived. A synced swipe is
-// never taken as a probe and asks for no feedback: the moment has passed.
-func SyncedSwipeResponse(swipeCount int, updatedWeights bool) ([]byte, error) {
-	phase := match.PhaseFor(swipeCount)
-	return json.Marshal(storedResponse{SwipeCount: swipeCount, Phase: string(phase), UIMessage: phase.UIMessage(),
-		Progress: match.Progress(swipeCount), UpdatedWeights: updatedWeights, FeedbackOptions: match.FeedbackOptions()})
-}
-
 // Timestamp formats an event time: ISO 8601 in UTC with milliseconds.
 func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
-// normalize validates a swipe and puts its ids and interaction in canonical
-// form.
-func normalize(in SwipeInput) (SwipeInput, error) {
+// ValidateSwipe is the one check of a swipe, whatever carried it (POST
+// /swipe, POST /continuous-feed, a sync push): ids that are UUIDs (put in
+// canonical lower case), a direction, an interaction type (swipe by
+// default), a time spent within a day (kept to the millisecond) and a
+// client id of printable ASCII. It returns the problems by field, none
+// when the swipe is valid.
+func ValidateSwipe(in SwipeInput) (domain.Swipe, map[string]string) {
 	problems := map[string]string{}
-	for field, v := range map[string]*string{"student_id": &in.StudentID, "school_id": &in.SchoolID} {
-		u, err := uuid.Parse(*v)
-		if err != nil || len(*v) != 36 {
+	out := domain.Swipe{Direction: in.Direction, Interaction: in.InteractionType, ClientID: in.ClientID,
+		OccurredAt: in.OccurredAt}
+	for field, v := range map[string]struct {
+		in  string
+		out *string
+	}{"student_id": {in.StudentID, &out.StudentID}, "school_id": {in.SchoolID, &out.SchoolID}} {
+		u, err := uuid.Parse(v.in)
+		if err != nil || len(v.in) != 36 {
 			problems[field] = "must be a UUID"
 			continue
 		}
-		*v = u.String()
+		*v.out = u.String()
 	}
 	if _, ok := match.ParseDirection(in.Direction); !ok {
 		problems["direction"] = "must be left or right"
 	}
-	if in.InteractionType == "" {
-		in.InteractionType = match.InteractionSwipe
+	if out.Interaction == "" {
+		out.Interaction = domain.InteractionSwipe
 	}
-	if !match.ValidInteraction(in.InteractionType) {
+	if !match.ValidInteraction(out.Interaction) {
 		problems["interaction_type"] = "must be swipe, tap, detail_view or save"
 	}
-	if t := in.TimeSpent; t != nil && (math.IsNaN(*t) || *t < 0 || *t > MaxTimeSpent) {
-		problems["time_spent"] = fmt.Sprintf("must be a number of seconds from 0 to %d", MaxTimeSpent)
+	if t := in.TimeSpent; t != nil {
+		if math.IsNaN(*t) || *t < 0 || *t > MaxTimeSpent {
+			problems["time_spent"] = fmt.Sprintf("must be a number of seconds from 0 to %d", MaxTimeSpent)
+		} else {
+			v := math.Round(*t*1000) / 1000 // to the millisecond, as it comes back
+			out.TimeSpent = &v
+		}
 	}
 	if p := ClientIDProblem(in.ClientID); p != "" {
 		problems["swipe_id"] = p
 	}
-	if len(problems) > 0 {
-		return in, domain.Invalid(summarize(problems), problems)
-	}
 	if u, err := uuid.Parse(in.ClientID); err == nil && len(in.ClientID) == 36 {
-		in.ClientID = u.String() // one spelling of a UUID key, whatever its letter case
+		out.ClientID = u.String() // one spelling of a UUID key, whatever its letter case
 	}
-	return in, nil
+	return out, problems
 }
 
 // ClientIDProblem says what is wrong with a client id (a swipe_id or an
@@ -268,181 +158,276 @@ func summarize(problems map[string]string) string {
 	return fmt.Sprintf("%d fields are invalid; see details.fields", len(problems))
 }
 
+// Redis calls on the swipe path are bounded (cache.CallTimeout, and the
+// cache's breaker skips Redis for a second after a failure), so a slow or
+// unreachable Redis costs a swipe little: it is committed either way.
+
 // Record records one swipe and answers with the exact swipe count, the
-// phase and what the client should do next. A 200 built from its result
-// means the swipe is committed.
+// phase and what the client should do next; a nil error means it is
+// committed. One Redis round trip before the commit, one PostgreSQL
+// statement, one Redis round trip after it:
 //
-//   - Only interaction_type swipe is counted and writes swipe.recorded (the
-//     webhook event); tap, detail_view and save are stored as weak signals
-//     and write interaction.recorded, which only the learner reads.
-//   - UpdatedWeights: whether folding this swipe into the student's stored
-//     model moves any preference weight. The worker folds it within about
-//     a second; the weights themselves are not in the answer.
-//   - TriggerFeedback: for a counted swipe, the school had been served to
-//     the student as a probe (within FEED_CACHE_TTL), or the stored model
-//     had given the other direction a probability of at least 0.8.
-//   - A client id used before by the student returns the first answer
-//     (Duplicate) and stores nothing; used for another school, direction
-//     or interaction it is 409 with code INVALID_REQUEST.
-//   - Redis is not needed: an unreachable Redis means "not known as a
-//     probe", and the learn task is handed over by the worker's relay.
+//   - before: the probe memory (a counted swipe on a school served as a
+//     probe asks for feedback) and the student's learned model from their
+//     stored feed, to predict the swipe: UpdatedWeights (folding it moves a
+//     preference weight) and a pattern break (the model gave the other
+//     direction a probability of at least 0.8; it asks for feedback too).
+//     Without a stored feed (or without Redis) the model is read from
+//     PostgreSQL instead.
+//   - the statement stores the swipe with what its answer says, so a retry
+//     with the same client id gets the same answer, derived from the row;
+//     used for another school, direction or interaction the id is 409.
+//   - after: the stored feed is patched (count, phase, progress and version
+//     move, a counted swipe's school leaves the list: the next read is a
+//     cache hit with the exact count) and the student:learn task is queued.
+//     A failure is logged and left to the worker's rebuild and learn sweep.
+//
+// Only interaction_type swipe is counted and published (swipe.recorded);
+// tap, detail_view and save are stored as weak signals for the learner.
 func (s *Swipes) Record(ctx context.Context, in SwipeInput) (SwipeResult, error) {
-	in, err := normalize(in)
+	sw, problems := ValidateSwipe(in)
+	if len(problems) > 0 {
+		return SwipeResult{}, domain.Invalid(summarize(problems), problems)
+	}
+	batch := []domain.Swipe{sw}
+	slot := s.predict(ctx, batch)[0]
+	sw = batch[0]
+	rec, err := s.store.RecordSwipe(ctx, sw)
 	if err != nil {
 		return SwipeResult{}, err
 	}
-	st, err := s.store.ScoringState(ctx, in.StudentID)
-	if err != nil {
-		return SwipeResult{}, err
+	if rec.Duplicate {
+		return replay(sw, rec)
 	}
-	if st.Student.DeletedAt != nil {
-		return SwipeResult{}, domain.StudentNotFound(in.StudentID)
-	}
-	dir, _ := match.ParseDirection(in.Direction)
-	counted := in.InteractionType == match.InteractionSwipe
-	isProbe := counted && s.wasProbe(ctx, in.StudentID, in.SchoolID)
-
-	// What the stored model says about this swipe, before it is folded in.
-	cat := s.catalogs.Current()
-	p, prior := match.CategoryStart(match.NewProfile(st.Student), st.Categories)
-	model := StudentModel(st.Model, st.Weights, prior)
-	var patternBreak, updated bool
-	if cat != nil {
-		if idx, ok := cat.Index(in.SchoolID); ok {
-			obs := match.Observation{Index: idx, Interaction: in.InteractionType, Direction: dir}
-			_, updated = model.Observe(p, cat, obs)
-			patternBreak = counted && model.PatternBreak(p, cat, idx, dir)
-		}
-	}
-	resp := storedResponse{UpdatedWeights: updated, TriggerFeedback: isProbe || patternBreak,
-		FeedbackOptions: match.FeedbackOptions(), IsProbe: isProbe}
-
-	rec := SwipeRecord{StudentID: in.StudentID, SchoolID: in.SchoolID, Direction: in.Direction,
-		InteractionType: in.InteractionType, Counted: counted, IsProbe: isProbe, TimeSpent: in.TimeSpent,
-		ClientID: in.ClientID, OccurredAt: in.OccurredAt}
-	topic := tasks.TopicSwipeRecorded
-	if !counted {
-		topic = tasks.TopicInteractionRecorded
-	}
-	event := func(id int64, at time.Time) Event {
-		pl := SwipePayload{StudentID: in.StudentID, SchoolID: in.SchoolID, Direction: in.Direction,
-			Timestamp: Timestamp(at), SwipeID: id}
-		if !counted {
-			pl.InteractionType = in.InteractionType
-		}
-		return Event{Topic: topic, Payload: pl}
-	}
-	respond := func(count int) ([]byte, error) {
-		phase := match.PhaseFor(count)
-		resp.SwipeCount, resp.Phase, resp.UIMessage, resp.Progress = count, string(phase), phase.UIMessage(), match.Progress(count)
-		return json.Marshal(resp)
-	}
-	stored, err := s.store.RecordSwipe(ctx, rec, event, respond)
-	if err != nil {
-		return SwipeResult{}, err
-	}
-	if stored.Duplicate {
-		return s.replay(in, stored)
-	}
-	s.afterCommit(ctx, in.StudentID, stored.Version, stored.OutboxID, topic)
-	return resp.result(false), nil
+	s.afterCommit(ctx, rec)
+	res := Answer(rec)
+	res.Slot = slot
+	return res, nil
 }
 
-// replay answers a retry with the first swipe's stored response, or a
-// conflict when the client id named another swipe.
-func (s *Swipes) replay(in SwipeInput, first StoredSwipe) (SwipeResult, error) {
-	if !strings.EqualFold(first.SchoolID, in.SchoolID) || first.Direction != in.Direction || first.InteractionType != in.InteractionType {
+// predict fills in what the answers of swipes (one student's, in order)
+// say before they are stored, and returns each school's slot in the stored
+// feed ("" when not known). Each swipe is predicted with the model that
+// has folded the ones before it.
+func (s *Swipes) predict(ctx context.Context, sws []domain.Swipe) []string {
+	if len(sws) == 0 {
+		return nil
+	}
+	schools := make([]string, len(sws))
+	for i, sw := range sws {
+		schools[i] = sw.SchoolID
+	}
+	view, err := s.redis.BeforeSwipe(ctx, sws[0].StudentID, schools...)
+	if err != nil {
+		s.log.DebugContext(ctx, "no read model before a swipe; predicting from PostgreSQL", "student_id", sws[0].StudentID, "err", err)
+		view = cache.SwipeView{Slots: make([]string, len(sws)), WasProbe: make([]bool, len(sws))}
+	}
+	for i := range sws {
+		sws[i].IsProbe = sws[i].Counted() && view.WasProbe[i]
+		sws[i].TriggerFeedback = sws[i].IsProbe
+	}
+	cat := s.catalogs.Scoring()
+	if cat == nil {
+		return view.Slots
+	}
+	p, m, ok := viewModel(view)
+	if !ok {
+		st, err := s.store.LearnerState(ctx, sws[0].StudentID)
+		if err != nil || st.Student.DeletedAt != nil {
+			return view.Slots // the statement answers for an unknown or erased student
+		}
+		p, m, _ = match.Start(st)
+	}
+	for i := range sws {
+		sw := &sws[i]
+		idx, known := cat.Index(sw.SchoolID)
+		if !known {
+			continue
+		}
+		dir, _ := match.ParseDirection(sw.Direction)
+		sw.TriggerFeedback = sw.IsProbe || (sw.Counted() && m.PatternBreak(p, cat, idx, dir))
+		m, sw.UpdatedWeights = m.Observe(p, cat, match.Observation{Index: idx, Interaction: sw.Interaction, Direction: dir})
+	}
+	return view.Slots
+}
+
+// viewModel decodes the profile and model of a stored feed.
+func viewModel(v cache.SwipeView) (match.Profile, match.Model, bool) {
+	var (
+		p match.Profile
+		m match.Model
+	)
+	if !v.Found || json.Unmarshal(v.Profile, &p) != nil || json.Unmarshal(v.Model, &m) != nil {
+		return p, m, false
+	}
+	return p, m, true
+}
+
+// afterCommit patches the student's stored feed and hands the learn task
+// over, in one Redis round trip, even if the client has gone.
+func (s *Swipes) afterCommit(ctx context.Context, rec domain.RecordedSwipe) {
+	ctx = context.WithoutCancel(ctx)
+	patch := cache.FeedPatch{StudentID: rec.StudentID, Version: rec.Version, SwipeCount: rec.SwipeCount}
+	if rec.Counted() {
+		patch.Swiped = []string{rec.SchoolID}
+	}
+	if err := s.redis.AfterWrite(ctx, patch, tasks.LearnJob(rec.StudentID, rec.Version, 0)); err != nil {
+		s.log.DebugContext(ctx, "feed not patched or learn task not queued; the worker's rebuild and learn sweep do it",
+			"student_id", rec.StudentID, "err", err)
+	}
+}
+
+// Answer is what a recorded swipe answers, derived from the row: the count
+// once it was recorded, its phase, and the flags it was stored with.
+func Answer(rec domain.RecordedSwipe) SwipeResult {
+	phase := match.PhaseFor(rec.SwipeCount)
+	return SwipeResult{SwipeCount: rec.SwipeCount, Phase: string(phase), UIMessage: phase.UIMessage(),
+		Progress: match.Progress(rec.SwipeCount), UpdatedWeights: rec.UpdatedWeights,
+		TriggerFeedback: rec.TriggerFeedback, FeedbackOptions: match.FeedbackOptions(), IsProbe: rec.IsProbe,
+		Duplicate: rec.Duplicate}
+}
+
+// replay answers a retry with the first swipe's answer, or a conflict when
+// the client id named another swipe.
+func replay(in domain.Swipe, first domain.RecordedSwipe) (SwipeResult, error) {
+	if !strings.EqualFold(first.SchoolID, in.SchoolID) || first.Direction != in.Direction || first.Interaction != in.Interaction {
 		return SwipeResult{}, &domain.Error{Kind: domain.KindConflict, Code: domain.CodeInvalidRequest,
 			Message: "this swipe_id (or Idempotency-Key) was already used for another swipe; use a new id for a new swipe",
 			Details: map[string]any{
 				"fields": map[string]string{"swipe_id": "was already used for a swipe with another school_id, direction or interaction_type"},
-				"first":  map[string]string{"school_id": first.SchoolID, "direction": first.Direction, "interaction_type": first.InteractionType},
+				"first":  map[string]string{"school_id": first.SchoolID, "direction": first.Direction, "interaction_type": first.Interaction},
 			}}
 	}
-	if first.Response == nil {
-		return SwipeResult{}, errors.New("a recorded swipe has no stored response")
-	}
-	var r storedResponse
-	if err := json.Unmarshal(first.Response, &r); err != nil {
-		return SwipeResult{}, fmt.Errorf("decode the stored swipe response: %w", err)
-	}
-	return r.result(true), nil
+	return Answer(first), nil
 }
 
-// wasProbe asks the probe memory; any failure means "not known as a probe".
-func (s *Swipes) wasProbe(ctx context.Context, studentID, schoolID string) bool {
-	if s.redis.open() {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	ok, err := s.probes.WasProbe(ctx, studentID, schoolID)
-	if err != nil {
-		s.redis.failed()
-		s.log.WarnContext(ctx, "probe memory unavailable; the swipe is taken as no probe", "student_id", studentID, "err", err)
-		return false
-	}
-	s.redis.succeeded()
-	return ok
+// Carried is what recording the swipes a continuous-feed request carried
+// did: whether any was recorded, the student's counted swipes after them,
+// and the schools they swiped (counted swipes), which the page leaves out.
+type Carried struct {
+	Recorded   bool
+	SwipeCount int
+	Swiped     []string
 }
 
-// afterCommit drops the student's stored feed and hands the event's tasks
-// to the queue. Both are best effort: the feed's TTL and the worker's
-// rebuild bound a stale feed, and the relay hands over what is not marked.
-func (s *Swipes) afterCommit(ctx context.Context, studentID string, version, outboxID int64, topic string) {
-	ctx = context.WithoutCancel(ctx) // the swipe is committed: finish even if the client left
-	if err := s.feeds.Invalidate(ctx, studentID, version); err != nil {
-		s.log.DebugContext(ctx, "feed not invalidated; the worker's rebuild replaces it", "student_id", studentID, "err", err)
+// RecordCarried records the swipes a continuous-feed request carries, in
+// order, exactly as Record records each (the same check, prediction, row,
+// count and event), in one transaction sent in one round trip, then
+// patches the stored feed and queues the learn task in one more. A swipe
+// that is invalid or names a school the catalogue does not hold fails the
+// request before anything is stored, with the error named after it
+// (swipes[2].school_id); so does a client id used before for another swipe,
+// after the others are stored (details.swipes_recorded says how many).
+func (s *Swipes) RecordCarried(ctx context.Context, studentID string, in []SwipeInput) (Carried, error) {
+	if len(in) == 0 {
+		return Carried{}, nil
 	}
-	handOver(ctx, s.log, &s.redis, s.store, s.queue, s.router, tasks.OutboxRow{ID: outboxID, Topic: topic, StudentID: studentID})
-}
-
-// outboxMarker marks outbox rows as handed over.
-type outboxMarker interface {
-	MarkOutboxPublished(ctx context.Context, ids []int64) error
-}
-
-// handOver hands a committed outbox row to the queue (tasks.HandOver: its
-// webhook deliveries written, its tasks queued under their row-derived
-// ids) and marks it published. A failure is logged and left to the
-// worker's relay; a queue failure pauses hand-overs for a moment.
-func handOver(ctx context.Context, log *slog.Logger, b *breaker, marker outboxMarker, q tasks.Enqueuer, router *tasks.Router, row tasks.OutboxRow) {
-	if b.open() {
-		log.DebugContext(ctx, "task queue paused after a failure; the relay hands the event over", "outbox_id", row.ID)
-		return
+	sws := make([]domain.Swipe, len(in))
+	for i, x := range in {
+		x.StudentID = studentID
+		sw, problems := ValidateSwipe(x)
+		if len(problems) > 0 {
+			return Carried{}, carriedError(i, 0, domain.Invalid(summarize(problems), problems))
+		}
+		sws[i] = sw
 	}
-	ectx, cancel := context.WithTimeout(ctx, enqueueTimeout)
-	defer cancel()
-	handed, err := tasks.HandOver(ectx, q, router, []tasks.OutboxRow{row})
-	switch {
-	case errors.Is(err, tasks.ErrNotQueued):
-		b.failed()
-		log.WarnContext(ctx, "task not queued; the outbox relay will hand the event over", "outbox_id", row.ID, "err", err)
-	case err != nil:
-		log.WarnContext(ctx, "outbox event not handed over here; the outbox relay will", "outbox_id", row.ID, "err", err)
-	case len(handed) == 0:
-		log.DebugContext(ctx, "outbox event being handed over by the relay", "outbox_id", row.ID)
-	default:
-		b.succeeded()
-	}
-	if err := marker.MarkOutboxPublished(ctx, handed); err != nil {
-		log.WarnContext(ctx, "outbox event queued but not marked; the relay's hand-over will be a duplicate", "outbox_id", row.ID, "err", err)
-	}
-}
-
-// StudentModel is the learned model a student is scored and predicted
-// with: the stored model; when it cannot be read (a model of another
-// version), a model centred on the stored weights; before any learning, a
-// model centred on the prior.
-func StudentModel(raw []byte, learned map[string]float64, prior match.Weights) match.Model {
-	if raw != nil {
-		var m match.Model
-		if err := json.Unmarshal(raw, &m); err == nil {
-			return m
+	if cat := s.catalogs.Scoring(); cat != nil {
+		for i, sw := range sws {
+			if _, ok := cat.Index(sw.SchoolID); !ok {
+				// The student is checked before the school, as everywhere.
+				if st, err := s.store.LearnerState(ctx, studentID); err != nil {
+					return Carried{}, err
+				} else if st.Student.DeletedAt != nil {
+					return Carried{}, domain.StudentNotFound(studentID)
+				}
+				return Carried{}, carriedError(i, 0, domain.SchoolNotFound(sw.SchoolID))
+			}
 		}
 	}
-	if learned != nil {
-		return match.NewModel(match.WeightsFromMap(learned))
+	s.predict(ctx, sws)
+	changes := make([]domain.Change, len(sws))
+	for i, sw := range sws {
+		if sw.ClientID == "" {
+			sw.ClientID = uuid.NewString() // a batch stores each change under an id
+		}
+		changes[i] = domain.Change{Type: domain.ChangeSwipe, Swipe: sw}
 	}
-	return match.NewModel(prior)
+	stored, err := s.batch.RecordBatch(ctx, studentID, changes)
+	if err != nil {
+		return Carried{}, err
+	}
+	out := Carried{SwipeCount: stored.SwipeCount}
+	recorded := 0
+	var failed error
+	for i, o := range stored.Outcomes {
+		switch o {
+		case domain.Accepted, domain.Duplicate:
+			recorded++
+			out.Recorded = true
+			if sws[i].Counted() {
+				out.Swiped = append(out.Swiped, sws[i].SchoolID)
+			}
+		default:
+			if failed == nil {
+				failed = carriedError(i, 0, carriedRejection(sws[i], stored.Errors[i]))
+			}
+		}
+	}
+	if len(stored.Swipes) > 0 {
+		afterBatch(ctx, s.redis, s.log, studentID, stored)
+	}
+	if failed != nil {
+		var de *domain.Error
+		if errors.As(failed, &de) {
+			de.Details["swipes_recorded"] = recorded
+		}
+		return out, failed
+	}
+	return out, nil
+}
+
+// carriedRejection is the error of a carried swipe the batch rejected.
+func carriedRejection(sw domain.Swipe, why string) error {
+	if strings.HasPrefix(why, "school_id") {
+		return domain.SchoolNotFound(sw.SchoolID)
+	}
+	return &domain.Error{Kind: domain.KindConflict, Code: domain.CodeInvalidRequest,
+		Message: "this swipe_id (or Idempotency-Key) was already used for another swipe; use a new id for a new swipe",
+		Details: map[string]any{"fields": map[string]string{"swipe_id": "was already used for a swipe with another school_id, direction or interaction_type"}}}
+}
+
+// carriedError names err after the carried swipe at index i
+// (swipes[i].field), with how many swipes were recorded.
+func carriedError(i, recorded int, err error) error {
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Kind == domain.KindInternal {
+		return err
+	}
+	out := *de
+	prefix := "swipes[" + strconv.Itoa(i) + "]"
+	out.Message = prefix + ": " + de.Message
+	out.Details = maps.Clone(de.Details)
+	if out.Details == nil {
+		out.Details = map[string]any{}
+	}
+	switch f := de.Details["fields"].(type) {
+	case map[string]string:
+		named := make(map[string]string, len(f))
+		for k, v := range f {
+			named[prefix+"."+k] = v
+		}
+		out.Details["fields"] = named
+	case map[string]any:
+		named := make(map[string]any, len(f))
+		for k, v := range f {
+			named[prefix+"."+k] = v
+		}
+		out.Details["fields"] = named
+	}
+	if de.Code == domain.CodeInvalidSchoolID {
+		out.Details["field"] = prefix + ".school_id"
+	}
+	out.Details["swipe_index"] = i
+	out.Details["swipes_recorded"] = recorded
+	return &out
 }

@@ -30,4 +30,8 @@ type SwipeResult struct {
 	FeedbackOptions []string // the reasons the client may offer
 	IsProbe         bool     // the school had been served to the student as a probe
 	Duplicate       bool     // a retry of an already recorded swipe; the first answer is repeated
+	// Slot is where the school stood in the student's stored feed when it
+	// was swiped: cache.SlotRanked, SlotExploration or SlotProbe; "" when it
+	// was not among the feed's items (or Redis did not say).
+	Slot string
 }

@@ -21,6 +21,17 @@ const (
 	DefaultHTTPAddr    = ":8080"
 	DefaultOpsAddr     = "127.0.0.1:9090"
 	DefaultWorkerOps   = "127.0.0.1:9091"
+	// DefaultWorkerConcurrency is the task slots of a worker replica for
+	// learning and the relay. Most task time is spent waiting (PostgreSQL,
+	// Redis), so it is well above the core count.
+	DefaultWorkerConcurrency = 20
+	// DefaultWebhookConcurrency is the webhook deliveries one worker replica
+	// makes at once, in task slots of their own: an attempt mostly waits on
+	// the subscriber (up to 10 s), so one slow endpoint must not take the
+	// slots that learning needs.
+	DefaultWebhookConcurrency = 50
+	// maxConcurrency bounds both: far more than one process can use.
+	maxConcurrency = 10000
 )
 
 // Rate is an allowance of N requests per Period.
@@ -67,9 +78,14 @@ type RateLimits struct {
 // Config is the whole configuration of the api, worker and matchctl binaries.
 type Config struct {
 	DatabaseURL string
-	RedisURL    string
-	HTTPAddr    string
-	OpsAddr     string
+	// MigrateDatabaseURL is what `matchctl migrate` connects to
+	// (MIGRATE_DATABASE_URL, default DatabaseURL): migrations take a
+	// session lock, which needs a direct connection, not a transaction
+	// pooler.
+	MigrateDatabaseURL string
+	RedisURL           string
+	HTTPAddr           string
+	OpsAddr            string
 
 	JWKSURL     string
 	HS256Secret []byte
@@ -99,6 +115,11 @@ type Config struct {
 	ImageBaseURL string
 	LogLevel     slog.Level
 	PProf        bool
+
+	// WorkerConcurrency and WebhookConcurrency are the task slots of a
+	// worker replica (WORKER_CONCURRENCY, WEBHOOK_CONCURRENCY).
+	WorkerConcurrency  int
+	WebhookConcurrency int
 }
 
 // Role selects the defaults that differ between binaries.
@@ -118,6 +139,7 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 
 	c := Config{
 		DatabaseURL:          cmp.Or(getenv("DATABASE_URL"), DefaultDatabaseURL),
+		MigrateDatabaseURL:   getenv("MIGRATE_DATABASE_URL"),
 		RedisURL:             cmp.Or(getenv("REDIS_URL"), DefaultRedisURL),
 		HTTPAddr:             cmp.Or(getenv("HTTP_ADDR"), DefaultHTTPAddr),
 		OpsAddr:              getenv("OPS_ADDR"),
@@ -142,6 +164,11 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 	}
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		bad("DATABASE_URL", errors.New("must be a postgres:// URL"))
+	}
+	if c.MigrateDatabaseURL == "" {
+		c.MigrateDatabaseURL = c.DatabaseURL
+	} else if u, err := url.Parse(c.MigrateDatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		bad("MIGRATE_DATABASE_URL", errors.New("must be a postgres:// URL"))
 	}
 	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 		bad("REDIS_URL", errors.New("must be a redis:// or rediss:// URL"))
@@ -237,6 +264,21 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 		}
 	}
 
+	count := func(name string, def int) int {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxConcurrency {
+			bad(name, fmt.Errorf("%q is not a whole number from 1 to %d", v, maxConcurrency))
+			return def
+		}
+		return n
+	}
+	c.WorkerConcurrency = count("WORKER_CONCURRENCY", DefaultWorkerConcurrency)
+	c.WebhookConcurrency = count("WEBHOOK_CONCURRENCY", DefaultWebhookConcurrency)
+
 	if err := c.LogLevel.UnmarshalText([]byte(cmp.Or(getenv("LOG_LEVEL"), "info"))); err != nil {
 		bad("LOG_LEVEL", fmt.Errorf("%q must be debug, info, warn or error", getenv("LOG_LEVEL")))
 	}
@@ -310,6 +352,7 @@ func (c Config) LogValue() slog.Value {
 	}
 	return slog.GroupValue(
 		slog.String("database_url", redact(c.DatabaseURL)),
+		slog.String("migrate_database_url", redact(c.MigrateDatabaseURL)),
 		slog.String("redis_url", redact(c.RedisURL)),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("ops_addr", c.OpsAddr),
@@ -326,5 +369,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("cors_allowed_origins", c.CORSAllowedOrigins),
 		slog.String("image_base_url", c.ImageBaseURL),
 		slog.String("log_level", c.LogLevel.String()),
+		slog.Int("worker_concurrency", c.WorkerConcurrency),
+		slog.Int("webhook_concurrency", c.WebhookConcurrency),
 	)
 }

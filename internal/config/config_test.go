@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,9 +32,34 @@ func TestDefaults(t *testing.T) {
 	assert.False(t, c.RateLimits.FailClosed)
 	assert.Empty(t, c.CORSAllowedOrigins)
 
+	assert.Equal(t, c.DatabaseURL, c.MigrateDatabaseURL, "migrations use DATABASE_URL unless told otherwise")
+
 	w, err := config.Load(env(nil), config.RoleWorker)
 	require.NoError(t, err, "the worker checks no tokens")
 	assert.Equal(t, "127.0.0.1:9091", w.OpsAddr)
+	assert.Equal(t, 20, w.WorkerConcurrency)
+	assert.Equal(t, 50, w.WebhookConcurrency)
+}
+
+func TestPoolerAndWorkerKnobs(t *testing.T) {
+	c, err := config.Load(env(map[string]string{
+		"DATABASE_URL":         "postgres://app@pgbouncer:6432/matching?default_query_exec_mode=cache_describe",
+		"MIGRATE_DATABASE_URL": "postgres://owner:pw@db:5432/matching",
+		"WORKER_CONCURRENCY":   "8", "WEBHOOK_CONCURRENCY": "200",
+	}), config.RoleWorker)
+	require.NoError(t, err)
+	assert.Equal(t, "postgres://owner:pw@db:5432/matching", c.MigrateDatabaseURL)
+	assert.Equal(t, 8, c.WorkerConcurrency)
+	assert.Equal(t, 200, c.WebhookConcurrency)
+	assert.NotContains(t, fmt.Sprint(c.LogValue()), "pw", "the migration URL's password is redacted")
+
+	for name, v := range map[string]string{"WORKER_CONCURRENCY": "0", "WEBHOOK_CONCURRENCY": "lots",
+		"MIGRATE_DATABASE_URL": "mysql://x"} {
+		_, err := config.Load(env(map[string]string{name: v}), config.RoleWorker)
+		assert.ErrorContains(t, err, name, v)
+	}
+	_, err = config.Load(env(map[string]string{"WORKER_CONCURRENCY": "100000"}), config.RoleWorker)
+	assert.ErrorContains(t, err, "from 1 to 10000")
 }
 
 func TestOverrides(t *testing.T) {

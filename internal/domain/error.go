@@ -120,3 +120,12 @@ func KindOf(err error) Kind {
 	}
 	return KindInternal
 }
+
+// CodeOf returns the code of a domain error, "" for any other error.
+func CodeOf(err error) string {
+	var de *Error
+	if errors.As(err, &de) {
+		return de.Code
+	}
+	return ""
+}

@@ -1,7 +1,7 @@
 package httpapi
 
 import (
-	"github.com/collegematch/matching/internal/offline"
+	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/query"
 )
 
@@ -17,7 +17,7 @@ var (
 	batchSchoolsBody = object(field{"school_ids", arrayOf(maxBatchSchools, nil)})
 	// A change's own fields are judged change by change (parseChange): a
 	// bad change is rejected alone, not the push.
-	syncPushBody   = object("student_id", field{"changes", arrayOf(offline.MaxChanges, nil)})
+	syncPushBody   = object("student_id", field{"changes", arrayOf(command.MaxChanges, nil)})
 	syncPullBody   = object("student_id", "cursor")
 	onboardingBody = object(onboardingScalarFields,
 		field{"test_scores", object("sat", "act")},

@@ -17,17 +17,14 @@ type Categories interface {
 	// Categories is the six categories with their example schools, from
 	// the catalogue held in memory.
 	Categories() query.CategoryList
-	// CategoryPrior is the student's prior preference weights now.
-	CategoryPrior(ctx context.Context, studentID string) (map[string]float64, error)
-	// InvalidateFeed drops the student's stored feed after their state changed.
-	InvalidateFeed(ctx context.Context, studentID string)
 }
 
-// CategorySwipes stores onboarding category swipes (the store): the
-// latest direction per student and category, bumping the student's
-// version; an unknown or erased student is INVALID_STUDENT_ID.
+// CategorySwipes records onboarding category swipes (command.Categories):
+// the latest direction per student and category; it returns the student's
+// prior weights after the swipe. An unknown or erased student is
+// INVALID_STUDENT_ID.
 type CategorySwipes interface {
-	SaveCategorySwipe(ctx context.Context, studentID, categoryID, direction string) error
+	SwipeCategory(ctx context.Context, studentID, categoryID, direction string) (map[string]float64, error)
 }
 
 // handleCategorySchools answers GET /v2/onboarding/category-schools.
@@ -124,20 +121,14 @@ func readCategorySwipe(r *http.Request) (categoryID, direction string, err error
 // handleCategorySwipe answers POST /v2/onboarding/category-swipe: it stores
 // the swipe, drops the student's stored feed (the next recommendations are
 // ranked with the new prior) and returns the prior weights now.
-func handleCategorySwipe(log *slog.Logger, c Categories, s CategorySwipes) http.Handler {
+func handleCategorySwipe(log *slog.Logger, s CategorySwipes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		categoryID, direction, err := readCategorySwipe(r)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
 		}
-		student := studentFrom(r.Context())
-		if err := s.SaveCategorySwipe(r.Context(), student, categoryID, direction); err != nil {
-			respondErr(w, r, log, err)
-			return
-		}
-		c.InvalidateFeed(r.Context(), student)
-		weights, err := c.CategoryPrior(r.Context(), student)
+		weights, err := s.SwipeCategory(r.Context(), studentFrom(r.Context()), categoryID, direction)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return

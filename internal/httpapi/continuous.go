@@ -15,9 +15,15 @@ import (
 	"github.com/collegematch/matching/internal/query"
 )
 
-// ContinuousFeed is POST /continuous-feed's use case (query.Continuous).
+// ContinuousFeed is POST /continuous-feed's read (query.Continuous).
 type ContinuousFeed interface {
-	ContinuousFeed(ctx context.Context, studentID string, limit int, swipes []command.SwipeInput) (query.ContinuousPage, error)
+	ContinuousFeed(ctx context.Context, studentID string, limit int, carried query.Carried) (query.ContinuousPage, error)
+}
+
+// CarriedSwipes records the swipes a continuous-feed request carries
+// (command.Swipes).
+type CarriedSwipes interface {
+	RecordCarried(ctx context.Context, studentID string, swipes []command.SwipeInput) (command.Carried, error)
 }
 
 // continuousRequest is the body of POST /continuous-feed:
@@ -153,11 +159,12 @@ func readContinuous(r *http.Request) (int, []command.SwipeInput, error) {
 }
 
 // handleContinuousFeed answers POST /continuous-feed: it records the swipes
-// sent along, in order, as POST /swipe would, then answers the next items
-// of the student's feed in the envelope of POST /recommendations. Without
-// a use case (c nil) the endpoint is not built: 501.
-func handleContinuousFeed(log *slog.Logger, c ContinuousFeed) http.Handler {
-	if c == nil {
+// sent along, in order, as POST /swipe would (the write side), then answers
+// the next items of the student's feed in the envelope of POST
+// /recommendations (the read side). Without a use case (c nil) the
+// endpoint is not built: 501.
+func handleContinuousFeed(log *slog.Logger, rec CarriedSwipes, c ContinuousFeed) http.Handler {
+	if c == nil || rec == nil {
 		return notImplemented(log)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -166,7 +173,13 @@ func handleContinuousFeed(log *slog.Logger, c ContinuousFeed) http.Handler {
 			respondErr(w, r, log, err)
 			return
 		}
-		page, err := c.ContinuousFeed(r.Context(), studentFrom(r.Context()), limit, swipes)
+		student := studentFrom(r.Context())
+		carried, err := rec.RecordCarried(r.Context(), student, swipes)
+		if err != nil {
+			respondErr(w, r, log, err)
+			return
+		}
+		page, err := c.ContinuousFeed(r.Context(), student, limit, query.Carried(carried))
 		if err != nil {
 			respondErr(w, r, log, err)
 			return

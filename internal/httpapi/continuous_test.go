@@ -17,50 +17,45 @@ import (
 	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/httpapi"
-	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/testutil"
 )
 
-// memRecorder stands in for the swipe command: it keeps the swipes it is
-// given and counts them as POST /swipe does (only interaction_type swipe).
-type memRecorder struct {
-	mu     sync.Mutex
-	calls  []command.SwipeInput
-	counts map[string]int
+// spyCarried passes the swipes a request carries on to the write side and
+// keeps them, so a test sees what the handler asked to record.
+type spyCarried struct {
+	next  httpapi.CarriedSwipes
+	mu    sync.Mutex
+	calls []command.SwipeInput
 }
 
-func (m *memRecorder) Record(_ context.Context, in command.SwipeInput) (command.SwipeResult, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.counts == nil {
-		m.counts = map[string]int{}
+func (s *spyCarried) RecordCarried(ctx context.Context, student string, in []command.SwipeInput) (command.Carried, error) {
+	s.mu.Lock()
+	for _, x := range in {
+		x.StudentID = student
+		s.calls = append(s.calls, x)
 	}
-	m.calls = append(m.calls, in)
-	if in.InteractionType == "" || in.InteractionType == "swipe" {
-		m.counts[in.StudentID]++
-	}
-	n := m.counts[in.StudentID]
-	return command.SwipeResult{SwipeCount: n, Phase: string(match.PhaseFor(n)), Progress: match.Progress(n)}, nil
+	s.mu.Unlock()
+	return s.next.RecordCarried(ctx, student, in)
 }
 
-func (m *memRecorder) recorded() []command.SwipeInput {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]command.SwipeInput(nil), m.calls...)
+func (s *spyCarried) recorded() []command.SwipeInput {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]command.SwipeInput(nil), s.calls...)
 }
 
 // withContinuous serves POST /continuous-feed over rdb with the given
-// cooldown (FEED_COOLDOWN) and swipe recorder (nil: the swipe command of
-// POST /swipe).
-func withContinuous(rdb redis.UniversalClient, cooldown time.Duration, rec query.SwipeRecorder) apiOption {
+// cooldown (FEED_COOLDOWN); spy, when not nil, sees the swipes carried.
+func withContinuous(rdb redis.UniversalClient, cooldown time.Duration, spy *spyCarried) apiOption {
 	return func(d *httpapi.Deps) {
-		if rec == nil {
-			rec = d.Swipes
+		if spy != nil {
+			spy.next = d.Carried
+			d.Carried = spy
 		}
 		d.Continuous = query.NewContinuous(query.ContinuousConfig{Queries: d.Queries.(*query.Service),
 			Store:  cache.NewCooldowns(cache.NewFeeds(rdb, 5*time.Minute), cooldown),
-			Probes: cache.NewProbes(rdb, 5*time.Minute), Recorder: rec})
+			Probes: cache.NewProbes(rdb, 5*time.Minute)})
 	}
 }
 
@@ -84,7 +79,7 @@ func nextAvailableAt(res result) string {
 
 func TestContinuousFeedRequests(t *testing.T) {
 	rdb := testutil.NewRedis(t, testutil.RedisDBHTTPAPI)
-	rec := &memRecorder{}
+	rec := &spyCarried{}
 	api := newTestAPIOn(t, testutil.NewDB(t), rdb, withContinuous(rdb, 5*time.Minute, rec))
 	schools := api.seedSchools(t, 60)
 	student, tok := api.newStudent(t, completeProfile())
@@ -162,7 +157,11 @@ func TestContinuousFeedRequests(t *testing.T) {
 		details := res.Body["error"].(map[string]any)["details"].(map[string]any)
 		assert.Equal(t, "swipes[1].school_id", details["field"])
 		assert.EqualValues(t, 0, details["swipes_recorded"])
-		assert.Empty(t, rec.recorded(), "nothing is recorded when a school is unknown")
+		assert.Zero(t, api.count(t, `SELECT count(*) FROM swipes WHERE student_id = $1`, student),
+			"nothing is recorded when a school is unknown")
+		rec.mu.Lock()
+		rec.calls = nil
+		rec.mu.Unlock()
 
 		other := uuid.NewString()
 		res = api.do(t, "POST", "/continuous-feed", token(t, other, false), map[string]any{"student_id": other})

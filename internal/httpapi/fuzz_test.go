@@ -12,9 +12,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/match"
-	"github.com/collegematch/matching/internal/offline"
 	"github.com/collegematch/matching/internal/query"
 )
 
@@ -344,7 +344,7 @@ func FuzzReadSyncPush(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		_ = checkDecoded(t, body, func() error {
 			changes, err := readSyncPush(fuzzRequest(body, nil))
-			if len(changes) > offline.MaxChanges {
+			if len(changes) > command.MaxChanges {
 				t.Fatalf("%d changes", len(changes))
 			}
 			for _, c := range changes {

@@ -11,8 +11,9 @@ import (
 )
 
 // handleHealth reports each dependency. It answers 200 whether the status
-// is "ok" or "degraded": the body says which; /readyz on the ops port is
-// the probe that fails.
+// is "ok" or "degraded": the body says which. Readiness (/readyz on the ops
+// port) does not fail on a dependency outage: every replica shares the
+// dependencies, and a replica serves what it can without them.
 func handleHealth(checks []HealthCheck, version string) http.Handler {
 	type response struct {
 		Status  string            `json:"status"`

@@ -29,7 +29,6 @@ import (
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
-	"github.com/collegematch/matching/internal/wire"
 )
 
 var testSecret = []byte("test-secret-test-secret-test-secret-0123")
@@ -72,6 +71,7 @@ func newTestAPIOn(t testing.TB, pool *pgxpool.Pool, rdb redis.UniversalClient, o
 		Students: students, Feeds: cache.NewFeeds(rdb, 5*time.Minute), Catalogs: catalog, Log: log, Metrics: qm,
 		Probes: cache.NewProbes(rdb, 5*time.Minute),
 	})
+	w := newWriteSide(db, rdb, catalog, log)
 	d := httpapi.Deps{
 		Log:            log,
 		Metrics:        metrics.NewHTTP(reg),
@@ -81,14 +81,15 @@ func newTestAPIOn(t testing.TB, pool *pgxpool.Pool, rdb redis.UniversalClient, o
 		Onboarding:     command.NewOnboarding(db, command.WithFeedInvalidator(queries)),
 		Queries:        queries,
 		Categories:     queries,
-		CategorySwipes: wire.CategorySwipes{Store: db},
-		Swipes:         newSwipes(t, db, rdb, catalog, log),
-		Feedback:       newFeedback(t, db, rdb, catalog, log),
+		CategorySwipes: w.categories,
+		Swipes:         w.swipes,
+		Feedback:       w.feedback,
 		Continuous: query.NewContinuous(query.ContinuousConfig{Queries: queries,
-			Store:    cache.NewCooldowns(cache.NewFeeds(rdb, 5*time.Minute), 5*time.Minute),
-			Probes:   cache.NewProbes(rdb, 5*time.Minute),
-			Recorder: newSwipes(t, db, rdb, catalog, log)}),
-		Sync:         newSync(t, db, rdb, catalog, queries, log),
+			Store:  cache.NewCooldowns(cache.NewFeeds(rdb, 5*time.Minute), 5*time.Minute),
+			Probes: cache.NewProbes(rdb, 5*time.Minute)}),
+		Carried:      w.swipes,
+		SyncPush:     w.sync,
+		SyncPull:     query.NewSync(queries, db, 0, 0),
 		FeedCacheTTL: 5 * time.Minute,
 		Health: []httpapi.HealthCheck{
 			{Name: "postgres", Check: db.Ping},
@@ -112,9 +113,9 @@ type countingStudents struct {
 	calls atomic.Int64
 }
 
-func (c *countingStudents) StudentState(ctx context.Context, id string) (query.StudentState, error) {
+func (c *countingStudents) LearnerState(ctx context.Context, id string) (domain.LearnerState, error) {
 	c.calls.Add(1)
-	return wire.StudentState(ctx, c.db, id)
+	return c.db.LearnerState(ctx, id)
 }
 
 func (c *countingStudents) StudentVersion(ctx context.Context, id string) (int64, error) {

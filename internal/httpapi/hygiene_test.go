@@ -15,13 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/httpapi"
-	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
-	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
-	"github.com/collegematch/matching/internal/wire"
 )
 
 // keyRule is what the service promises of one kind of Redis key.
@@ -31,7 +30,7 @@ type keyRule struct {
 }
 
 // redisKeyRules lists every kind of key the service writes, by the key's
-// last segment (read models, rm:v1:{student:<id>}:<name>) or prefix (rate
+// last segment (read models, rm:v2:{student:<id>}:<name>) or prefix (rate
 // limits). A new kind of key must be added here with its cap.
 var redisKeyRules = map[string]keyRule{
 	"feed":   {kind: "hash"},                             // fixed fields: header, items, compact page
@@ -118,14 +117,14 @@ func TestRedisKeysHaveTTLsAndCaps(t *testing.T) {
 	// The worker: its relay hands over whatever the API did not, and its
 	// learner folds every student's swipes and feedback in and rebuilds
 	// their feeds into Redis, as cmd/worker wires them.
-	relay := tasks.NewRelay(testutil.Logger(t), wire.Outbox{Store: api.Store}, asynq.NewClientFromRedisClient(rdb), learnRouter(),
+	relay := tasks.NewRelay(testutil.Logger(t), api.Store, handover.NewClient(rdb, handover.NewQueuer()), nil,
 		tasks.NewRelayMetrics(prometheus.NewRegistry()), tasks.RelayConfig{})
 	_, err := relay.Drain(ctx)
 	require.NoError(t, err)
-	worker := tasks.NewHandler(tasks.Deps{Log: testutil.Logger(t), Relay: relay, Learning: hygieneLearnStore{api.Store},
-		Feeds: queries, Catalogs: wire.Catalogs{CatalogHolder: api.Catalog}, LearnMetrics: tasks.NewLearnMetrics(prometheus.NewRegistry())})
+	worker := tasks.NewHandler(tasks.Deps{Log: testutil.Logger(t), Relay: relay, Learning: api.Store,
+		Feeds: queries, Catalogs: api.Catalog, LearnMetrics: tasks.NewLearnMetrics(prometheus.NewRegistry())})
 	for _, s := range students {
-		task, err := tasks.NewStudentLearnTask(s.id, 1)
+		task, err := tasks.NewStudentLearnTask(s.id, 0)
 		require.NoError(t, err)
 		require.NoError(t, worker.HandleStudentLearn(ctx, asynq.NewTask(task.Type(), task.Payload())))
 		ok(api.do(t, "POST", "/continuous-feed", s.tok, map[string]any{"student_id": s.id}))
@@ -174,7 +173,12 @@ func checkRedisHygiene(t *testing.T, ctx context.Context, rdb redis.UniversalCli
 				continue
 			}
 			found[name]++
-			assert.True(t, strings.HasPrefix(key, "rm:v1:{student:") || name == "rate", "%s: read models carry the prefix and hash tag", key)
+			assert.True(t, strings.HasPrefix(key, "rm:v2:{student:") || name == "rate", "%s: read models carry the prefix and hash tag", key)
+			if _, tagged, ok := strings.Cut(key, "{student:"); assert.True(t, ok, "%s: a per-student key", key) {
+				id, _, _ := strings.Cut(tagged, "}")
+				assert.Contains(t, append(cache.StudentKeys(id), ratelimit.StudentKeys(id)...), key,
+					"%s: listed by cache.StudentKeys or ratelimit.StudentKeys, which an erasure drops by name", key)
+			}
 			ttl, err := rdb.PTTL(ctx, key).Result()
 			require.NoError(t, err)
 			if ttl == -2*time.Nanosecond || ttl == -2*time.Millisecond {
@@ -199,31 +203,4 @@ func checkRedisHygiene(t *testing.T, ctx context.Context, rdb redis.UniversalCli
 	for _, k := range want {
 		assert.Positive(t, found[k], "the workload wrote %s keys", k)
 	}
-}
-
-// hygieneLearnStore lets the learner fold through the store, as cmd/worker
-// wires it.
-type hygieneLearnStore struct{ *store.Store }
-
-func (l hygieneLearnStore) FoldLearning(ctx context.Context, studentID string, fold tasks.LearnFold) (tasks.LearnOutcome, error) {
-	events := func(in []store.LearnEvent) []tasks.LearnEvent {
-		out := make([]tasks.LearnEvent, len(in))
-		for i, e := range in {
-			out[i] = tasks.LearnEvent{SwipeID: e.SwipeID, FeedbackID: e.FeedbackID, SchoolID: e.SchoolID,
-				Direction: e.Direction, Interaction: e.Interaction, Reason: e.Reason, Repeat: e.Repeat, CreatedAt: e.CreatedAt}
-		}
-		return out
-	}
-	out, err := l.Store.FoldLearning(ctx, studentID, func(in store.LearnInput, history func() ([]store.LearnEvent, error)) (store.LearnUpdate, error) {
-		tin := tasks.LearnInput{Student: in.Student, Model: in.Model, New: events(in.New)}
-		for _, p := range in.Categories {
-			tin.Categories = append(tin.Categories, match.CategoryPreferenceFrom(p.CategoryID, p.Direction))
-		}
-		up, err := fold(tin, func() ([]tasks.LearnEvent, error) {
-			all, err := history()
-			return events(all), err
-		})
-		return store.LearnUpdate(up), err
-	})
-	return tasks.LearnOutcome{Erased: out.Erased, Folded: events(out.Folded), StudentVersion: out.StudentVersion}, err
 }

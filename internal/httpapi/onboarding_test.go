@@ -262,7 +262,7 @@ func TestHealth(t *testing.T) {
 // An endpoint whose use case is not wired answers 501 (offline sync is
 // optional in httpapi.Deps).
 func TestNotImplementedEndpointsAnswer501(t *testing.T) {
-	api := newTestAPI(t, func(d *httpapi.Deps) { d.Sync = nil })
+	api := newTestAPI(t, func(d *httpapi.Deps) { d.SyncPush, d.SyncPull = nil, nil })
 	id := uuid.NewString()
 	tok := token(t, id, false)
 	for _, ep := range [][2]string{

@@ -210,14 +210,8 @@ type oaNoCategories struct{}
 
 func (oaNoCategories) Categories() query.CategoryList { return query.CategoryList{} }
 
-func (oaNoCategories) CategoryPrior(context.Context, string) (map[string]float64, error) {
+func (oaNoCategories) SwipeCategory(context.Context, string, string, string) (map[string]float64, error) {
 	return nil, errors.New("not used")
-}
-
-func (oaNoCategories) InvalidateFeed(context.Context, string) {}
-
-func (oaNoCategories) SaveCategorySwipe(context.Context, string, string, string) error {
-	return errors.New("not used")
 }
 
 type oaNoSwipes struct{}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/tasks"
 )
 
@@ -34,7 +35,7 @@ func TestOpenAPIWebhookSwipeRecorded(t *testing.T) {
 		"erased student": `{"student_id":"` + student + `","school_id":"` + school + `","swipe_id":9}`,
 	} {
 		body, err := tasks.WebhookBody(tasks.WebhookMessageID(1842, "https://a.example/h"),
-			tasks.WebhookEvent{Topic: tasks.TopicSwipeRecorded, Payload: []byte(payload), CreatedAt: created})
+			domain.WebhookEvent{Topic: tasks.TopicSwipeRecorded, Payload: []byte(payload), CreatedAt: created})
 		require.NoError(t, err)
 		assert.NoError(t, check(body), "%s: %s", name, body)
 	}

@@ -501,7 +501,7 @@ func TestReadSideKeysHaveTTLs(t *testing.T) {
 	ctx := context.Background()
 	all, err := api.Redis.Keys(ctx, "*").Result()
 	require.NoError(t, err)
-	require.Contains(t, all, "rm:v1:{student:"+id+"}:feed")
+	require.Contains(t, all, "rm:v2:{student:"+id+"}:feed")
 	for _, k := range all {
 		ttl, err := api.Redis.PTTL(ctx, k).Result()
 		require.NoError(t, err)

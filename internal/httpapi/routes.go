@@ -33,7 +33,7 @@ func addRoutes(r chi.Router, d Deps) {
 
 		r.With(recs).Method(http.MethodPost, "/recommendations", handleRecommendations(d.Log, d.Queries))
 		r.With(recs).Method(http.MethodPost, "/v2/recommendations", handleRecommendationsV2(d.Log, d.Queries))
-		r.With(recs).Method(http.MethodPost, "/continuous-feed", handleContinuousFeed(d.Log, d.Continuous))
+		r.With(recs).Method(http.MethodPost, "/continuous-feed", handleContinuousFeed(d.Log, d.Carried, d.Continuous))
 		r.With(recs).Method(http.MethodGet, "/match/{student_id}/{school_id}", handleMatchDetail(d.Log, d.Queries))
 		r.With(compactLimit).Method(http.MethodGet, "/m/recommendations/{student_id}",
 			handleCompactRecommendations(d.Log, d.Queries, d.FeedCacheTTL))
@@ -41,12 +41,12 @@ func addRoutes(r chi.Router, d Deps) {
 		r.With(swipes).Method(http.MethodPost, "/swipe", handleSwipe(d.Log, d.Swipes))
 		r.With(swipes).Method(http.MethodPost, "/feedback", handleFeedback(d.Log, d.Feedback))
 		r.With(swipes).Method(http.MethodPost, "/v2/onboarding/category-swipe",
-			handleCategorySwipe(d.Log, d.Categories, d.CategorySwipes))
+			handleCategorySwipe(d.Log, d.CategorySwipes))
 
 		r.With(batch).Method(http.MethodPost, "/m/batch/schools", handleBatchSchools(d.Log, d.Queries))
-		if d.Sync != nil {
-			r.With(batch).Method(http.MethodPost, "/m/sync/pull", handleSyncPull(d.Log, d.Sync))
-			r.With(batch).Method(http.MethodPost, "/m/sync/push", handleSyncPush(d.Log, d.Sync))
+		if d.SyncPush != nil && d.SyncPull != nil {
+			r.With(batch).Method(http.MethodPost, "/m/sync/pull", handleSyncPull(d.Log, d.SyncPull))
+			r.With(batch).Method(http.MethodPost, "/m/sync/push", handleSyncPush(d.Log, d.SyncPush))
 		} else {
 			r.With(batch).Method(http.MethodPost, "/m/sync/pull", todo)
 			r.With(batch).Method(http.MethodPost, "/m/sync/push", todo)

@@ -36,15 +36,17 @@ type Deps struct {
 	// Categories and CategorySwipes serve the onboarding categories.
 	Categories     Categories
 	CategorySwipes CategorySwipes
-	// Continuous serves POST /continuous-feed; optional: without it the
-	// endpoint answers 501.
+	// Continuous serves POST /continuous-feed (with Carried recording the
+	// swipes it carries); optional: without it the endpoint answers 501.
 	Continuous ContinuousFeed
+	Carried    CarriedSwipes
 	// Swipes and Feedback record swipes and learning feedback.
 	Swipes   Swipes
 	Feedback FeedbackRecorder
-	// Sync serves offline sync (POST /m/sync/push and /m/sync/pull);
-	// optional: without it both answer 501.
-	Sync Sync
+	// SyncPush and SyncPull serve offline sync (POST /m/sync/push and
+	// /m/sync/pull); optional: without them both answer 501.
+	SyncPush SyncPush
+	SyncPull SyncPull
 	// FeedCacheTTL is how long clients may cache the compact feed
 	// (Cache-Control max-age); FEED_CACHE_TTL.
 	FeedCacheTTL time.Duration

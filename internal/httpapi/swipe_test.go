@@ -78,8 +78,8 @@ func TestSwipeCountsPhasesAndTexts(t *testing.T) {
 	assert.Equal(t, 35, api.count(t, `SELECT swipe_count FROM students WHERE id = $1`, id))
 	assert.Equal(t, 35, api.count(t, `SELECT count(*) FROM swipes WHERE student_id = $1 AND counted`, id))
 	assert.Equal(t, 35, api.count(t, `SELECT count(*) FROM outbox WHERE student_id = $1 AND topic = 'swipe.recorded'`, id))
-	assert.Equal(t, 0, api.count(t, `SELECT count(*) FROM swipes WHERE student_id = $1 AND response IS NULL`, id),
-		"every swipe keeps its response for retries")
+	assert.Equal(t, 0, api.count(t, `SELECT count(*) FROM swipes WHERE student_id = $1 AND swipe_count IS NULL`, id),
+		"every swipe keeps what a retry's answer is derived from")
 }
 
 func TestSwipeWritesItsEventAndQueuesTheLearner(t *testing.T) {
@@ -110,15 +110,19 @@ func TestSwipeWritesItsEventAndQueuesTheLearner(t *testing.T) {
 	assert.True(t, strings.HasSuffix(payload["timestamp"].(string), "Z"), "UTC")
 	assert.WithinRange(t, ts, before, time.Now().Add(time.Second))
 
-	// The fast path queued the learner under the row's task id and marked the row.
-	assert.True(t, published)
+	// The learner's task is queued under the swipe's version; the event is
+	// the worker's relay's to publish.
+	assert.False(t, published)
+	var version int64
+	require.NoError(t, api.Pool.QueryRow(context.Background(), `SELECT version FROM students WHERE id = $1`, id).Scan(&version))
 	info, err := asynq.NewInspectorFromRedisClient(api.Redis).GetTaskInfo(tasks.QueueCritical,
-		tasks.OutboxTaskID(outboxID, tasks.TypeStudentLearn))
+		tasks.LearnJob(id, version, 0).ID)
 	require.NoError(t, err)
 	assert.Equal(t, tasks.TypeStudentLearn, info.Type)
 	var p tasks.StudentLearnPayload
 	require.NoError(t, json.Unmarshal(info.Payload, &p))
-	assert.Equal(t, tasks.StudentLearnPayload{StudentID: id, OutboxID: outboxID}, p)
+	assert.Equal(t, tasks.StudentLearnPayload{StudentID: id, Version: version}, p)
+	assert.NotZero(t, outboxID)
 }
 
 func TestWeakSignalsAreStoredNotCounted(t *testing.T) {
@@ -139,8 +143,8 @@ func TestWeakSignalsAreStoredNotCounted(t *testing.T) {
 	assert.Equal(t, 1, api.count(t, `SELECT swipe_count FROM students WHERE id = $1`, id))
 	assert.Equal(t, 1, api.count(t, `SELECT count(*) FROM outbox WHERE student_id = $1 AND topic = 'swipe.recorded'`, id),
 		"only counted swipes are webhook events")
-	assert.Equal(t, 3, api.count(t, `SELECT count(*) FROM outbox WHERE student_id = $1 AND topic = 'interaction.recorded'`, id),
-		"weak signals are recorded for the learner")
+	assert.Equal(t, 1, api.count(t, `SELECT count(*) FROM outbox WHERE student_id = $1`, id),
+		"weak signals are stored for the learner, not published")
 	assert.Equal(t, 1, api.count(t, `SELECT count(*) FROM swipes WHERE student_id = $1 AND time_spent = 12.25 AND interaction_type = 'save'`, id))
 }
 
@@ -403,8 +407,10 @@ func TestSwipeWithRedisDownIsStillRecorded(t *testing.T) {
 	fb := down.do(t, "POST", "/feedback", tok, map[string]any{"student_id": id, "school_id": schools[0].ID, "reason": "too_expensive"})
 	require.Equal(t, http.StatusOK, fb.Status, "%s", fb.Raw)
 	assert.Equal(t, 5, down.count(t, `SELECT count(*) FROM swipes WHERE student_id = $1`, id))
-	assert.Equal(t, 6, down.count(t, `SELECT count(*) FROM outbox WHERE student_id = $1 AND published_at IS NULL`, id),
+	assert.Equal(t, 5, down.count(t, `SELECT count(*) FROM outbox WHERE student_id = $1 AND published_at IS NULL`, id),
 		"every event waits for the relay")
+	assert.Equal(t, 1, down.count(t, `SELECT count(*) FROM feedback WHERE student_id = $1`, id),
+		"feedback is stored; the worker's learn sweep asks for its learning")
 }
 
 func TestFeedback(t *testing.T) {
@@ -441,11 +447,17 @@ func TestFeedback(t *testing.T) {
 		})
 	}
 	assert.Equal(t, 5, api.count(t, `SELECT count(*) FROM feedback WHERE student_id = $1 AND comment = 'über budget'`, id))
-	assert.Equal(t, 5, api.count(t, `SELECT count(*) FROM outbox WHERE student_id = $1 AND topic = 'feedback.recorded' AND published_at IS NOT NULL`, id))
-	var payload map[string]any
-	require.NoError(t, api.Pool.QueryRow(context.Background(),
-		`SELECT payload FROM outbox WHERE student_id = $1 ORDER BY id LIMIT 1`, id).Scan(&payload))
-	assert.Equal(t, sorted("student_id", "school_id", "reason", "timestamp", "feedback_id"), keys(payload), "no comment in events")
+	assert.Zero(t, api.count(t, `SELECT count(*) FROM outbox WHERE student_id = $1`, id),
+		"feedback is not a published event")
+	pending, err := asynq.NewInspectorFromRedisClient(api.Redis).ListPendingTasks(tasks.QueueCritical)
+	require.NoError(t, err)
+	learn := 0
+	for _, ti := range pending {
+		if ti.Type == tasks.TypeStudentLearn && strings.Contains(string(ti.Payload), id) {
+			learn++
+		}
+	}
+	assert.Equal(t, 5, learn, "one learn task per feedback")
 
 	for name, c := range map[string]struct {
 		body  map[string]any

@@ -10,14 +10,19 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/domain"
-	"github.com/collegematch/matching/internal/offline"
+	"github.com/collegematch/matching/internal/query"
 )
 
-// Sync serves offline sync (offline.Service).
-type Sync interface {
-	Push(ctx context.Context, studentID string, changes []offline.Change) (offline.PushResult, error)
-	Pull(ctx context.Context, studentID, cursor string) (offline.PullResult, error)
+// SyncPush is offline sync's write (command.Sync).
+type SyncPush interface {
+	Push(ctx context.Context, studentID string, changes []command.Change, allowance int) (command.PushResult, error)
+}
+
+// SyncPull is offline sync's read (query.Sync).
+type SyncPull interface {
+	Pull(ctx context.Context, studentID, cursor string) (query.PullResult, error)
 }
 
 // syncPushRequest is the body of POST /m/sync/push. Each change is read on
@@ -45,18 +50,18 @@ func checkStudentID(raw json.RawMessage, problems map[string]string) {
 
 // parse checks the push as a whole and reads each change on its own (a
 // bad change is rejected alone, by Push).
-func (q syncPushRequest) parse() ([]offline.Change, map[string]string) {
+func (q syncPushRequest) parse() ([]command.Change, map[string]string) {
 	problems := map[string]string{}
 	checkStudentID(q.StudentID, problems)
 	var elems [][]byte
 	if len(q.Changes) == 0 || string(q.Changes) == "null" {
-		problems["changes"] = "is required (an array of at most " + strconv.Itoa(offline.MaxChanges) + " changes)"
+		problems["changes"] = "is required (an array of at most " + strconv.Itoa(command.MaxChanges) + " changes)"
 	} else {
 		var tooMany, ok bool
-		elems, tooMany, ok = elements(q.Changes, offline.MaxChanges)
+		elems, tooMany, ok = elements(q.Changes, command.MaxChanges)
 		switch {
 		case tooMany:
-			problems["changes"] = "must hold at most " + strconv.Itoa(offline.MaxChanges) + " changes"
+			problems["changes"] = "must hold at most " + strconv.Itoa(command.MaxChanges) + " changes"
 		case !ok:
 			problems["changes"] = "must be an array of changes"
 		}
@@ -64,7 +69,7 @@ func (q syncPushRequest) parse() ([]offline.Change, map[string]string) {
 	if len(problems) > 0 {
 		return nil, problems
 	}
-	changes := make([]offline.Change, len(elems))
+	changes := make([]command.Change, len(elems))
 	for i, raw := range elems {
 		changes[i] = parseChange(raw)
 	}
@@ -73,7 +78,7 @@ func (q syncPushRequest) parse() ([]offline.Change, map[string]string) {
 
 // readSyncPush decodes and validates POST /m/sync/push as a whole; each
 // change carries its own problem, if any.
-func readSyncPush(r *http.Request) ([]offline.Change, error) {
+func readSyncPush(r *http.Request) ([]command.Change, error) {
 	req, err := decode[syncPushRequest](r, syncPushBody)
 	if err != nil {
 		return nil, err
@@ -86,14 +91,14 @@ func readSyncPush(r *http.Request) ([]offline.Change, error) {
 }
 
 // handleSyncPush answers POST /m/sync/push.
-func handleSyncPush(log *slog.Logger, sync Sync) http.Handler {
+func handleSyncPush(log *slog.Logger, sync SyncPush) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		changes, err := readSyncPush(r)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
 		}
-		res, err := sync.Push(r.Context(), studentFrom(r.Context()), changes)
+		res, err := sync.Push(r.Context(), studentFrom(r.Context()), changes, -1)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
@@ -109,8 +114,8 @@ var changeFields = []string{"id", "type", "school_id", "direction", "interaction
 // parseChange reads one change. A change that is not an object, has an
 // unknown field or a field of the wrong type gets a Problem, with its id
 // kept when it has one, so it is rejected under that id.
-func parseChange(raw json.RawMessage) offline.Change {
-	c := offline.Change{Set: map[string]bool{}}
+func parseChange(raw json.RawMessage) command.Change {
+	c := command.Change{Set: map[string]bool{}}
 	var problems []string
 	nProblems := 0
 	problem := func(p string) {
@@ -199,7 +204,7 @@ func readSyncPull(r *http.Request) (string, error) {
 }
 
 // handleSyncPull answers POST /m/sync/pull.
-func handleSyncPull(log *slog.Logger, sync Sync) http.Handler {
+func handleSyncPull(log *slog.Logger, sync SyncPull) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cursor, err := readSyncPull(r)
 		if err != nil {

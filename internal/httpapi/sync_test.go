@@ -18,14 +18,14 @@ import (
 
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
+	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/httpapi"
-	"github.com/collegematch/matching/internal/offline"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
-	"github.com/collegematch/matching/internal/wire"
 )
 
 // syncChanges makes n changes on schools: every 4th is feedback, every 7th
@@ -121,12 +121,11 @@ func newSyncAPI(t *testing.T, wait time.Duration, n int) (*testAPI, []domain.Sch
 	holder := query.NewCatalogHolder(db, log, qm, time.Hour)
 	require.NoError(t, holder.Load(ctx))
 	feeds := cache.NewFeeds(rdb, 5*time.Minute)
-	queries := query.New(query.Config{Students: wire.Students{Store: db}, Feeds: feeds, Catalogs: holder, Log: log, Metrics: qm})
-	q := asynq.NewClientFromRedisClient(rdb)
-	t.Cleanup(func() { _ = q.Close() })
-	svc := offline.New(offline.Config{Store: db, Feeds: queries, Versions: feeds, Catalogs: wire.Catalogs{CatalogHolder: holder},
-		Queue: q, Router: learnRouter(), Log: log, MaxWait: wait})
-	return newTestAPIOn(t, pool, rdb, func(d *httpapi.Deps) { d.Sync = svc }), schools
+	queries := query.New(query.Config{Students: db, Feeds: feeds, Catalogs: holder, Log: log, Metrics: qm})
+	push := command.NewSync(command.SyncConfig{Store: db, Redis: cache.NewSwipeTrips(feeds, handover.NewQueuer()),
+		Catalogs: holder, Log: log, MaxWait: wait})
+	pull := query.NewSync(queries, db, 0, wait)
+	return newTestAPIOn(t, pool, rdb, func(d *httpapi.Deps) { d.SyncPush, d.SyncPull = push, pull }), schools
 }
 
 func TestSyncPushReplayedInShuffledBatchesStoresEachOnce(t *testing.T) {
@@ -164,9 +163,8 @@ func TestSyncPushReplayedInShuffledBatchesStoresEachOnce(t *testing.T) {
 	assert.Equal(t, counted(changes), api.count(t, `SELECT swipe_count FROM students WHERE id = $1`, student))
 	assert.Equal(t, counted(changes), api.count(t,
 		`SELECT count(*) FROM outbox WHERE topic = 'swipe.recorded' AND student_id = $1`, student), "one webhook event per counted swipe")
-	assert.Equal(t, 3, api.count(t, `SELECT count(*) FROM outbox WHERE topic = 'sync.pushed' AND student_id = $1`, student),
-		"one learn event per push that stored something")
-	assert.Zero(t, api.count(t, `SELECT count(*) FROM outbox WHERE published_at IS NULL`), "every event handed over")
+	assert.Equal(t, counted(changes), api.count(t, `SELECT count(*) FROM outbox WHERE published_at IS NULL`),
+		"every event waits for the worker's relay")
 
 	// occurred_at is kept.
 	first := changes[0]
@@ -307,10 +305,10 @@ func TestSyncPushCountsTowardPhaseAndHandsOverOneLearnTask(t *testing.T) {
 	assert.InDelta(t, 15.0/31, ls["progress"], 1e-4)
 
 	// One student:learn task for the whole push, under the id derived from
-	// its sync.pushed row; none for its swipe.recorded rows.
-	var learnRow int64
+	// the version it left.
+	var version int64
 	require.NoError(t, api.Pool.QueryRow(context.Background(),
-		`SELECT id FROM outbox WHERE topic = 'sync.pushed' AND student_id = $1`, student).Scan(&learnRow))
+		`SELECT version FROM students WHERE id = $1`, student).Scan(&version))
 	insp := asynq.NewInspectorFromRedisClient(api.Redis)
 	pending, err := insp.ListPendingTasks(tasks.QueueCritical, asynq.PageSize(1000))
 	require.NoError(t, err)
@@ -320,7 +318,7 @@ func TestSyncPushCountsTowardPhaseAndHandsOverOneLearnTask(t *testing.T) {
 			learn = append(learn, ti.ID)
 		}
 	}
-	assert.Equal(t, []string{tasks.OutboxTaskID(learnRow, tasks.TypeStudentLearn)}, learn)
+	assert.Equal(t, []string{tasks.LearnJob(student, version, 0).ID}, learn)
 
 	// POST /swipe with a pushed change id is a retry of it.
 	retry := api.do(t, "POST", "/swipe", tok, map[string]any{"student_id": student, "school_id": changes[0]["school_id"],

@@ -4,7 +4,6 @@
 package ops
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/pprof"
@@ -14,33 +13,34 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Check is one readiness dependency.
-type Check struct {
-	Name  string
-	Check func(ctx context.Context) error
-}
-
 // Handler serves /livez, /readyz, /metrics and optionally /debug/pprof/.
-func Handler(reg *prometheus.Registry, checks []Check, withPprof bool) http.Handler {
+//
+// /livez answers 200 while the process runs. /readyz answers 200 when this
+// replica can serve (ready says so: listeners up, catalogue loaded, task
+// servers started) and 503 while it starts or stops. A PostgreSQL or Redis
+// outage does not fail /readyz: every replica shares those dependencies,
+// so failing readiness on their account would take the whole fleet out of
+// rotation at once while it can still serve cached reads and accept
+// requests that answer 503 on their own. /readyz reports the dependencies'
+// last known state (deps, checked in the background, never on the probe's
+// path) in its body, and they show in /health, metrics and logs.
+func Handler(reg *prometheus.Registry, ready *Readiness, deps *Monitor, withPprof bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		status, results := http.StatusOK, map[string]string{}
-		for _, c := range checks {
-			results[c.Name] = "ok"
-			if err := c.Check(ctx); err != nil {
-				results[c.Name] = "down: " + err.Error()
-				status = http.StatusServiceUnavailable
-			}
-		}
+		state := ready.State()
+		body := struct {
+			Status       string            `json:"status"`
+			Dependencies map[string]string `json:"dependencies"`
+		}{Status: state, Dependencies: deps.Status()}
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(results)
+		if state != StateReady {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(body)
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	if withPprof {

@@ -82,6 +82,10 @@ func NewCatalogHolder(src CatalogSource, log *slog.Logger, metrics *Metrics, int
 // Current is the catalogue now held. It is never nil.
 func (h *CatalogHolder) Current() *Catalog { return h.cur.Load() }
 
+// Scoring is the scoring table of the catalogue now held (what the write
+// side predicts and the learner folds with). It is never nil.
+func (h *CatalogHolder) Scoring() *match.Catalog { return h.cur.Load().Catalog }
+
 // Load reads the whole catalogue now, whatever its version.
 func (h *CatalogHolder) Load(ctx context.Context) error {
 	// The version is read first: a change made while the schools load gives a

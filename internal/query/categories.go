@@ -77,13 +77,13 @@ func categoryList(cs []match.Category) CategoryList {
 // student swipes any school. An unknown or erased student is
 // INVALID_STUDENT_ID.
 func (s *Service) CategoryPrior(ctx context.Context, studentID string) (map[string]float64, error) {
-	st, err := s.students.StudentState(ctx, studentID)
+	st, err := s.students.LearnerState(ctx, studentID)
 	if err != nil {
 		return nil, err
 	}
 	if st.Student.DeletedAt != nil {
 		return nil, domain.StudentNotFound(studentID)
 	}
-	_, w := match.CategoryStart(match.NewProfile(st.Student), st.Categories)
-	return roundWeights(w.Sanitize().Map()), nil
+	_, _, prior := match.Start(st)
+	return roundWeights(prior.Sanitize().Map()), nil
 }

@@ -69,9 +69,17 @@ type withState struct {
 	learned map[string]float64
 }
 
-func (w withState) StudentState(ctx context.Context, id string) (query.StudentState, error) {
-	st, err := w.Students.StudentState(ctx, id)
-	st.Categories, st.Weights = w.prefs, w.learned
+func (w withState) LearnerState(ctx context.Context, id string) (domain.LearnerState, error) {
+	st, err := w.Students.LearnerState(ctx, id)
+	st.Categories = nil
+	for _, p := range w.prefs {
+		dir := "left"
+		if p.Liked {
+			dir = "right"
+		}
+		st.Categories = append(st.Categories, domain.CategoryPreference{CategoryID: string(p.ID), Direction: dir})
+	}
+	st.Weights = w.learned
 	return st, err
 }
 

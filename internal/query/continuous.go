@@ -4,17 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/collegematch/matching/internal/cache"
-	"github.com/collegematch/matching/internal/command"
-	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/match"
 )
 
@@ -40,13 +36,6 @@ const (
 	MaxContinuousSwipes = 50
 )
 
-// SwipeRecorder records one swipe as POST /swipe does (command.Swipes):
-// validated, stored and counted in one transaction, its learning task
-// enqueued. A 200 from POST /swipe means Record returned nil.
-type SwipeRecorder interface {
-	Record(ctx context.Context, in command.SwipeInput) (command.SwipeResult, error)
-}
-
 // CooldownStore is the continuous feed's Redis state (cache.Cooldowns).
 type CooldownStore interface {
 	// Read remembers swiped as swiped now and reads the stored feed, the
@@ -70,17 +59,13 @@ type ContinuousConfig struct {
 	Queries *Service      // the read side whose learned feed is served; required
 	Store   CooldownStore // required
 	Probes  ProbeMemory   // required
-	// Recorder records the swipes sent along; optional: without it a
-	// request that carries swipes is NOT_IMPLEMENTED.
-	Recorder SwipeRecorder
 }
 
 // Continuous serves POST /continuous-feed.
 type Continuous struct {
-	q        *Service
-	store    CooldownStore
-	probes   ProbeMemory
-	recorder SwipeRecorder
+	q      *Service
+	store  CooldownStore
+	probes ProbeMemory
 }
 
 // NewContinuous builds the continuous feed.
@@ -88,7 +73,7 @@ func NewContinuous(c ContinuousConfig) *Continuous {
 	if c.Queries == nil || c.Store == nil || c.Probes == nil {
 		panic("query.NewContinuous: missing dependency")
 	}
-	return &Continuous{q: c.Queries, store: c.Store, probes: c.Probes, recorder: c.Recorder}
+	return &Continuous{q: c.Queries, store: c.Store, probes: c.Probes}
 }
 
 // ContinuousPage is the answer of POST /continuous-feed: the envelope of
@@ -109,83 +94,26 @@ type ContinuousMetadata struct {
 	NextAvailableAt string `json:"next_available_at,omitempty"`
 }
 
-// swipeError is the error of the swipe at index i of a request: the
-// recorder's (or the school check's) error, its fields named after the
-// swipe (swipes[2].school_id). Recorded swipes before it stay recorded.
-func swipeError(i, recorded int, err error) error {
-	var de *domain.Error
-	if !errors.As(err, &de) || de.Kind == domain.KindInternal {
-		return err
-	}
-	out := *de
-	prefix := "swipes[" + strconv.Itoa(i) + "]"
-	out.Message = prefix + ": " + de.Message
-	out.Details = maps.Clone(de.Details)
-	if out.Details == nil {
-		out.Details = map[string]any{}
-	}
-	switch f := de.Details["fields"].(type) {
-	case map[string]string:
-		named := make(map[string]string, len(f))
-		for k, v := range f {
-			named[prefix+"."+k] = v
-		}
-		out.Details["fields"] = named
-	case map[string]any:
-		named := make(map[string]any, len(f))
-		for k, v := range f {
-			named[prefix+"."+k] = v
-		}
-		out.Details["fields"] = named
-	}
-	if de.Code == domain.CodeInvalidSchoolID {
-		out.Details["field"] = prefix + ".school_id"
-	}
-	out.Details["swipe_index"] = i
-	out.Details["swipes_recorded"] = recorded
-	return &out
+// Carried is what the swipes a request carried changed, as the write side
+// recorded them (command.Swipes.RecordCarried): whether any was recorded,
+// the student's counted swipes after them and the schools they swiped.
+type Carried struct {
+	Recorded   bool
+	SwipeCount int
+	Swiped     []string
 }
 
-// countsSwipe reports whether an interaction is a swipe proper (counted,
-// and never shown again), not a weak signal such as a tap.
-func countsSwipe(interaction string) bool { return interaction == "" || interaction == "swipe" }
-
-// ContinuousFeed records swipes in order, as POST /swipe would, then
-// returns the next limit items of the student's feed (limit and the swipes'
-// fields are validated by the caller; the student is set here). Any
-// existing student is served, complete profile or not, as by
-// RecommendationsV2.
-//
-// Each swipe is committed on its own: when one fails, those before it stay
-// recorded and the error names the failing one (swipes[i]) and how many
-// were recorded. Schools are checked against the catalogue before anything
-// is recorded, so an unknown school records nothing.
-func (c *Continuous) ContinuousFeed(ctx context.Context, studentID string, limit int, swipes []command.SwipeInput) (ContinuousPage, error) {
+// ContinuousFeed returns the next limit items of the student's feed, after
+// the swipes the request carried were recorded (carried; limit is
+// validated by the caller). Any existing student is served, complete
+// profile or not, as by RecommendationsV2.
+func (c *Continuous) ContinuousFeed(ctx context.Context, studentID string, limit int, carried Carried) (ContinuousPage, error) {
 	s := c.q
 	cat := s.catalogs.Current()
-	for i, sw := range swipes {
-		if _, ok := cat.School(sw.SchoolID); !ok {
-			// The student is checked before the school, as everywhere.
-			if _, err := s.students.StudentVersion(ctx, studentID); err != nil {
-				return ContinuousPage{}, err
-			}
-			return ContinuousPage{}, swipeError(i, 0, domain.SchoolNotFound(sw.SchoolID))
-		}
-	}
-
-	if len(swipes) > 0 && c.recorder == nil {
-		return ContinuousPage{}, &domain.Error{Kind: domain.KindNotImplemented, Code: domain.CodeNotImplemented,
-			Message: "recording swipes with the continuous feed is not available yet; send them to POST /swipe"}
-	}
-	counts, err := c.record(ctx, studentID, swipes)
-	if err != nil {
-		return ContinuousPage{}, err
-	}
-	var swiped []string
-	for _, sw := range swipes {
-		if countsSwipe(sw.InteractionType) {
-			swiped = append(swiped, strings.ToLower(sw.SchoolID))
-		}
+	counts := swipeCounts{recorded: carried.Recorded, total: carried.SwipeCount}
+	swiped := make([]string, len(carried.Swiped))
+	for i, id := range carried.Swiped {
+		swiped[i] = strings.ToLower(id)
 	}
 
 	now := s.now()
@@ -230,39 +158,6 @@ func (c *Continuous) ContinuousFeed(ctx context.Context, studentID string, limit
 type swipeCounts struct {
 	recorded bool
 	total    int // counted swipes after the last one
-}
-
-// record records swipes in order through the recorder.
-func (c *Continuous) record(ctx context.Context, studentID string, swipes []command.SwipeInput) (swipeCounts, error) {
-	var out swipeCounts
-	for i, sw := range swipes {
-		sw.StudentID = studentID
-		res, err := c.recorder.Record(ctx, sw)
-		if err != nil {
-			if i > 0 {
-				c.rememberSwiped(ctx, studentID, swipes[:i])
-			}
-			return out, swipeError(i, i, err)
-		}
-		out.recorded, out.total = true, res.SwipeCount
-	}
-	return out, nil
-}
-
-// rememberSwiped records swipes that were committed before a later one
-// failed, so the stored feed does not serve them until it is rebuilt.
-func (c *Continuous) rememberSwiped(ctx context.Context, studentID string, swipes []command.SwipeInput) {
-	var ids []string
-	for _, sw := range swipes {
-		if countsSwipe(sw.InteractionType) {
-			ids = append(ids, sw.SchoolID)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cache.CallTimeout)
-	defer cancel()
-	if err := c.store.RememberSwiped(ctx, studentID, c.q.now(), ids...); err != nil && !errors.Is(err, cache.ErrUnavailable) {
-		c.q.log.WarnContext(ctx, "recent swipes not remembered", "student_id", studentID, "err", err)
-	}
 }
 
 // feedState is the stored feed read with the cooldowns, when it is there
@@ -360,7 +255,7 @@ func (c *Continuous) choose(ctx context.Context, studentID string, fs *feedState
 func (c *Continuous) reassemble(ctx context.Context, studentID string, cat *Catalog,
 	st cache.ContinuousState, now time.Time, limit int, counts swipeCounts) (picked, bool) {
 	s := c.q
-	state, err := s.students.StudentState(ctx, studentID)
+	state, err := s.students.LearnerState(ctx, studentID)
 	if err != nil || state.Student.DeletedAt != nil {
 		if err != nil {
 			s.log.WarnContext(ctx, "student state not loaded; serving the stored feed's eligible items",
@@ -368,8 +263,9 @@ func (c *Continuous) reassemble(ctx context.Context, studentID string, cat *Cata
 		}
 		return picked{}, false
 	}
-	swiped := make(map[uuid.UUID]struct{}, len(state.Swiped)+len(st.Swiped))
-	for _, id := range state.Swiped {
+	stateSwiped := state.SwipedSchools()
+	swiped := make(map[uuid.UUID]struct{}, len(stateSwiped)+len(st.Swiped))
+	for _, id := range stateSwiped {
 		if u, err := uuid.Parse(id); err == nil {
 			swiped[u] = struct{}{}
 		}
@@ -398,7 +294,7 @@ func (c *Continuous) reassemble(ctx context.Context, studentID string, cat *Cata
 	}
 	slices.Sort(exclude) // the same state gives the same feed
 
-	p, model := scoringStart(state)
+	p, model, _ := match.Start(state)
 	swipes := state.Student.SwipeCount
 	if counts.recorded {
 		swipes = counts.total
@@ -406,8 +302,8 @@ func (c *Continuous) reassemble(ctx context.Context, studentID string, cat *Cata
 	start := time.Now()
 	scratch := s.getScratch()
 	f, scratch := BuildFeed(FeedInput{
-		StudentID: studentID, StudentVersion: state.Version, Profile: p, Model: model,
-		TotalSwipes: swipes, Swiped: state.Swiped, Exclude: exclude,
+		StudentID: studentID, StudentVersion: state.Version, LearningVersion: state.LearningVersion, Profile: p,
+		Model: model, TotalSwipes: swipes, Swiped: stateSwiped, Exclude: exclude,
 		Catalog: cat, Size: limit, Now: now,
 	}, scratch)
 	s.putScratch(scratch)

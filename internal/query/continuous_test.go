@@ -2,7 +2,6 @@ package query_test
 
 import (
 	"context"
-	"errors"
 	"math"
 	"strings"
 	"sync"
@@ -15,11 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/collegematch/matching/internal/cache"
-	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/domain"
-	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
-	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
 )
 
@@ -43,31 +39,36 @@ func (c *clock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// fakeRecorder records swipes in memory and counts them as the write side
-// does: only interaction_type swipe counts.
-type fakeRecorder struct {
-	mu     sync.Mutex
-	calls  []command.SwipeInput
-	counts map[string]int
-	failAt int // the call (0-based, over the recorder's life) that fails; -1 never
-	err    error
+// sw is a swipe a continuous-feed request carries.
+type sw struct {
+	school, direction, interaction string
 }
 
-func newFakeRecorder() *fakeRecorder { return &fakeRecorder{counts: map[string]int{}, failAt: -1} }
-
-func (f *fakeRecorder) Record(_ context.Context, in command.SwipeInput) (command.SwipeResult, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.calls) == f.failAt {
-		f.calls = append(f.calls, in)
-		return command.SwipeResult{}, f.err
+// record stores carried swipes as the write side does (one batch, in
+// order) and returns what the continuous feed is told of them.
+func (e *env) record(t *testing.T, student string, swipes []sw) query.Carried {
+	t.Helper()
+	if len(swipes) == 0 {
+		return query.Carried{}
 	}
-	f.calls = append(f.calls, in)
-	if in.InteractionType == "" || in.InteractionType == "swipe" {
-		f.counts[in.StudentID]++
+	changes := make([]domain.Change, len(swipes))
+	for i, s := range swipes {
+		kind := s.interaction
+		if kind == "" {
+			kind = domain.InteractionSwipe
+		}
+		changes[i] = domain.Change{Type: domain.ChangeSwipe, Swipe: domain.Swipe{StudentID: student,
+			SchoolID: strings.ToLower(s.school), Direction: s.direction, Interaction: kind, ClientID: uuid.NewString()}}
 	}
-	n := f.counts[in.StudentID]
-	return command.SwipeResult{SwipeCount: n, Phase: string(match.PhaseFor(n)), Progress: match.Progress(n)}, nil
+	res, err := e.Store.RecordBatch(context.Background(), student, changes)
+	require.NoError(t, err)
+	out := query.Carried{Recorded: true, SwipeCount: res.SwipeCount}
+	for _, c := range changes {
+		if c.Swipe.Counted() {
+			out.Swiped = append(out.Swiped, c.Swipe.SchoolID)
+		}
+	}
+	return out
 }
 
 // continuousEnv is the continuous feed over e's store and Redis, with a
@@ -75,7 +76,6 @@ func (f *fakeRecorder) Record(_ context.Context, in command.SwipeInput) (command
 type continuousEnv struct {
 	*env
 	clock    *clock
-	recorder *fakeRecorder
 	svc      *query.Service
 	cf       *query.Continuous
 	cooldown time.Duration
@@ -84,11 +84,11 @@ type continuousEnv struct {
 func newContinuousEnv(t *testing.T, schools, feedSize int, cooldown time.Duration) *continuousEnv {
 	t.Helper()
 	e := newEnv(t, schools, feedSize)
-	c := &continuousEnv{env: e, clock: newClock(), recorder: newFakeRecorder(), cooldown: cooldown}
+	c := &continuousEnv{env: e, clock: newClock(), cooldown: cooldown}
 	c.svc = query.New(query.Config{Students: e.Students, Feeds: e.Feeds, Catalogs: e.Catalog, Log: testutil.Logger(t),
 		Metrics: e.Metrics, FeedSize: feedSize, Now: c.clock.Now})
 	c.cf = query.NewContinuous(query.ContinuousConfig{Queries: c.svc, Store: cache.NewCooldowns(e.Feeds, cooldown),
-		Probes: cache.NewProbes(e.Redis, 5*time.Minute), Recorder: c.recorder})
+		Probes: cache.NewProbes(e.Redis, 5*time.Minute)})
 	return c
 }
 
@@ -104,9 +104,9 @@ func (c *continuousEnv) order(t *testing.T, student string) []string {
 	return out
 }
 
-func (c *continuousEnv) next(t *testing.T, student string, limit int, swipes ...command.SwipeInput) query.ContinuousPage {
+func (c *continuousEnv) next(t *testing.T, student string, limit int, swipes ...sw) query.ContinuousPage {
 	t.Helper()
-	page, err := c.cf.ContinuousFeed(context.Background(), student, limit, swipes)
+	page, err := c.cf.ContinuousFeed(context.Background(), student, limit, c.record(t, student, swipes))
 	require.NoError(t, err)
 	return page
 }
@@ -203,15 +203,15 @@ func TestContinuousFeedNeverRunsDry(t *testing.T) {
 	short, reshuffled := 0, 0
 	for call := range 80 {
 		now := c.clock.Now()
-		var swipes []command.SwipeInput
+		var swipes []sw
 		// Swipe the first item of the last page, for the first 14 calls.
 		if call < 14 && len(last) > 0 {
 			dir := []string{"left", "right"}[call%2]
-			swipes = append(swipes, command.SwipeInput{SchoolID: last[0], Direction: dir})
+			swipes = append(swipes, sw{school: last[0], direction: dir})
 			swiped[last[0]] = true
 		}
 		limit := 3 + call%5
-		p, err := c.cf.ContinuousFeed(ctx, st.ID, limit, swipes)
+		p, err := c.cf.ContinuousFeed(ctx, st.ID, limit, c.record(t, st.ID, swipes))
 		require.NoError(t, err)
 
 		eligible := map[string]bool{}
@@ -262,7 +262,9 @@ func TestContinuousFeedNeverRunsDry(t *testing.T) {
 	assert.GreaterOrEqual(t, len(swiped), 6)
 	assert.Positive(t, short, "the test reaches pages cut short by the cooldown")
 	assert.Positive(t, reshuffled, "and pages assembled without cooling schools")
-	assert.Len(t, c.recorder.calls, len(swiped), "every swipe sent along was recorded once")
+	var n int
+	require.NoError(t, c.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM swipes WHERE student_id = $1`, st.ID).Scan(&n))
+	assert.Equal(t, len(swiped), n, "every swipe sent along was recorded once")
 }
 
 func TestContinuousFeedRanksPastTheStoredFeed(t *testing.T) {
@@ -286,10 +288,8 @@ func TestContinuousFeedRanksPastTheStoredFeed(t *testing.T) {
 	st2 := c2.save(t, completeStudent())
 	all2 := c2.order(t, st2.ID)
 	for _, id := range []string{all2[12], all2[25]} {
-		_, err := c2.Store.RecordSwipe(context.Background(), store.NewSwipe{StudentID: st2.ID, SchoolID: id,
-			Direction: "left", InteractionType: "swipe", Counted: true},
-			func(int64, time.Time) (string, any) { return "swipe.recorded", map[string]any{} },
-			func(int) ([]byte, error) { return []byte("{}"), nil })
+		_, err := c2.Store.RecordSwipe(context.Background(), domain.Swipe{StudentID: st2.ID, SchoolID: id,
+			Direction: "left", Interaction: domain.InteractionSwipe})
 		require.NoError(t, err)
 	}
 	got = []string{}
@@ -332,24 +332,18 @@ func TestContinuousFeedRemembersProbes(t *testing.T) {
 	}
 }
 
-func TestContinuousFeedRecordsSwipesFirst(t *testing.T) {
+// The page after carried swipes shows the counts they left and leaves
+// their schools out.
+func TestContinuousFeedAfterCarriedSwipes(t *testing.T) {
 	c := newContinuousEnv(t, 40, 0, time.Minute)
 	st := c.save(t, completeStudent())
 	all := c.order(t, st.ID)
 
-	spent := 3.5
 	p := c.next(t, st.ID, 5,
-		command.SwipeInput{SchoolID: strings.ToUpper(all[0]), Direction: "right", TimeSpent: &spent, ClientID: "a"},
-		command.SwipeInput{SchoolID: all[1], Direction: "left", InteractionType: "tap"},
-		command.SwipeInput{SchoolID: all[2], Direction: "left"},
+		sw{school: strings.ToUpper(all[0]), direction: "right"},
+		sw{school: all[1], direction: "left", interaction: "tap"},
+		sw{school: all[2], direction: "left"},
 	)
-	require.Len(t, c.recorder.calls, 3)
-	for i, in := range c.recorder.calls {
-		assert.Equal(t, st.ID, in.StudentID, "swipe %d is the acting student's", i)
-	}
-	assert.Equal(t, command.SwipeInput{StudentID: st.ID, SchoolID: strings.ToUpper(all[0]), Direction: "right",
-		TimeSpent: &spent, ClientID: "a"}, c.recorder.calls[0], "passed on as sent, in order")
-	assert.Equal(t, "tap", c.recorder.calls[1].InteractionType)
 	assert.Equal(t, 2, p.TotalSwipes, "the counts after the swipes: a tap is not counted")
 	assert.Equal(t, "discovery", p.Metadata.LearningPhase)
 	assert.InDelta(t, 2.0/31, p.LearningState.Progress, 1e-4)
@@ -365,9 +359,9 @@ func TestContinuousFeedRecordsSwipesFirst(t *testing.T) {
 	assert.NotContains(t, ids(p), all[2])
 
 	// Nine more swipes move the phase to refinement (11 counted swipes).
-	var swipes []command.SwipeInput
+	var swipes []sw
 	for _, id := range all[10:19] {
-		swipes = append(swipes, command.SwipeInput{SchoolID: id, Direction: "right"})
+		swipes = append(swipes, sw{school: id, direction: "right"})
 	}
 	c.clock.advance(2 * time.Minute)
 	p = c.next(t, st.ID, 40, swipes...)
@@ -377,63 +371,17 @@ func TestContinuousFeedRecordsSwipesFirst(t *testing.T) {
 	assert.Len(t, p.Recommendations, 40-11)
 }
 
-func TestContinuousFeedSwipeErrors(t *testing.T) {
-	c := newContinuousEnv(t, 40, 0, time.Minute)
-	ctx := context.Background()
-	st := c.save(t, completeStudent())
-	all := c.order(t, st.ID)
-
-	// An unknown school records nothing and names the swipe.
-	unknown := uuid.NewString()
-	_, err := c.cf.ContinuousFeed(ctx, st.ID, 5, []command.SwipeInput{
-		{SchoolID: all[0], Direction: "left"}, {SchoolID: unknown, Direction: "left"}})
-	var de *domain.Error
-	require.ErrorAs(t, err, &de)
-	assert.Equal(t, domain.CodeInvalidSchoolID, de.Code)
-	assert.Equal(t, "swipes[1].school_id", de.Details["field"])
-	assert.Equal(t, unknown, de.Details["school_id"])
-	assert.Equal(t, 0, de.Details["swipes_recorded"])
-	assert.Empty(t, c.recorder.calls, "nothing is recorded")
-
-	// The student is checked first.
-	_, err = c.cf.ContinuousFeed(ctx, uuid.NewString(), 5, []command.SwipeInput{{SchoolID: unknown, Direction: "left"}})
-	require.ErrorAs(t, err, &de)
-	assert.Equal(t, domain.CodeInvalidStudentID, de.Code)
-
-	// A swipe the recorder refuses: those before it stay recorded (and are
-	// known as swiped), the error names it.
-	c.recorder.failAt = 1
-	c.recorder.err = domain.Invalid("direction must be left or right", map[string]string{"direction": "must be left or right"})
-	_, err = c.cf.ContinuousFeed(ctx, st.ID, 5, []command.SwipeInput{
-		{SchoolID: all[0], Direction: "left"}, {SchoolID: all[1], Direction: "up"}, {SchoolID: all[2], Direction: "left"}})
-	require.ErrorAs(t, err, &de)
-	assert.Equal(t, domain.KindInvalid, de.Kind)
-	assert.Equal(t, map[string]string{"swipes[1].direction": "must be left or right"}, de.Details["fields"])
-	assert.Equal(t, 1, de.Details["swipe_index"])
-	assert.Equal(t, 1, de.Details["swipes_recorded"])
-	assert.True(t, strings.HasPrefix(de.Message, "swipes[1]: "), de.Message)
-	assert.Len(t, c.recorder.calls, 2, "the batch stops at the failing swipe")
-	p := c.next(t, st.ID, 3)
-	assert.Len(t, p.Recommendations, 3)
-	assert.NotContains(t, ids(p), all[0], "the swipe recorded before the failure is left out")
-
-	// Errors that are not the client's pass through unchanged.
-	c.recorder.failAt, c.recorder.err = len(c.recorder.calls), errors.New("database down")
-	_, err = c.cf.ContinuousFeed(ctx, st.ID, 5, []command.SwipeInput{{SchoolID: all[5], Direction: "left"}})
-	require.EqualError(t, err, "database down")
-}
-
 func TestContinuousFeedServesAnyStudent(t *testing.T) {
 	c := newContinuousEnv(t, 30, 0, time.Minute)
 	ctx := context.Background()
 	partial := c.save(t, domain.Student{ID: uuid.NewString(), Name: "P", Email: "p@example.com", GraduationYear: "2027"})
-	p, err := c.cf.ContinuousFeed(ctx, partial.ID, 10, nil)
+	p, err := c.cf.ContinuousFeed(ctx, partial.ID, 10, query.Carried{})
 	require.NoError(t, err, "an incomplete profile is served, as by POST /v2/recommendations")
 	assert.Len(t, p.Recommendations, 10)
 	for _, r := range p.Recommendations {
 		assert.Nil(t, r.Distance)
 	}
-	_, err = c.cf.ContinuousFeed(ctx, uuid.NewString(), 10, nil)
+	_, err = c.cf.ContinuousFeed(ctx, uuid.NewString(), 10, query.Carried{})
 	var de *domain.Error
 	require.ErrorAs(t, err, &de)
 	assert.Equal(t, domain.CodeInvalidStudentID, de.Code)
@@ -447,13 +395,12 @@ func TestContinuousFeedWithoutRedis(t *testing.T) {
 	t.Cleanup(func() { _ = down.Close() })
 	feeds := cache.NewFeeds(down, time.Minute)
 	svc := e.service(t, e.Students, feeds, 0)
-	rec := newFakeRecorder()
 	cf := query.NewContinuous(query.ContinuousConfig{Queries: svc, Store: cache.NewCooldowns(feeds, time.Minute),
-		Probes: cache.NewProbes(down, time.Minute), Recorder: rec})
+		Probes: cache.NewProbes(down, time.Minute)})
 	want, err := svc.Recommendations(context.Background(), st.ID, 6, 0)
 	require.NoError(t, err)
 	p, err := cf.ContinuousFeed(context.Background(), st.ID, 5,
-		[]command.SwipeInput{{SchoolID: want.Recommendations[0].SchoolID, Direction: "right"}})
+		e.record(t, st.ID, []sw{{school: want.Recommendations[0].SchoolID, direction: "right"}}))
 	require.NoError(t, err)
 	assert.Len(t, p.Recommendations, 5)
 	assert.NotContains(t, ids(p), want.Recommendations[0].SchoolID, "this request's swipe is left out")

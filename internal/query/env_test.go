@@ -14,7 +14,6 @@ import (
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/domain"
-	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
@@ -58,27 +57,16 @@ func (e *env) service(t *testing.T, students query.Students, feeds query.FeedSto
 		Log: testutil.Logger(t), Metrics: e.Metrics, FeedSize: feedSize})
 }
 
-// studentSource is the store as the read side sees it.
-type studentSource interface {
-	LearnerState(ctx context.Context, id string, withSwiped bool) (store.LearnerState, error)
-	StudentVersion(ctx context.Context, id string) (int64, error)
-}
-
 // countingStudents adapts the store and counts loads, so a test can tell a
 // cached read (no load) from a build.
 type countingStudents struct {
-	src   studentSource
+	src   query.Students
 	loads atomic.Int64
 }
 
-func (c *countingStudents) StudentState(ctx context.Context, id string) (query.StudentState, error) {
+func (c *countingStudents) LearnerState(ctx context.Context, id string) (domain.LearnerState, error) {
 	c.loads.Add(1)
-	st, err := c.src.LearnerState(ctx, id, true)
-	out := query.StudentState{Student: st.Student, Version: st.Version, Weights: st.Weights, Model: st.Model, Swiped: st.Swiped}
-	for _, p := range st.Categories {
-		out.Categories = append(out.Categories, match.CategoryPreferenceFrom(p.CategoryID, p.Direction))
-	}
-	return out, err
+	return c.src.LearnerState(ctx, id)
 }
 
 func (c *countingStudents) StudentVersion(ctx context.Context, id string) (int64, error) {

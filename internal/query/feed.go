@@ -1,8 +1,6 @@
 package query
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"math"
 	"time"
@@ -23,9 +21,11 @@ const (
 
 // FeedInput is everything a feed is built from.
 type FeedInput struct {
-	StudentID      string
-	StudentVersion int64
-	Profile        match.Profile
+	StudentID       string
+	StudentVersion  int64
+	LearningVersion int64
+	LearnedVersion  int64 // the student version the learned state covers; 0 when not known
+	Profile         match.Profile
 	// Model is the student's learned model (a model centred on the prior
 	// before any learning): the ranking, the probes and the exploration
 	// picks come from it, the weights of every score shown from
@@ -95,21 +95,26 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	}
 
 	profile, _ := json.Marshal(in.Profile) // plain numbers and strings: cannot fail
+	model, _ := json.Marshal(in.Model)     // floats the model keeps finite
 	f := cache.Feed{
 		StudentID:        in.StudentID,
 		StudentVersion:   in.StudentVersion,
+		LearningVersion:  in.LearningVersion,
+		LearnedVersion:   in.LearnedVersion,
 		CatalogVersion:   cat.Version,
 		BuiltAt:          in.Now,
 		AlgorithmVersion: match.AlgorithmVersion,
-		Phase:            PhaseFor(in.TotalSwipes),
 		TotalSwipes:      in.TotalSwipes,
 		TotalCount:       eligible,
 		Weights:          w.Sanitize().Map(),
 		Profile:          profile,
+		Model:            model,
 		Items:            feedItems(cat, slots),
 	}
 	n := min(CompactPageSize, len(slots))
-	f.Compact = encodeCompactPage(cat, slots[:n], f.Items[:n])
+	f.CompactItems = compactItems(cat, slots[:n], f.Items[:n])
+	body := cache.CompactBody(f.CompactItems)
+	f.Compact = cache.Compact{ETag: cache.ETag(body), Body: body}
 	return f, ranked
 }
 
@@ -164,27 +169,17 @@ type compactItem struct {
 	P  bool   `json:"p,omitempty"`
 }
 
-// encodeCompactPage encodes {"r":[...]} for the first slots (items are
-// the same positions, rounded) and its strong ETag, a digest of the body:
-// it changes exactly when the body does.
-func encodeCompactPage(cat *Catalog, slots []Slot, items []cache.FeedItem) cache.Compact {
-	page := struct {
-		R []compactItem `json:"r"`
-	}{R: make([]compactItem, 0, len(items))}
+// compactItems encodes the items of GET /m/recommendations for the first
+// slots (items are the same positions, rounded), one JSON object each.
+func compactItems(cat *Catalog, slots []Slot, items []cache.FeedItem) [][]byte {
+	out := make([][]byte, len(items))
 	for i, it := range items {
 		s := &cat.Schools[slots[i].Index]
-		page.R = append(page.R, compactItem{
+		out[i], _ = json.Marshal(compactItem{ // strings and numbers: cannot fail
 			I: s.ID, N: s.Name, S: match.Percent(it.Score), G: match.Grade(it.Score), C: s.City, St: s.State, P: it.Probe,
 		})
 	}
-	body, _ := json.Marshal(page) // strings and numbers: cannot fail
-	return cache.Compact{ETag: etagOf(body), Body: body}
-}
-
-// etagOf is a strong ETag: 128 bits of the body's SHA-256, base64url.
-func etagOf(body []byte) string {
-	sum := sha256.Sum256(body)
-	return `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
+	return out
 }
 
 // CompactPage is a pre-encoded compact page with its ETag.

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,25 +28,11 @@ import (
 	"github.com/collegematch/matching/internal/match"
 )
 
-// StudentState is a student as the read side loads it from the store.
-type StudentState struct {
-	Student domain.Student
-	Version int64              // students.version
-	Weights map[string]float64 // learned preference weights; nil before any learning
-	// Model is the learned model (learning_state.model, JSON); nil before
-	// any learning.
-	Model []byte
-	// Categories are the student's onboarding category swipes, the latest
-	// direction per category: the prior before any learning.
-	Categories []match.CategoryPreference
-	// Swiped are the schools the student has a counted swipe on, once each.
-	Swiped []string
-}
-
 // Students is what the read side needs from PostgreSQL.
 type Students interface {
-	// StudentState loads a student; INVALID_STUDENT_ID when unknown.
-	StudentState(ctx context.Context, id string) (StudentState, error)
+	// LearnerState loads a student with their learned state, in one
+	// snapshot; INVALID_STUDENT_ID when unknown.
+	LearnerState(ctx context.Context, id string) (domain.LearnerState, error)
 	// StudentVersion is the current version of a student's state.
 	StudentVersion(ctx context.Context, id string) (int64, error)
 }
@@ -56,6 +44,8 @@ type FeedStore interface {
 	Header(ctx context.Context, studentID string) (cache.Feed, error)
 	CompactRaw(ctx context.Context, studentID string) ([]byte, error)
 	Put(ctx context.Context, f cache.Feed) (bool, error)
+	LearnedVersion(ctx context.Context, studentID string) (int64, bool, error)
+	Model(ctx context.Context, studentID string) ([]byte, error)
 	Invalidate(ctx context.Context, studentID string, version int64) error
 	Delete(ctx context.Context, studentID string) error
 	CompactLocation(studentID string) (key, field string)
@@ -150,34 +140,6 @@ func MissingProfile(studentID string, missing []string) error {
 		Details: map[string]any{"missing": missing, "student_id": studentID}}
 }
 
-// scoringStart is the one place that decides what a student is scored
-// with: the profile of match.CategoryStart (the liked categories' majors
-// when the student named none) and the learned model once the student has
-// a learning state; before that, a model centred on the cold start of
-// match.CategoryStart (the profile's seed weights moved by the onboarding
-// category swipes). The worker learns with the same profile and prior.
-// Scores use the model's weights (Model.Weights).
-func scoringStart(st StudentState) (match.Profile, match.Model) {
-	p, prior := match.CategoryStart(match.NewProfile(st.Student), st.Categories)
-	return p, studentModel(st.Model, st.Weights, prior)
-}
-
-// studentModel is the stored model; when it cannot be read (a model of
-// another version, until the worker refolds it), a model centred on the
-// stored weights; before any learning, a model centred on the prior.
-func studentModel(raw []byte, learned map[string]float64, prior match.Weights) match.Model {
-	if raw != nil {
-		var m match.Model
-		if err := json.Unmarshal(raw, &m); err == nil {
-			return m
-		}
-	}
-	if learned != nil {
-		return match.NewModel(match.WeightsFromMap(learned))
-	}
-	return match.NewModel(prior)
-}
-
 // missingOf is what a profile lacks to be complete, read from its scoring
 // view: the same groups as domain.Student.Missing.
 func missingOf(p match.Profile) []string {
@@ -259,28 +221,39 @@ func (s *Service) build(ctx context.Context, studentID string, cat *Catalog, any
 
 // compute loads the student and builds their feed on cat; see build.
 func (s *Service) compute(ctx context.Context, studentID string, cat *Catalog, anyProfile bool) (*feedState, error) {
-	// StudentState reads the version in the same snapshot as the swipes and
+	// LearnerState reads the version in the same snapshot as the swipes and
 	// the model, so the feed never claims a version newer than its content.
-	st, err := s.students.StudentState(ctx, studentID)
+	st, err := s.students.LearnerState(ctx, studentID)
 	if err != nil {
 		return nil, err
 	}
 	if st.Student.DeletedAt != nil {
 		return nil, domain.StudentNotFound(studentID)
 	}
-	missing := st.Student.Missing()
-	if len(missing) > 0 && !anyProfile {
+	if missing := st.Student.Missing(); len(missing) > 0 && !anyProfile {
 		return nil, MissingProfile(studentID, missing)
 	}
-	p, model := scoringStart(st)
-	fs := &feedState{profile: p, weights: model.Weights(), missing: missing,
-		learner: &learnerState{model: model, swiped: st.Swiped}}
+	return s.project(st, cat), nil
+}
 
+// project builds the feed of a student from their state on cat: the one
+// place a feed is built, for a read's miss and for the worker's rebuild.
+func (s *Service) project(st domain.LearnerState, cat *Catalog) *feedState {
+	missing := st.Student.Missing()
+	p, model, _ := match.Start(st)
+	swiped := st.SwipedSchools()
+	fs := &feedState{profile: p, weights: model.Weights(), missing: missing,
+		learner: &learnerState{model: model, swiped: swiped}}
+	var learned int64
+	if len(st.New) == 0 {
+		learned = st.Version // every event of this snapshot is folded in
+	}
 	start := time.Now()
 	scratch := s.getScratch()
 	fs.feed, scratch = BuildFeed(FeedInput{
-		StudentID: studentID, StudentVersion: st.Version, Profile: p, Model: model,
-		TotalSwipes: st.Student.SwipeCount, Swiped: st.Swiped, Catalog: cat, Size: s.size, Now: s.now(),
+		StudentID: st.Student.ID, StudentVersion: st.Version, LearningVersion: st.LearningVersion,
+		LearnedVersion: learned, Profile: p, Model: model, TotalSwipes: st.Student.SwipeCount, Swiped: swiped,
+		Catalog: cat, Size: s.size, Now: s.now(),
 	}, scratch)
 	s.putScratch(scratch)
 	s.m.FeedBuilds.Observe(time.Since(start).Seconds())
@@ -289,7 +262,7 @@ func (s *Service) compute(ctx context.Context, studentID string, cat *Catalog, a
 		// page without an ETag sends it to a build, which says why.
 		fs.feed.Compact = cache.Compact{}
 	}
-	return fs, nil
+	return fs
 }
 
 // store writes a built feed and remembers the probes of its compact page
@@ -331,30 +304,22 @@ func (s *Service) rememberProbes(ctx context.Context, studentID string, schoolID
 	}
 }
 
-// RebuildFeed builds a student's feed from their current state and stores
-// it, newer version wins (the worker's rebuild after learning; the same
-// path as a read's miss). Any existing student's feed is built, complete
-// profile or not; an unknown or erased student is INVALID_STUDENT_ID. An
-// error means the feed was not stored.
-func (s *Service) RebuildFeed(ctx context.Context, studentID string) error {
-	fs, err := s.compute(ctx, studentID, s.catalogs.Current(), true)
-	if err != nil {
-		return err
+// RebuildFeed builds a student's feed from st and stores it, newer
+// versions winning: the worker's rebuild after a fold, from the state it
+// folded (no read). Any student's feed is built, complete profile or not;
+// an erased student is INVALID_STUDENT_ID. An error means the feed was not
+// stored.
+func (s *Service) RebuildFeed(ctx context.Context, st domain.LearnerState) error {
+	if st.Student.DeletedAt != nil {
+		return domain.StudentNotFound(st.Student.ID)
 	}
-	return s.store(ctx, fs)
+	return s.store(ctx, s.project(st, s.catalogs.Current()))
 }
 
-// StoredFeedVersion is the student version the stored feed was built from;
-// found is false when none is stored (or only a tombstone).
-func (s *Service) StoredFeedVersion(ctx context.Context, studentID string) (int64, bool, error) {
-	h, err := s.feeds.Header(ctx, studentID)
-	switch {
-	case errors.Is(err, cache.ErrNotBuilt):
-		return 0, false, nil
-	case err != nil:
-		return 0, false, err
-	}
-	return h.StudentVersion, true, nil
+// LearnedVersion is the student version the stored feed's learned state
+// covers; found is false when none is stored (or only a tombstone).
+func (s *Service) LearnedVersion(ctx context.Context, studentID string) (int64, bool, error) {
+	return s.feeds.LearnedVersion(ctx, studentID)
 }
 
 func (s *Service) getScratch() []match.Scored {
@@ -406,9 +371,9 @@ func (s *Service) recommendations(ctx context.Context, endpoint, studentID strin
 			f := &fs.feed
 			return RecommendationsPage{
 				Recommendations: recs,
-				Metadata: Metadata{TotalCount: f.TotalCount, LearningPhase: f.Phase,
+				Metadata: Metadata{TotalCount: f.TotalCount, LearningPhase: PhaseFor(f.TotalSwipes),
 					AlgorithmVersion: f.AlgorithmVersion},
-				LearningState: LearningState{Phase: f.Phase, Progress: round4(Progress(f.TotalSwipes)),
+				LearningState: LearningState{Phase: PhaseFor(f.TotalSwipes), Progress: round4(Progress(f.TotalSwipes)),
 					PreferenceWeights: roundWeights(f.Weights)},
 				TotalSwipes: f.TotalSwipes,
 			}, nil
@@ -443,21 +408,39 @@ func (s *Service) page(studentID string, fs *feedState, cat *Catalog, limit, off
 
 // deeper builds the feed past the stored items, to n items: the same
 // ranking and assembly as the stored feed, which is a prefix of it. A feed
-// read from Redis does not carry the model and the swiped schools; they
-// are loaded (a page this deep is rare), and without PostgreSQL the stored
-// weights and profile stand in.
+// that swipes patched since it was built (their schools taken off its top,
+// cache.Feed.Removed) is extended as it was built, at the count and with
+// the swiped schools of then, its removed head dropped again, so every
+// page tiles the same list. A feed read from Redis does not carry the model
+// and the swiped schools; they are loaded (a page this deep is rare): the
+// model the feed was ranked with from Redis, the swiped schools from
+// PostgreSQL; without them the stored weights and profile stand in.
 func (s *Service) deeper(studentID string, fs *feedState, cat *Catalog, n int) []cache.FeedItem {
 	l := fs.learner
 	if l == nil {
 		l = s.loadLearner(studentID, fs)
 	}
+	removed := fs.feed.Removed
+	swiped := l.swiped
+	if len(removed) > 0 {
+		taken := make(map[string]bool, len(removed))
+		for _, u := range removed {
+			taken[u.String()] = true
+		}
+		swiped = slices.DeleteFunc(slices.Clone(swiped), func(id string) bool { return taken[strings.ToLower(id)] })
+	}
 	scratch := s.getScratch()
 	f, scratch := BuildFeed(FeedInput{
 		StudentID: studentID, StudentVersion: fs.feed.StudentVersion, Profile: fs.profile, Model: l.model,
-		TotalSwipes: fs.feed.TotalSwipes, Swiped: l.swiped, Catalog: cat, Size: n, Now: fs.feed.BuiltAt,
+		TotalSwipes: fs.feed.TotalSwipes - len(removed), Swiped: swiped, Catalog: cat, Size: n + len(removed),
+		Now: fs.feed.BuiltAt,
 	}, scratch)
 	s.putScratch(scratch)
-	return f.Items
+	items := f.Items
+	for len(removed) > 0 && len(items) > 0 && items[0].SchoolID == removed[0] {
+		items, removed = items[1:], removed[1:]
+	}
+	return items
 }
 
 // loadLearner loads the learned model and swiped schools for a feed read
@@ -465,14 +448,20 @@ func (s *Service) deeper(studentID string, fs *feedState, cat *Catalog, n int) [
 func (s *Service) loadLearner(studentID string, fs *feedState) *learnerState {
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
-	st, err := s.students.StudentState(ctx, studentID)
+	st, err := s.students.LearnerState(ctx, studentID)
 	if err != nil {
 		s.log.WarnContext(ctx, "learning state not loaded for a deep page; using the stored weights",
 			"student_id", studentID, "err", err)
 		return &learnerState{model: match.NewModel(fs.weights)}
 	}
-	_, model := scoringStart(st)
-	return &learnerState{model: model, swiped: st.Swiped}
+	_, model, _ := match.Start(st)
+	if raw, err := s.feeds.Model(ctx, studentID); err == nil {
+		var m match.Model
+		if json.Unmarshal(raw, &m) == nil {
+			model = m // the model the stored items were ranked with
+		}
+	}
+	return &learnerState{model: model, swiped: st.SwipedSchools()}
 }
 
 // Prefetched is a compact feed value read before the query was called (in
@@ -554,7 +543,7 @@ func (s *Service) MatchDetail(ctx context.Context, studentID, schoolID string) (
 		s.cacheErr(ctx, "match", studentID, err)
 	}
 	if !loaded {
-		st, err := s.students.StudentState(ctx, studentID)
+		st, err := s.students.LearnerState(ctx, studentID)
 		if err != nil {
 			return MatchDetailView{}, err
 		}
@@ -562,7 +551,7 @@ func (s *Service) MatchDetail(ctx context.Context, studentID, schoolID string) (
 			return MatchDetailView{}, domain.StudentNotFound(studentID)
 		}
 		var model match.Model
-		p, model = scoringStart(st)
+		p, model, _ = match.Start(st)
 		w = model.Weights()
 		missing = st.Student.Missing()
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -131,4 +132,16 @@ func remaining(lim redis_rate.Limit, resetAfter time.Duration) int {
 	interval := lim.Period.Seconds() / float64(lim.Rate)
 	held := math.Ceil(resetAfter.Seconds()/interval - 1e-3)
 	return min(max(lim.Burst-int(held), 0), lim.Burst)
+}
+
+// StudentKeys names the Redis keys counting a student's requests, one per
+// group, as redis_rate stores them (with its "rate:" prefix). They carry
+// the student's hash tag.
+func StudentKeys(studentID string) []string {
+	keys := make([]string, 0, len(defaults))
+	for g := range defaults { // every group has a default allowance
+		keys = append(keys, redisRatePrefix+Key(g, studentID))
+	}
+	slices.Sort(keys)
+	return keys
 }

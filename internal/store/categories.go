@@ -2,7 +2,11 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,80 +16,76 @@ import (
 
 // CategoryPreference is a student's latest swipe on one onboarding
 // category.
-type CategoryPreference struct {
-	CategoryID string    `json:"category_id"`
-	Direction  string    `json:"direction"` // "right" likes the category, "left" does not
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
-}
+type CategoryPreference = domain.CategoryPreference
 
-// CategorySwipe is what SaveCategorySwipe stored.
-type CategorySwipe struct {
-	// Preference is the swipe as stored.
-	Preference CategoryPreference
-	// Preferences are all of the student's category preferences after the
-	// save, by category id: what the prior weights are computed from.
-	Preferences []CategoryPreference
-	// Version is the student's version after the save: read models built
-	// from an older version are out of date.
-	Version int64
-}
+// saveCategorySwipe is POST /v2/onboarding/category-swipe's one statement:
+// it bumps the live student's version (which locks the row, so concurrent
+// swipes of one student take turns), upserts the preference, and returns
+// the version with the student and their other preferences as they were
+// (a statement does not see its own writes; the caller adds the new one).
+const saveCategorySwipe = `
+WITH bump AS (
+	UPDATE students SET version = version + 1, updated_at = now()
+	WHERE id = $1 AND deleted_at IS NULL
+	RETURNING version
+), up AS (
+	INSERT INTO category_preferences (student_id, category_id, direction)
+	SELECT $1, $2, $3 FROM bump
+	ON CONFLICT (student_id, category_id) DO UPDATE SET direction = excluded.direction, updated_at = now()
+	RETURNING category_id, direction, created_at, updated_at
+)
+SELECT ` + studentColumns + `, (SELECT version FROM bump),
+	(SELECT json_build_object('category_id', category_id, 'direction', direction, 'created_at', created_at,
+		'updated_at', updated_at) FROM up),
+	(SELECT coalesce(json_agg(json_build_object('category_id', cp.category_id, 'direction', cp.direction,
+		'created_at', cp.created_at, 'updated_at', cp.updated_at) ORDER BY cp.category_id), '[]')
+	 FROM category_preferences cp WHERE cp.student_id = students.id AND cp.category_id <> $2)
+FROM students WHERE id = $1`
 
-// SaveCategorySwipe records a student's swipe on an onboarding category:
-// one row per (student, category), the latest direction winning (a new
-// swipe on the same category replaces the direction and sets updated_at).
-// In the same transaction it bumps the student's version, so feeds and
-// other read models built before the swipe are superseded.
+// SaveCategorySwipe records a student's swipe on an onboarding category in
+// one statement: one row per (student, category), the latest direction
+// winning (a new swipe on the same category replaces the direction and sets
+// updated_at), and the student's version bumped, so read models built
+// before the swipe are superseded. It returns the student with every
+// category preference after the save (what the prior is computed from) and
+// the new version.
 //
 // direction must be "left" or "right" (INVALID_REQUEST otherwise). The
 // category id is stored as given; the caller checks it against the known
-// categories. An unknown student, and a student whose data was erased
-// (see DeleteStudent; a new onboarding restores them), is
-// INVALID_STUDENT_ID.
-func (s *Store) SaveCategorySwipe(ctx context.Context, studentID, categoryID, direction string) (CategorySwipe, error) {
+// categories. An unknown or erased student is INVALID_STUDENT_ID.
+func (s *Store) SaveCategorySwipe(ctx context.Context, studentID, categoryID, direction string) (domain.LearnerState, error) {
 	if direction != "left" && direction != "right" {
-		return CategorySwipe{}, domain.Invalid("direction must be left or right",
+		return domain.LearnerState{}, domain.Invalid("direction must be left or right",
 			map[string]string{"direction": "must be left or right"})
 	}
 	if categoryID == "" {
-		return CategorySwipe{}, domain.Invalid("category_id is required", map[string]string{"category_id": "is required"})
+		return domain.LearnerState{}, domain.Invalid("category_id is required", map[string]string{"category_id": "is required"})
 	}
-	var out CategorySwipe
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Bumping the version first locks the student's row, so concurrent
-		// swipes of one student are applied one after the other.
-		const bump = `
-UPDATE students SET version = version + 1, updated_at = now()
-WHERE id = $1 AND deleted_at IS NULL
-RETURNING version`
-		if err := tx.QueryRow(ctx, bump, studentID).Scan(&out.Version); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return domain.StudentNotFound(studentID)
-			}
-			return err
-		}
-		const upsert = `
-INSERT INTO category_preferences (student_id, category_id, direction)
-VALUES ($1, $2, $3)
-ON CONFLICT (student_id, category_id) DO UPDATE SET direction = excluded.direction, updated_at = now()
-RETURNING category_id, direction, created_at, updated_at`
-		p := &out.Preference
-		if err := tx.QueryRow(ctx, upsert, studentID, categoryID, direction).Scan(
-			&p.CategoryID, &p.Direction, &p.CreatedAt, &p.UpdatedAt); err != nil {
-			return err
-		}
-		var err error
-		out.Preferences, err = categoryPreferences(ctx, tx, studentID)
-		return err
-	})
+	var (
+		st      domain.LearnerState
+		version *int64
+		saved   []byte
+		others  []byte
+	)
+	student, err := scanStudent(rowWithExtras{s.pool.QueryRow(ctx, saveCategorySwipe, studentID, categoryID, direction),
+		[]any{&version, &saved, &others}})
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && version == nil) {
+		return st, domain.StudentNotFound(studentID)
+	}
 	if err != nil {
-		var de *domain.Error
-		if errors.As(err, &de) {
-			return CategorySwipe{}, err
-		}
-		return CategorySwipe{}, mapErr(err, "category preference")
+		return st, mapErr(err, "category preference")
 	}
-	return out, nil
+	st.Student, st.Version = student, *version
+	if err := json.Unmarshal(others, &st.Categories); err != nil {
+		return st, fmt.Errorf("student %s category preferences: %w", studentID, err)
+	}
+	var p CategoryPreference
+	if err := json.Unmarshal(saved, &p); err != nil {
+		return st, fmt.Errorf("student %s category preference: %w", studentID, err)
+	}
+	st.Categories = append(st.Categories, p)
+	slices.SortFunc(st.Categories, func(a, b CategoryPreference) int { return strings.Compare(a.CategoryID, b.CategoryID) })
+	return st, nil
 }
 
 // CategoryPreferences returns a student's category preferences by category

@@ -43,32 +43,42 @@ func TestSaveCategorySwipe(t *testing.T) {
 	assert.NotNil(t, prefs, "an empty list, not nil")
 
 	v0 := studentVersion(t, db, id)
+	pref := func(st domain.LearnerState, category string) domain.CategoryPreference {
+		t.Helper()
+		for _, p := range st.Categories {
+			if p.CategoryID == category {
+				return p
+			}
+		}
+		t.Fatalf("no preference for %s in %+v", category, st.Categories)
+		return domain.CategoryPreference{}
+	}
 	got, err := db.SaveCategorySwipe(ctx, id, "liberal-arts", "right")
 	require.NoError(t, err)
-	assert.Equal(t, "liberal-arts", got.Preference.CategoryID)
-	assert.Equal(t, "right", got.Preference.Direction)
+	assert.Equal(t, "right", pref(got, "liberal-arts").Direction)
 	assert.Equal(t, v0+1, got.Version, "the swipe bumps the student's version")
 	assert.Equal(t, got.Version, studentVersion(t, db, id))
-	require.Len(t, got.Preferences, 1)
-	first := got.Preference
+	assert.Equal(t, id, got.Student.ID, "the student comes back with the preferences, for the prior")
+	require.Len(t, got.Categories, 1)
+	first := pref(got, "liberal-arts")
 
 	got, err = db.SaveCategorySwipe(ctx, id, "community-college", "left")
 	require.NoError(t, err)
 	assert.Equal(t, v0+2, got.Version)
-	require.Len(t, got.Preferences, 2)
-	assert.Equal(t, "community-college", got.Preferences[0].CategoryID, "by category id")
+	require.Len(t, got.Categories, 2)
+	assert.Equal(t, "community-college", got.Categories[0].CategoryID, "by category id")
 
 	// A new swipe on the same category: the latest direction wins.
 	got, err = db.SaveCategorySwipe(ctx, id, "liberal-arts", "left")
 	require.NoError(t, err)
-	assert.Equal(t, "left", got.Preference.Direction)
-	assert.Equal(t, first.CreatedAt, got.Preference.CreatedAt)
-	assert.False(t, got.Preference.UpdatedAt.Before(first.UpdatedAt))
+	assert.Equal(t, "left", pref(got, "liberal-arts").Direction)
+	assert.True(t, first.CreatedAt.Equal(pref(got, "liberal-arts").CreatedAt))
+	assert.False(t, pref(got, "liberal-arts").UpdatedAt.Before(first.UpdatedAt))
 	assert.Equal(t, v0+3, got.Version)
+	require.Len(t, got.Categories, 2)
 
 	prefs, err = db.CategoryPreferences(ctx, id)
 	require.NoError(t, err)
-	assert.Equal(t, got.Preferences, prefs)
 	dirs := map[string]string{}
 	for _, p := range prefs {
 		dirs[p.CategoryID] = p.Direction

@@ -5,52 +5,64 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/collegematch/matching/internal/domain"
 )
 
-// LearnerState is a student as the learner and the feed see them: the
-// profile, the state's version, the onboarding category preferences (the
-// prior before any learning), the learned model and, when asked for, the
-// schools the student has swiped.
-type LearnerState struct {
-	Student    domain.Student
-	Version    int64 // students.version
-	Categories []CategoryPreference
-	// Model is learning_state.model (JSON) and Weights learning_state.weights;
-	// both nil when the student has no learning state yet.
-	Model   []byte
-	Weights map[string]float64
-	// Swiped lists, once each, the schools the student has a counted swipe
-	// on (interaction_type swipe); nil unless asked for.
-	Swiped []string
-}
-
-// LearnerState loads everything above in one statement. The student's
-// version is read in the same snapshot as the rest, so a read model built
-// from it and labelled with the version never claims more than it saw. An
-// unknown id is INVALID_STUDENT_ID; an erased student is returned (with
-// DeletedAt set) for the caller to refuse.
-func (s *Store) LearnerState(ctx context.Context, id string, withSwiped bool) (LearnerState, error) {
-	const q = `SELECT ` + studentColumns + `, version,
-	(SELECT model FROM learning_state WHERE learning_state.student_id = students.id),
-	(SELECT weights FROM learning_state WHERE learning_state.student_id = students.id),
+// learnerState reads a student as the learner and the feed see them, in one
+// statement and so in one snapshot: the profile and version, the category
+// preferences, the learned state and the events recorded after the last one
+// folded in. The events are read through the (student_id, change_seq)
+// indexes: a student's events take their ids and change_seq under the
+// student's lock, in the same order, so "after the last folded" is
+// change_seq above last_seq; the id bound keeps out a row whose change_seq
+// moved because it was updated.
+const learnerState = `
+SELECT ` + studentColumns + `, version,
+	l.l_model, l.l_weights, coalesce(l.l_version, 0), coalesce(l.l_swipe, 0), coalesce(l.l_feedback, 0),
+	coalesce(l.l_seq, 0), coalesce(l.l_swiped, '\x'),
 	(SELECT coalesce(json_agg(json_build_object('category_id', cp.category_id, 'direction', cp.direction,
 		'created_at', cp.created_at, 'updated_at', cp.updated_at) ORDER BY cp.category_id), '[]')
 	 FROM category_preferences cp WHERE cp.student_id = students.id),
-	CASE WHEN $2 THEN (SELECT coalesce(array_agg(DISTINCT sw.school_id::text), '{}')
-	 FROM swipes sw WHERE sw.student_id = students.id AND sw.counted) END
-FROM students WHERE id = $1`
+	(SELECT coalesce(json_agg(json_build_object('s', e.sid, 'f', e.fid, 'q', e.seq, 'c', e.school_id,
+		'd', e.direction, 'i', e.interaction_type, 'r', e.reason, 't', e.created_at) ORDER BY e.seq), '[]')
+	 FROM (
+		SELECT id AS sid, 0::bigint AS fid, change_seq AS seq, school_id, direction, interaction_type,
+			''::text AS reason, created_at
+		FROM swipes WHERE student_id = students.id AND change_seq > coalesce(l.l_seq, 0)
+			AND id > coalesce(l.l_swipe, 0)
+		UNION ALL
+		SELECT 0, id, change_seq, school_id, '', '', reason, created_at
+		FROM feedback WHERE student_id = students.id AND change_seq > coalesce(l.l_seq, 0)
+			AND id > coalesce(l.l_feedback, 0)
+	 ) e)
+FROM students LEFT JOIN LATERAL (
+	SELECT model AS l_model, weights AS l_weights, version AS l_version, last_swipe_id AS l_swipe,
+		last_feedback_id AS l_feedback, last_seq AS l_seq, swiped AS l_swiped
+	FROM learning_state WHERE learning_state.student_id = students.id
+) l ON true
+WHERE students.id = $1`
+
+// LearnerState loads a student as the learner and the feed see them (see
+// learnerState). An unknown id is INVALID_STUDENT_ID; an erased student is
+// returned, with DeletedAt set, for the caller to refuse.
+func (s *Store) LearnerState(ctx context.Context, id string) (domain.LearnerState, error) {
 	var (
-		st      LearnerState
+		st      domain.LearnerState
 		weights []byte
+		swiped  []byte
 		cats    []byte
+		events  []byte
 	)
-	student, err := scanStudent(rowWithExtras{s.pool.QueryRow(ctx, q, id, withSwiped),
-		[]any{&st.Version, &st.Model, &weights, &cats, &st.Swiped}})
+	student, err := scanStudent(rowWithExtras{s.pool.QueryRow(ctx, learnerState, id), []any{&st.Version,
+		&st.Model, &weights, &st.LearningVersion, &st.LastSwipeID, &st.LastFeedbackID, &st.LastSeq, &swiped,
+		&cats, &events}})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, domain.StudentNotFound(id)
 	}
@@ -63,174 +75,149 @@ FROM students WHERE id = $1`
 			return st, fmt.Errorf("student %s learning_state.weights: %w", id, err)
 		}
 	}
+	if st.Swiped, err = decodeSwiped(swiped); err != nil {
+		return st, fmt.Errorf("student %s learning_state.swiped: %w", id, err)
+	}
 	if err := json.Unmarshal(cats, &st.Categories); err != nil {
 		return st, fmt.Errorf("student %s category preferences: %w", id, err)
 	}
-	if withSwiped && st.Swiped == nil {
-		st.Swiped = []string{}
+	if st.New, err = decodeEvents(events); err != nil {
+		return st, fmt.Errorf("student %s events: %w", id, err)
 	}
 	return st, nil
 }
 
-// LearnEvent is one swipe or feedback reason, as the learner folds it.
-type LearnEvent struct {
-	// SwipeID is set for a swipe, FeedbackID for feedback.
-	SwipeID    int64
-	FeedbackID int64
-	Seq        int64 // change_seq: the order events of one student were recorded in
-	SchoolID   string
-	// Swipes: direction and interaction_type. Feedback: the reason.
-	Direction   string
-	Interaction string
-	Reason      string
-	// Repeat is true for a counted swipe on a school the student had
-	// already swiped (counted) before it.
-	Repeat    bool
-	CreatedAt time.Time
+// eventJSON is a LearnEvent as learnerState aggregates it.
+type eventJSON struct {
+	S int64     `json:"s"`
+	F int64     `json:"f"`
+	Q int64     `json:"q"`
+	C string    `json:"c"`
+	D string    `json:"d"`
+	I string    `json:"i"`
+	R string    `json:"r"`
+	T time.Time `json:"t"`
 }
 
-// LearnInput is what a fold reads: the student, the stored learning state
-// and the events recorded since it was last folded, in recording order.
-type LearnInput struct {
-	Student    domain.Student
-	Categories []CategoryPreference
-	// Model is the stored model (JSON), nil when there is none yet.
-	Model           []byte
-	LastSwipeID     int64
-	LastFeedbackID  int64
-	LearningVersion int64
-	New             []LearnEvent
-}
-
-// LearnUpdate is a fold's result: the model and weights to store.
-type LearnUpdate struct {
-	Model   []byte
-	Weights map[string]float64
-}
-
-// LearnFold computes the new learning state. history loads every event of
-// the student in recording order (for a rebuild from the prior); it reads
-// inside the folding transaction, so it sees what New was taken from.
-type LearnFold func(in LearnInput, history func() ([]LearnEvent, error)) (LearnUpdate, error)
-
-// LearnOutcome says what FoldLearning did.
-type LearnOutcome struct {
-	// Erased is true for an erased student: nothing was folded.
-	Erased bool
-	// Folded are the events folded in; empty when there was nothing new.
-	Folded []LearnEvent
-	// StudentVersion is the student's version after the fold (unchanged
-	// when nothing was folded); LearningVersion likewise learning_state's.
-	StudentVersion  int64
-	LearningVersion int64
-}
-
-// FoldLearning folds a student's new swipes and feedback into the learning
-// state in one transaction:
-//
-//  1. it locks the student's row, which orders it with every swipe and
-//     feedback write of the student (see the note at the top of
-//     swipes.go), and the learning_state row;
-//  2. it reads the events with ids above learning_state.last_swipe_id and
-//     last_feedback_id, in recording order; with none it changes nothing;
-//  3. it calls fold, stores the model, weights and last ids with
-//     learning_state.version + 1 (a new row starts at version 1), and bumps
-//     the student's version, so every read model built before is older.
-//
-// Running it again finds nothing new and changes nothing, and two runs at
-// once take turns on the lock, so an event is folded exactly once. A run
-// that fails or is cancelled before its commit leaves everything as it was.
-// An erased student is left alone (Erased); an unknown one is
-// INVALID_STUDENT_ID.
-func (s *Store) FoldLearning(ctx context.Context, studentID string, fold LearnFold) (LearnOutcome, error) {
-	var out LearnOutcome
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		const lock = `SELECT ` + studentColumns + `, version FROM students WHERE id = $1 FOR NO KEY UPDATE`
-		student, err := scanStudent(rowWithExtras{tx.QueryRow(ctx, lock, studentID), []any{&out.StudentVersion}})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return domain.StudentNotFound(studentID)
-		}
-		if err != nil {
-			return err
-		}
-		if student.DeletedAt != nil {
-			out.Erased = true
-			return nil
-		}
-		in := LearnInput{Student: student}
-		const state = `
-SELECT model, last_swipe_id, last_feedback_id, version FROM learning_state WHERE student_id = $1 FOR UPDATE`
-		err = tx.QueryRow(ctx, state, studentID).Scan(&in.Model, &in.LastSwipeID, &in.LastFeedbackID, &in.LearningVersion)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		out.LearningVersion = in.LearningVersion
-		if in.New, err = learnEvents(ctx, tx, studentID, in.LastSwipeID, in.LastFeedbackID); err != nil {
-			return err
-		}
-		if len(in.New) == 0 {
-			return nil
-		}
-		if in.Categories, err = categoryPreferences(ctx, tx, studentID); err != nil {
-			return err
-		}
-		up, err := fold(in, func() ([]LearnEvent, error) { return learnEvents(ctx, tx, studentID, 0, 0) })
-		if err != nil {
-			return fmt.Errorf("fold: %w", err)
-		}
-		lastSwipe, lastFeedback := in.LastSwipeID, in.LastFeedbackID
-		for _, e := range in.New {
-			lastSwipe, lastFeedback = max(lastSwipe, e.SwipeID), max(lastFeedback, e.FeedbackID)
-		}
-		weights, err := json.Marshal(up.Weights)
-		if err != nil {
-			return err
-		}
-		const save = `
-INSERT INTO learning_state (student_id, model, weights, last_swipe_id, last_feedback_id, version)
-VALUES ($1, $2::jsonb, $3::jsonb, $4, $5, 1)
-ON CONFLICT (student_id) DO UPDATE SET model = excluded.model, weights = excluded.weights,
-	last_swipe_id = excluded.last_swipe_id, last_feedback_id = excluded.last_feedback_id,
-	version = learning_state.version + 1, updated_at = now()
-RETURNING version`
-		if err := tx.QueryRow(ctx, save, studentID, string(up.Model), string(weights), lastSwipe, lastFeedback).
-			Scan(&out.LearningVersion); err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, `UPDATE students SET version = version + 1 WHERE id = $1 RETURNING version`,
-			studentID).Scan(&out.StudentVersion); err != nil {
-			return err
-		}
-		out.Folded = in.New
-		return nil
-	})
-	if err != nil {
-		return LearnOutcome{}, domainErr(err, "learning state")
+func decodeEvents(b []byte) ([]domain.LearnEvent, error) {
+	var raw []eventJSON
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, err
+	}
+	out := make([]domain.LearnEvent, len(raw))
+	for i, e := range raw {
+		out[i] = domain.LearnEvent{SwipeID: e.S, FeedbackID: e.F, Seq: e.Q, SchoolID: e.C, Direction: e.D,
+			Interaction: e.I, Reason: e.R, CreatedAt: e.T}
 	}
 	return out, nil
 }
 
-// learnEvents reads a student's swipes with ids above afterSwipe and
-// feedback with ids above afterFeedback, in recording order.
-func learnEvents(ctx context.Context, tx pgx.Tx, studentID string, afterSwipe, afterFeedback int64) ([]LearnEvent, error) {
-	const q = `
-SELECT s.id, 0::bigint, s.change_seq, s.school_id::text, s.direction, s.interaction_type, '',
-	s.counted AND EXISTS (SELECT 1 FROM swipes p
-		WHERE p.student_id = s.student_id AND p.school_id = s.school_id AND p.counted AND p.id < s.id),
-	s.created_at
-FROM swipes s WHERE s.student_id = $1 AND s.id > $2
-UNION ALL
-SELECT 0::bigint, f.id, f.change_seq, f.school_id::text, '', '', f.reason, false, f.created_at
-FROM feedback f WHERE f.student_id = $1 AND f.id > $3
-ORDER BY 3`
-	rows, err := tx.Query(ctx, q, studentID, afterSwipe, afterFeedback)
-	if err != nil {
-		return nil, err
+// decodeSwiped reads learning_state.swiped: 16-byte UUIDs, sorted.
+func decodeSwiped(b []byte) ([]string, error) {
+	if len(b)%16 != 0 {
+		return nil, fmt.Errorf("%d bytes is not a whole number of UUIDs", len(b))
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (LearnEvent, error) {
-		var e LearnEvent
-		err := row.Scan(&e.SwipeID, &e.FeedbackID, &e.Seq, &e.SchoolID, &e.Direction, &e.Interaction, &e.Reason,
-			&e.Repeat, &e.CreatedAt)
+	out := make([]string, 0, len(b)/16)
+	for i := 0; i < len(b); i += 16 {
+		out = append(out, uuid.UUID(b[i:i+16]).String())
+	}
+	return out, nil
+}
+
+// encodeSwiped writes swiped (UUIDs) as learning_state.swiped, sorted and
+// without duplicates.
+func encodeSwiped(ids []string) ([]byte, error) {
+	us := make([]uuid.UUID, 0, len(ids))
+	for _, id := range ids {
+		u, err := uuid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("swiped school %q: %w", id, err)
+		}
+		us = append(us, u)
+	}
+	slices.SortFunc(us, func(a, b uuid.UUID) int { return strings.Compare(string(a[:]), string(b[:])) })
+	us = slices.Compact(us)
+	out := make([]byte, 0, 16*len(us))
+	for _, u := range us {
+		out = append(out, u[:]...)
+	}
+	return out, nil
+}
+
+// saveLearning stores a fold's result when learning_state is still at the
+// version the fold started from ($8; 0 when there was none), and only for
+// a student who is not erased. The student's row is locked FOR KEY SHARE:
+// swipes (NO KEY UPDATE) never wait for it, an erasure (FOR UPDATE) does,
+// so an erased student never gets a learned state back. No row comes back
+// when another fold got there first, or the student is gone.
+const saveLearning = `
+WITH live AS (
+	SELECT id FROM students WHERE id = $1 AND deleted_at IS NULL FOR KEY SHARE
+)
+INSERT INTO learning_state (student_id, model, weights, last_swipe_id, last_feedback_id, last_seq, swiped, version)
+SELECT live.id, $2::jsonb, $3::jsonb, $4, $5, $6, $7, 1 FROM live
+ON CONFLICT (student_id) DO UPDATE SET model = excluded.model, weights = excluded.weights,
+	last_swipe_id = excluded.last_swipe_id, last_feedback_id = excluded.last_feedback_id,
+	last_seq = excluded.last_seq, swiped = excluded.swiped, version = learning_state.version + 1, updated_at = now()
+WHERE learning_state.version = $8
+RETURNING version`
+
+// SaveLearning stores a fold's result, optimistically: only when the
+// student's learned state is still at version from (0: none yet) and the
+// student is not erased. saved is false, and nothing changed, otherwise;
+// the caller reads the state again and folds what is new.
+func (s *Store) SaveLearning(ctx context.Context, studentID string, from int64, up domain.LearningUpdate) (version int64, saved bool, err error) {
+	weights, err := json.Marshal(up.Weights)
+	if err != nil {
+		return 0, false, err
+	}
+	swiped, err := encodeSwiped(up.Swiped)
+	if err != nil {
+		return 0, false, err
+	}
+	err = s.pool.QueryRow(ctx, saveLearning, studentID, string(up.Model), string(weights), up.LastSwipeID,
+		up.LastFeedbackID, up.LastSeq, swiped, from).Scan(&version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, mapErr(err, "learning state")
+	}
+	return version, true, nil
+}
+
+// learnHistory reads what a full re-fold starts from: of each school, the
+// latest counted swipe, the latest of each weak signal and the latest
+// feedback of each reason, up to the given ids. So its size is bounded by
+// the catalogue, not by the history: nine events per school at most.
+const learnHistory = `
+SELECT sid, fid, seq, school_id::text, direction, interaction_type, reason, created_at FROM (
+	SELECT DISTINCT ON (school_id, interaction_type) id AS sid, 0::bigint AS fid, change_seq AS seq, school_id,
+		direction, interaction_type, ''::text AS reason, created_at
+	FROM swipes WHERE student_id = $1 AND id <= $2
+	ORDER BY school_id, interaction_type, id DESC
+) s
+UNION ALL
+SELECT * FROM (
+	SELECT DISTINCT ON (school_id, reason) 0::bigint, id, change_seq, school_id::text, '', '', reason, created_at
+	FROM feedback WHERE student_id = $1 AND id <= $3
+	ORDER BY school_id, reason, id DESC
+) f
+ORDER BY 3`
+
+// LearnHistory reads the events a full re-fold of a student folds, up to
+// swipe lastSwipe and feedback lastFeedback, in recording order: of each
+// school the latest counted swipe, the latest of each weak signal and the
+// latest feedback of each reason (see match.Fold).
+func (s *Store) LearnHistory(ctx context.Context, studentID string, lastSwipe, lastFeedback int64) ([]domain.LearnEvent, error) {
+	rows, err := s.pool.Query(ctx, learnHistory, studentID, lastSwipe, lastFeedback)
+	if err != nil {
+		return nil, mapErr(err, "learning history")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.LearnEvent, error) {
+		var e domain.LearnEvent
+		err := r.Scan(&e.SwipeID, &e.FeedbackID, &e.Seq, &e.SchoolID, &e.Direction, &e.Interaction, &e.Reason, &e.CreatedAt)
 		return e, err
 	})
+	return out, mapErr(err, "learning history")
 }

@@ -5,20 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-)
 
-// OutboxRow is one event in the transactional outbox.
-type OutboxRow struct {
-	ID        int64
-	Topic     string
-	StudentID string // "" when the event concerns no student
-	Payload   []byte // JSON
-	CreatedAt time.Time
-}
+	"github.com/collegematch/matching/internal/domain"
+)
 
 // InsertOutbox writes an event into the outbox inside tx, the transaction
 // that stores the fact the event announces, so the event exists exactly
@@ -38,40 +30,62 @@ func InsertOutbox(ctx context.Context, tx pgx.Tx, topic, studentID string, paylo
 	return id, mapErr(err, "outbox event")
 }
 
-// RelayOutbox claims up to limit unpublished rows of the given topics,
-// oldest id first, and passes them to hand, which hands them to the queue
-// and returns the ids it handed over. Those rows are marked published in
-// the same transaction that claimed them.
+// relayOutbox claims up to $2 unpublished rows of topics $1, oldest first,
+// rows no other relay holds; marks them published; and writes, for each,
+// one delivery per subscribed endpoint ($4 urls, $5 keys, $6 events): a
+// pending one leased for $3 seconds to the task that makes its first
+// attempt, or a disabled one for an endpoint disabled by 410 Gone. All in
+// one statement, inside the caller's transaction.
+const relayOutbox = `
+WITH c AS (
+	SELECT id FROM outbox WHERE published_at IS NULL AND topic = ANY($1)
+	ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
+), m AS (
+	UPDATE outbox o SET published_at = now() FROM c WHERE o.id = c.id
+	RETURNING o.id, o.topic, coalesce(o.student_id::text, '') AS student_id, o.payload, o.created_at
+), d AS (
+	INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, status, next_attempt_at, last_error)
+	SELECT m.id, e.url, 'msg_' || m.id || '_' || e.key, m.topic,
+		CASE WHEN x.endpoint_url IS NULL THEN 'pending' ELSE 'disabled' END,
+		CASE WHEN x.endpoint_url IS NULL THEN now() + make_interval(secs => $3) END,
+		CASE WHEN x.endpoint_url IS NOT NULL THEN 'endpoint disabled: ' || x.reason END
+	FROM m JOIN unnest($4::text[], $5::text[], $6::text[]) AS e (url, key, event) ON e.event = m.topic
+	LEFT JOIN webhook_endpoint_state x ON x.endpoint_url = e.url
+	ORDER BY m.id, e.url
+	ON CONFLICT (outbox_id, endpoint_url) DO NOTHING
+	RETURNING id, outbox_id, endpoint_url, webhook_id, status, next_attempt_at
+)
+SELECT m.id, m.topic, m.student_id, m.payload, m.created_at,
+	d.id, d.endpoint_url, d.webhook_id, d.status = 'disabled', d.next_attempt_at
+FROM m LEFT JOIN d ON d.outbox_id = m.id
+ORDER BY m.id, d.endpoint_url`
+
+// RelayOutbox is one pass of a relay over the outbox, in one transaction:
+// it claims up to limit unpublished rows of topics (oldest first, none that
+// another relay holds), marks them published and writes their webhook
+// deliveries to subs (relayOutbox), then calls hand with what it wrote. The
+// transaction commits when hand returns nil; otherwise it rolls back, and
+// rows, marks and deliveries are as if the pass had not run (hand must
+// then have queued nothing, or only tasks that are harmless twice).
 //
-// Only rows of topics are claimed, and with no topics nothing is: a relay
-// passes the topics its router serves, so a row no route of this worker
-// serves (a topic a newer build writes while an older worker still runs in
-// a rolling deploy) is never claimed here, let alone marked without its
-// tasks; it waits, unpublished, for a relay that routes it.
+// Only rows of topics are claimed: a relay passes the topics it knows, so
+// a row of a topic a newer build writes while an older worker still runs
+// (a rolling deploy) waits, unpublished, for a relay that knows it.
 //
-// The claim is SELECT ... FOR NO KEY UPDATE SKIP LOCKED, so concurrent
-// relays (one per worker replica) take disjoint rows and never hand over the
-// same row at the same time; a row whose transaction ends without marking
-// it (a crash, an error) is simply claimed again later. The lock is the
-// no-key kind so that hand may write rows that reference the claimed ones
-// (webhook deliveries) on another connection: a foreign key check takes a
-// key-share lock, which FOR UPDATE would block until this transaction ends,
-// and this transaction waits for hand.
-//
-// hand may write the webhook deliveries of the rows with record, in the
-// claiming transaction: they commit together with the rows' marks, or not
-// at all (the rows then stay unpublished and are handed over again).
-//
-// claimed is the number of rows passed to hand. When hand fails, the ids it
-// returned are still marked (with what it recorded) and RelayOutbox returns
-// hand's error unchanged; any other error means no row was marked.
-func (s *Store) RelayOutbox(ctx context.Context, topics []string, limit int,
-	hand func(ctx context.Context, rows []OutboxRow, record DeliveryRecorder) ([]int64, error)) (claimed int, err error) {
+// claimed is the number of rows passed to hand.
+func (s *Store) RelayOutbox(ctx context.Context, topics []string, subs []domain.Subscription, lease time.Duration, limit int,
+	hand func(ctx context.Context, events []domain.RelayedEvent) error) (claimed int, err error) {
 	if limit <= 0 {
 		return 0, fmt.Errorf("store: outbox batch size %d is not positive", limit)
 	}
 	if len(topics) == 0 {
 		return 0, nil
+	}
+	var urls, keys, events []string
+	for _, sub := range subs {
+		for _, ev := range sub.Events {
+			urls, keys, events = append(urls, sub.URL), append(keys, sub.Key), append(events, ev)
+		}
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -79,109 +93,65 @@ func (s *Store) RelayOutbox(ctx context.Context, topics []string, limit int,
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // no-op once committed
 
-	const claim = `
-SELECT id, topic, coalesce(student_id::text, ''), payload, created_at
-FROM outbox
-WHERE published_at IS NULL AND topic = ANY($1)
-ORDER BY id
-LIMIT $2
-FOR NO KEY UPDATE SKIP LOCKED`
-	rows, err := tx.Query(ctx, claim, topics, limit)
+	rows, err := tx.Query(ctx, relayOutbox, topics, limit, lease.Seconds(), urls, keys, events)
 	if err != nil {
 		return 0, mapErr(err, "outbox")
 	}
-	batch, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxRow, error) {
-		var r OutboxRow
-		err := row.Scan(&r.ID, &r.Topic, &r.StudentID, &r.Payload, &r.CreatedAt)
-		return r, err
-	})
-	if err != nil {
+	var batch []domain.RelayedEvent
+	for rows.Next() {
+		var (
+			r         domain.OutboxRow
+			id        *int64
+			endpoint  *string
+			webhookID *string
+			disabled  *bool
+			leased    *time.Time
+		)
+		if err := rows.Scan(&r.ID, &r.Topic, &r.StudentID, &r.Payload, &r.CreatedAt, &id, &endpoint, &webhookID,
+			&disabled, &leased); err != nil {
+			rows.Close()
+			return 0, mapErr(err, "outbox")
+		}
+		if n := len(batch); n == 0 || batch[n-1].ID != r.ID {
+			batch = append(batch, domain.RelayedEvent{OutboxRow: r})
+		}
+		if id != nil {
+			d := domain.NewDelivery{ID: *id, Endpoint: *endpoint, WebhookID: *webhookID, Disabled: *disabled}
+			if leased != nil {
+				d.LeasedUntil = *leased
+			}
+			ev := &batch[len(batch)-1]
+			ev.Deliveries = append(ev.Deliveries, d)
+		}
+	}
+	if err := rows.Err(); err != nil {
 		return 0, mapErr(err, "outbox")
 	}
 	if len(batch) == 0 {
 		return 0, nil
 	}
-
-	handed, handErr := hand(ctx, batch, func(ctx context.Context, refs []WebhookDeliveryRef) ([]int64, error) {
-		return recordWebhookDeliveries(ctx, tx, refs)
-	})
-	// Only rows of this batch can be marked: the others are not locked here.
-	inBatch := make(map[int64]bool, len(batch))
-	for _, r := range batch {
-		inBatch[r.ID] = true
+	if err := hand(ctx, batch); err != nil {
+		return len(batch), err
 	}
-	handed = slices.DeleteFunc(slices.Clone(handed), func(id int64) bool { return !inBatch[id] })
-	if len(handed) > 0 {
-		// The tasks are in the queue now; record that even when ctx has just
-		// ended (shutdown), or the next relay hands them over a second time.
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		const mark = `UPDATE outbox SET published_at = now() WHERE id = ANY($1) AND published_at IS NULL`
-		if _, err := tx.Exec(mctx, mark, handed); err != nil {
-			return len(batch), errors.Join(handErr, mapErr(err, "outbox"))
-		}
-		if err := tx.Commit(mctx); err != nil {
-			return len(batch), errors.Join(handErr, mapErr(err, "outbox"))
-		}
+	// The tasks are in the queue now: commit even when ctx has just ended
+	// (shutdown), or the next pass writes the deliveries a second time.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := tx.Commit(cctx); err != nil {
+		return len(batch), mapErr(err, "outbox")
 	}
-	return len(batch), handErr
+	return len(batch), nil
 }
 
-// MarkOutboxPublished marks rows as handed over, for a writer that enqueued
-// their tasks itself right after its commit. Rows a relay holds at that
-// moment are skipped rather than waited for: the relay hands them over
-// under the same task ids, which the queue takes only once.
-func (s *Store) MarkOutboxPublished(ctx context.Context, ids []int64) error {
-	if len(ids) == 0 {
-		return nil
+// OutboxBacklog reports how many rows are not yet published and when the
+// oldest of them was written (the zero time when there are none).
+func (s *Store) OutboxBacklog(ctx context.Context) (count int, oldest time.Time, err error) {
+	const q = `SELECT count(*), coalesce(min(created_at), 'epoch') FROM outbox WHERE published_at IS NULL`
+	err = s.pool.QueryRow(ctx, q).Scan(&count, &oldest)
+	if count == 0 {
+		oldest = time.Time{}
 	}
-	const q = `
-UPDATE outbox SET published_at = now()
-WHERE id IN (
-	SELECT id FROM outbox
-	WHERE id = ANY($1) AND published_at IS NULL
-	FOR NO KEY UPDATE SKIP LOCKED
-)`
-	_, err := s.pool.Exec(ctx, q, ids)
-	return mapErr(err, "outbox")
-}
-
-// OutboxBacklog reports how many rows are not yet handed over, when the
-// oldest of them was written (the zero time when there are none), and how
-// many of them, by topic, have a topic outside routed: rows the caller's
-// relay will never claim, which only a relay that routes their topic hands
-// over.
-func (s *Store) OutboxBacklog(ctx context.Context, routed []string) (count int, oldest time.Time, unrouted map[string]int, err error) {
-	// One row per topic: topics are few, so this costs what a plain count of
-	// the unpublished rows costs.
-	const q = `SELECT topic, count(*), min(created_at) FROM outbox WHERE published_at IS NULL GROUP BY topic`
-	rows, err := s.pool.Query(ctx, q)
-	if err != nil {
-		return 0, time.Time{}, nil, mapErr(err, "outbox")
-	}
-	defer rows.Close()
-	unrouted = map[string]int{}
-	for rows.Next() {
-		var (
-			topic string
-			n     int
-			first time.Time
-		)
-		if err := rows.Scan(&topic, &n, &first); err != nil {
-			return 0, time.Time{}, nil, mapErr(err, "outbox")
-		}
-		count += n
-		if oldest.IsZero() || first.Before(oldest) {
-			oldest = first
-		}
-		if !slices.Contains(routed, topic) {
-			unrouted[topic] += n
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return 0, time.Time{}, nil, mapErr(err, "outbox")
-	}
-	return count, oldest, unrouted, nil
+	return count, oldest, mapErr(err, "outbox")
 }
 
 // DeletePublishedOutbox deletes up to limit rows, oldest id first, that

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"fmt"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
@@ -45,12 +47,17 @@ func unpublished(t *testing.T, db *store.Store) []int64 {
 	return ids
 }
 
-func rowIDs(rows []store.OutboxRow) []int64 {
-	ids := make([]int64, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
+func eventIDs(evs []domain.RelayedEvent) []int64 {
+	ids := make([]int64, len(evs))
+	for i, e := range evs {
+		ids[i] = e.ID
 	}
 	return ids
+}
+
+var testSubs = []domain.Subscription{
+	{URL: "https://a.example/hook", Key: "aaaa", Events: []string{"swipe.recorded"}},
+	{URL: "https://b.example/hook", Key: "bbbb", Events: []string{"swipe.recorded", "other.event"}},
 }
 
 func TestInsertOutboxIsPartOfTheWritersTransaction(t *testing.T) {
@@ -66,11 +73,10 @@ func TestInsertOutboxIsPartOfTheWritersTransaction(t *testing.T) {
 		return errAbort
 	})
 	require.ErrorIs(t, err, errAbort)
-	n, oldest, unrouted, err := db.OutboxBacklog(ctx, nil)
+	n, oldest, err := db.OutboxBacklog(ctx)
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	assert.True(t, oldest.IsZero())
-	assert.Empty(t, unrouted)
 
 	before := time.Now()
 	var first, second int64
@@ -79,22 +85,22 @@ func TestInsertOutboxIsPartOfTheWritersTransaction(t *testing.T) {
 		if first, err = store.InsertOutbox(ctx, tx, "swipe.recorded", student, map[string]any{"school_id": "s1", "direction": "right"}); err != nil {
 			return err
 		}
-		second, err = store.InsertOutbox(ctx, tx, "catalog.changed", "", json.RawMessage(`{"count":3}`))
+		second, err = store.InsertOutbox(ctx, tx, "other.event", "", json.RawMessage(`{"count":3}`))
 		return err
 	}))
 	assert.Greater(t, second, first)
 
-	n, oldest, unrouted, err = db.OutboxBacklog(ctx, []string{"swipe.recorded"})
+	n, oldest, err = db.OutboxBacklog(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
 	assert.WithinDuration(t, before, oldest, 5*time.Second)
-	assert.Equal(t, map[string]int{"catalog.changed": 1}, unrouted)
 
-	var got []store.OutboxRow
-	claimed, err := db.RelayOutbox(ctx, []string{"swipe.recorded", "catalog.changed"}, 10, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
-		got = rows
-		return nil, nil
-	})
+	var got []domain.RelayedEvent
+	claimed, err := db.RelayOutbox(ctx, []string{"swipe.recorded", "other.event"}, testSubs, time.Minute, 10,
+		func(_ context.Context, evs []domain.RelayedEvent) error {
+			got = evs
+			return nil
+		})
 	require.NoError(t, err)
 	assert.Equal(t, 2, claimed)
 	require.Len(t, got, 2)
@@ -104,6 +110,19 @@ func TestInsertOutboxIsPartOfTheWritersTransaction(t *testing.T) {
 	assert.JSONEq(t, `{"school_id":"s1","direction":"right"}`, string(got[0].Payload))
 	assert.Equal(t, "", got[1].StudentID)
 	assert.JSONEq(t, `{"count":3}`, string(got[1].Payload))
+
+	// One delivery per endpoint subscribed to the event's topic, leased to
+	// its first attempt.
+	require.Len(t, got[0].Deliveries, 2)
+	for i, d := range got[0].Deliveries {
+		assert.Equal(t, testSubs[i].URL, d.Endpoint)
+		assert.Equal(t, fmt.Sprintf("msg_%d_%s", first, testSubs[i].Key), d.WebhookID)
+		assert.False(t, d.Disabled)
+		assert.WithinDuration(t, time.Now().Add(time.Minute), d.LeasedUntil, 10*time.Second)
+	}
+	require.Len(t, got[1].Deliveries, 1)
+	assert.Equal(t, "https://b.example/hook", got[1].Deliveries[0].Endpoint)
+	assert.Empty(t, unpublished(t, db))
 }
 
 func TestInsertOutboxRejectsBadInput(t *testing.T) {
@@ -120,55 +139,41 @@ func TestInsertOutboxRejectsBadInput(t *testing.T) {
 		return err
 	})
 	assert.Error(t, err)
-
-	err = pgx.BeginFunc(ctx, db.Pool(), func(tx pgx.Tx) error {
-		_, err := store.InsertOutbox(ctx, tx, "x", "", func() {})
-		return err
-	})
-	assert.Error(t, err, "a payload that is not JSON")
 }
 
-func TestRelayOutboxMarksOnlyWhatWasHandedOver(t *testing.T) {
+// A relay pass commits only when hand succeeded: when the tasks could not
+// be queued, the rows stay unpublished and no delivery is left behind, and
+// the next pass claims them again.
+func TestRelayOutboxRollsBackWhenTheHandOverFails(t *testing.T) {
 	ctx := context.Background()
 	db := store.New(testutil.NewDB(t))
-	topics := []string{"a", "b", "c", "d"}
-	ids := insertEvents(t, db, uuid.NewString(), topics...)
-
-	// Hand over the first two, claim an id outside the batch, then fail:
-	// the two are marked and the error comes back as it was.
-	errRedis := errors.New("redis is down")
-	claimed, err := db.RelayOutbox(ctx, topics, 3, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
-		assert.Equal(t, ids[:3], rowIDs(rows), "oldest first, limit respected")
-		return []int64{rows[0].ID, rows[1].ID, ids[3]}, errRedis
-	})
-	assert.Equal(t, 3, claimed)
-	assert.Same(t, errRedis, err, "hand's own error, not a wrapped one")
-	assert.Equal(t, ids[2:], unpublished(t, db), "row 3 was not handed over, row 4 was not in the batch")
-
-	// Nothing handed over: nothing marked.
-	claimed, err = db.RelayOutbox(ctx, topics, 10, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
-		return nil, nil
-	})
-	require.NoError(t, err)
+	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded", "swipe.recorded", "swipe.recorded")
+	errRedis := errors.New("redis down")
+	claimed, err := db.RelayOutbox(ctx, []string{"swipe.recorded"}, testSubs, time.Minute, 2,
+		func(context.Context, []domain.RelayedEvent) error { return errRedis })
+	require.ErrorIs(t, err, errRedis)
 	assert.Equal(t, 2, claimed)
-	assert.Equal(t, ids[2:], unpublished(t, db))
+	assert.Equal(t, ids, unpublished(t, db))
+	var deliveries int
+	require.NoError(t, db.Pool().QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries`).Scan(&deliveries))
+	assert.Zero(t, deliveries)
 
-	claimed, err = db.RelayOutbox(ctx, topics, 10, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
-		return rowIDs(rows), nil
-	})
-	require.NoError(t, err)
-	assert.Equal(t, 2, claimed)
+	var got []int64
+	for {
+		n, err := db.RelayOutbox(ctx, []string{"swipe.recorded"}, testSubs, time.Minute, 2,
+			func(_ context.Context, evs []domain.RelayedEvent) error {
+				got = append(got, eventIDs(evs)...)
+				return nil
+			})
+		require.NoError(t, err)
+		if n < 2 {
+			break
+		}
+	}
+	assert.Equal(t, ids, got)
+	require.NoError(t, db.Pool().QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries`).Scan(&deliveries))
+	assert.Equal(t, 6, deliveries)
 	assert.Empty(t, unpublished(t, db))
-
-	claimed, err = db.RelayOutbox(ctx, topics, 10, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
-		t.Error("hand called with no rows")
-		return nil, nil
-	})
-	require.NoError(t, err)
-	assert.Zero(t, claimed)
-
-	_, err = db.RelayOutbox(ctx, topics, 0, nil)
-	assert.Error(t, err)
 }
 
 func TestRelayOutboxConcurrentRelaysTakeDisjointRows(t *testing.T) {
@@ -178,111 +183,72 @@ func TestRelayOutboxConcurrentRelaysTakeDisjointRows(t *testing.T) {
 
 	// Relay A claims the first five and holds them until relay B has
 	// claimed: B must skip A's rows instead of waiting for them.
-	aClaimed, bDone := make(chan struct{}), make(chan struct{})
-	var aRows, bRows []int64
+	aHolds, bDone := make(chan struct{}), make(chan struct{})
+	var a, b []int64
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_, err := db.RelayOutbox(ctx, []string{"t"}, 5, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
-			aRows = rowIDs(rows)
-			close(aClaimed)
-			select {
-			case <-bDone:
-			case <-time.After(10 * time.Second):
-				t.Error("relay B waited for relay A's rows")
-			}
-			return aRows, nil
+		_, err := db.RelayOutbox(ctx, []string{"t"}, nil, time.Minute, 5, func(_ context.Context, evs []domain.RelayedEvent) error {
+			a = eventIDs(evs)
+			close(aHolds)
+			<-bDone
+			return nil
 		})
 		assert.NoError(t, err)
 	})
-	<-aClaimed
-	_, err := db.RelayOutbox(ctx, []string{"t"}, 10, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
-		bRows = rowIDs(rows)
-		return bRows, nil
+	<-aHolds
+	bctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	_, err := db.RelayOutbox(bctx, []string{"t"}, nil, time.Minute, 5, func(_ context.Context, evs []domain.RelayedEvent) error {
+		b = eventIDs(evs)
+		return nil
 	})
+	cancel()
 	close(bDone)
-	require.NoError(t, err)
 	wg.Wait()
-
-	assert.Equal(t, ids[:5], aRows)
-	assert.Equal(t, ids[5:], bRows)
-	assert.Empty(t, unpublished(t, db))
-}
-
-func TestMarkOutboxPublishedSkipsRowsARelayHolds(t *testing.T) {
-	ctx := context.Background()
-	db := store.New(testutil.NewDB(t))
-	ids := insertEvents(t, db, "", "t", "t", "t")
-
-	held, release := make(chan struct{}), make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		_, err := db.RelayOutbox(ctx, []string{"t"}, 2, func(context.Context, []store.OutboxRow, store.DeliveryRecorder) ([]int64, error) {
-			close(held)
-			<-release
-			return nil, errors.New("enqueue failed")
-		})
-		assert.Error(t, err)
-	})
-	<-held
-	mctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	require.NoError(t, db.MarkOutboxPublished(mctx, ids), "must not wait for the relay's locks")
-	close(release)
-	wg.Wait()
-
-	assert.Equal(t, ids[:2], unpublished(t, db), "the relay's rows are left to the relay, the free one is marked")
-	require.NoError(t, db.MarkOutboxPublished(ctx, ids))
-	require.NoError(t, db.MarkOutboxPublished(ctx, nil))
+	require.NoError(t, err, "relay B must not wait for A's rows")
+	assert.Equal(t, ids[:5], a)
+	assert.Equal(t, ids[5:], b)
 	assert.Empty(t, unpublished(t, db))
 }
 
 func TestRelayOutboxClaimsOnlyTheGivenTopics(t *testing.T) {
 	ctx := context.Background()
 	db := store.New(testutil.NewDB(t))
-	// Rows of an unknown topic lead the queue: a claim of one row must still
-	// reach the routed row behind them.
-	ids := insertEvents(t, db, "", "new.topic", "new.topic", "a", "b", "new.topic", "a")
-
-	claimed, err := db.RelayOutbox(ctx, []string{"a"}, 1, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
-		assert.Equal(t, []int64{ids[2]}, rowIDs(rows))
-		return rowIDs(rows), nil
-	})
+	// Rows of a topic a newer build writes lead the queue: a claim of one
+	// row must still reach the known row behind them, and leave them.
+	ids := insertEvents(t, db, "", "newer.topic", "newer.topic", "swipe.recorded")
+	var got []int64
+	n, err := db.RelayOutbox(ctx, []string{"swipe.recorded"}, testSubs, time.Minute, 1,
+		func(_ context.Context, evs []domain.RelayedEvent) error { got = eventIDs(evs); return nil })
 	require.NoError(t, err)
-	assert.Equal(t, 1, claimed)
-
-	claimed, err = db.RelayOutbox(ctx, []string{"b", "a"}, 10, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
-		assert.Equal(t, []int64{ids[3], ids[5]}, rowIDs(rows), "id order across topics")
-		return rowIDs(rows), nil
-	})
-	require.NoError(t, err)
-	assert.Equal(t, 2, claimed)
-	assert.Equal(t, []int64{ids[0], ids[1], ids[4]}, unpublished(t, db), "rows of other topics are not claimed, so never marked")
-
-	for _, none := range [][]string{nil, {}} {
-		claimed, err = db.RelayOutbox(ctx, none, 10, func(context.Context, []store.OutboxRow, store.DeliveryRecorder) ([]int64, error) {
-			t.Error("hand called without topics")
-			return nil, nil
-		})
-		require.NoError(t, err)
-		assert.Zero(t, claimed)
-	}
-
-	n, _, unrouted, err := db.OutboxBacklog(ctx, []string{"a", "b"})
-	require.NoError(t, err)
-	assert.Equal(t, 3, n)
-	assert.Equal(t, map[string]int{"new.topic": 3}, unrouted)
-
-	claimed, err = db.RelayOutbox(ctx, []string{"new.topic"}, 10, func(_ context.Context, rows []store.OutboxRow, _ store.DeliveryRecorder) ([]int64, error) {
-		return rowIDs(rows), nil
-	})
-	require.NoError(t, err)
-	assert.Equal(t, 3, claimed)
-	assert.Empty(t, unpublished(t, db))
-	n, oldest, unrouted, err := db.OutboxBacklog(ctx, []string{"a", "b"})
+	assert.Equal(t, 1, n)
+	assert.Equal(t, []int64{ids[2]}, got)
+	assert.Equal(t, ids[:2], unpublished(t, db))
+	n, err = db.RelayOutbox(ctx, nil, testSubs, time.Minute, 10,
+		func(context.Context, []domain.RelayedEvent) error { t.Fatal("no topics: nothing claimed"); return nil })
 	require.NoError(t, err)
 	assert.Zero(t, n)
-	assert.True(t, oldest.IsZero())
-	assert.Empty(t, unrouted)
+}
+
+// An endpoint disabled by 410 Gone gets its deliveries written disabled,
+// with no attempt to make.
+func TestRelayOutboxWritesDisabledDeliveriesForDisabledEndpoints(t *testing.T) {
+	ctx := context.Background()
+	db := store.New(testutil.NewDB(t))
+	insertEvents(t, db, "", "swipe.recorded")
+	_, err := db.Pool().Exec(ctx, `INSERT INTO webhook_endpoint_state (endpoint_url, reason) VALUES ($1, '410 Gone')`, testSubs[0].URL)
+	require.NoError(t, err)
+	var got []domain.RelayedEvent
+	_, err = db.RelayOutbox(ctx, []string{"swipe.recorded"}, testSubs, time.Minute, 10,
+		func(_ context.Context, evs []domain.RelayedEvent) error { got = evs; return nil })
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Len(t, got[0].Deliveries, 2)
+	assert.True(t, got[0].Deliveries[0].Disabled)
+	assert.False(t, got[0].Deliveries[1].Disabled)
+	var status string
+	require.NoError(t, db.Pool().QueryRow(ctx, `SELECT status FROM webhook_deliveries WHERE id = $1`,
+		got[0].Deliveries[0].ID).Scan(&status))
+	assert.Equal(t, "disabled", status)
 }
 
 // age sets when rows were written and published, in the database's clock;

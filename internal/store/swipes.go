@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -10,121 +11,162 @@ import (
 	"github.com/collegematch/matching/internal/domain"
 )
 
-// Every write of a student's swipes or feedback first locks the student's
-// row (FOR NO KEY UPDATE) and only then inserts. So a student's swipes and
-// feedback are committed in the order of their ids and change_seq, and the
-// learner, which reads "everything after the last id folded" while holding
-// the same lock, can never miss a row that commits later with a smaller id.
-// Any other writer of these tables (offline sync) must do the same.
+// Every write of a student's swipes or feedback locks the student's row
+// (FOR NO KEY UPDATE) before its rows take their ids. So a student's swipes
+// and feedback are committed in the order of their ids and change_seq, and
+// the learner, which reads "everything after the last id folded", can
+// never miss a row that commits later with a smaller id. Any other writer
+// of these tables (offline sync) must do the same.
 
-// NewSwipe is one interaction to record.
-type NewSwipe struct {
-	StudentID       string
-	SchoolID        string
-	Direction       string // left or right
-	InteractionType string // swipe, tap, detail_view or save
-	Counted         bool   // counts toward swipe_count (interaction_type swipe)
-	IsProbe         bool   // the school had been served to the student as a probe
-	TimeSpent       *float64
-	ClientID        string    // the client's id for the swipe; "" when none
-	OccurredAt      time.Time // zero means now
-}
+// TopicSwipeRecorded is the outbox topic of a counted swipe: the
+// swipe.recorded event published to webhook subscribers.
+const TopicSwipeRecorded = "swipe.recorded"
 
-// SwipeEvent names the outbox event a recorded swipe writes: its topic and
-// payload, made from the swipe's row id and creation time.
-type SwipeEvent func(swipeID int64, createdAt time.Time) (topic string, payload any)
-
-// RecordedSwipe is what RecordSwipe stored, or found stored under the same
-// client id.
-type RecordedSwipe struct {
-	ID        int64
-	CreatedAt time.Time
-	// Duplicate is true when the client id had been used already: nothing
-	// was stored, and SchoolID, Direction, InteractionType and Response are
-	// those of the first swipe.
-	Duplicate       bool
-	SchoolID        string
-	Direction       string
-	InteractionType string
-	Response        []byte // the stored response (JSON); nil only for an erased student's old swipes
-	// SwipeCount and Version are the student's counted swipes and version
-	// after this swipe, read in the recording transaction (0 for a duplicate).
-	SwipeCount int
-	Version    int64
-	OutboxID   int64 // the event written with the swipe (0 for a duplicate)
-}
-
-// RecordSwipe stores one swipe in one transaction: it locks the student's
-// row, returns the first swipe when the client id was used before, checks
-// the school is served, inserts the swipe, bumps the student's swipe count
-// (counted swipes only) and version, writes the outbox event named by event
-// and stores the response respond makes from the exact swipe count.
+// recordSwipe is POST /swipe's one statement: it locks the student's row,
+// finds a swipe stored under the same client id, checks the school is
+// served, inserts the swipe with what its answer says (the count once it is
+// recorded, the flags), bumps the student's count (counted swipes only) and
+// version, and writes the swipe.recorded outbox event of a counted swipe,
+// all in one round trip. ins runs only for a live student, a served school
+// and an unused client id; everything after it runs only when it inserted.
 //
-// An unknown or erased student is INVALID_STUDENT_ID; an unknown or
-// inactive school is INVALID_SCHOOL_ID. A client id is unique per student
-// (UNIQUE (student_id, client_id)), so concurrent retries store one row:
-// they queue on the student's row lock and the later ones find the first.
-func (s *Store) RecordSwipe(ctx context.Context, in NewSwipe, event SwipeEvent, respond func(swipeCount int) ([]byte, error)) (RecordedSwipe, error) {
-	var out RecordedSwipe
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockStudent(ctx, tx, in.StudentID); err != nil {
-			return err
-		}
-		if in.ClientID != "" {
-			dup, found, err := swipeByClientID(ctx, tx, in.StudentID, in.ClientID)
-			if err != nil || found {
-				out = dup
-				return err
-			}
-		}
-		if err := activeSchool(ctx, tx, in.SchoolID); err != nil {
-			return err
-		}
-		const insert = `
-INSERT INTO swipes (student_id, school_id, direction, interaction_type, counted, is_probe, time_spent, client_id, occurred_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, nullif($8, ''), coalesce($9, now()))
-ON CONFLICT (student_id, client_id) DO NOTHING
-RETURNING id, created_at`
-		var occurred *time.Time
-		if !in.OccurredAt.IsZero() {
-			occurred = &in.OccurredAt
-		}
-		err := tx.QueryRow(ctx, insert, in.StudentID, in.SchoolID, in.Direction, in.InteractionType, in.Counted,
-			in.IsProbe, in.TimeSpent, in.ClientID, occurred).Scan(&out.ID, &out.CreatedAt)
-		if errors.Is(err, pgx.ErrNoRows) {
-			// A writer that does not take the student's lock stored the same
-			// client id first; ON CONFLICT waited for it, so it is visible now.
-			dup, _, err := swipeByClientID(ctx, tx, in.StudentID, in.ClientID)
-			out = dup
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		out.SchoolID, out.Direction, out.InteractionType = in.SchoolID, in.Direction, in.InteractionType
+// A retry that raced the first swipe (both waited on the student's lock)
+// finds no duplicate in its snapshot and inserts nothing (ON CONFLICT); the
+// caller then reads the first swipe (swipeByClientID).
+const recordSwipe = `
+WITH st AS (
+	SELECT id, swipe_count, deleted_at IS NULL AS live FROM students WHERE id = $1 FOR NO KEY UPDATE
+), sc AS (
+	SELECT id FROM schools WHERE id = $2 AND active
+), dup AS (
+	SELECT ` + storedSwipeColumns + ` FROM swipes WHERE student_id = $1 AND client_id = nullif($8, '')
+), ins AS (
+	INSERT INTO swipes (student_id, school_id, direction, interaction_type, counted, is_probe, time_spent,
+		client_id, occurred_at, swipe_count, trigger_feedback, updated_weights)
+	SELECT st.id, sc.id, $3, $4, $5::boolean, $6, $7, nullif($8, ''), coalesce($9::timestamptz, now()),
+		st.swipe_count + CASE WHEN $5::boolean THEN 1 ELSE 0 END, $10, $11
+	FROM st, sc WHERE st.live AND NOT EXISTS (SELECT 1 FROM dup)
+	ON CONFLICT (student_id, client_id) DO NOTHING
+	RETURNING id, created_at, swipe_count
+), bump AS (
+	UPDATE students s SET swipe_count = ins.swipe_count, version = s.version + 1
+	FROM ins WHERE s.id = $1
+	RETURNING s.version
+), ev AS (
+	INSERT INTO outbox (topic, student_id, payload)
+	SELECT '` + TopicSwipeRecorded + `', $1, jsonb_build_object('student_id', $1::text, 'school_id', $2::text,
+		'direction', $3::text, -- the events' timestamps: ISO 8601 in UTC with milliseconds
+		'timestamp', to_char(ins.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'swipe_id', ins.id)
+	FROM ins WHERE $5::boolean
+	RETURNING id
+)
+SELECT coalesce((SELECT live FROM st), false), EXISTS (SELECT 1 FROM sc),
+	ins.id, ins.created_at, ins.swipe_count, bump.version, ev.id, dup.*
+FROM (SELECT 1) AS one
+LEFT JOIN ins ON true LEFT JOIN bump ON true LEFT JOIN ev ON true LEFT JOIN dup ON true`
 
-		counted := 0
-		if in.Counted {
-			counted = 1
-		}
-		const bump = `UPDATE students SET swipe_count = swipe_count + $2, version = version + 1 WHERE id = $1 RETURNING swipe_count, version`
-		if err := tx.QueryRow(ctx, bump, in.StudentID, counted).Scan(&out.SwipeCount, &out.Version); err != nil {
-			return err
-		}
-		topic, payload := event(out.ID, out.CreatedAt)
-		if out.OutboxID, err = InsertOutbox(ctx, tx, topic, in.StudentID, payload); err != nil {
-			return err
-		}
-		if out.Response, err = respond(out.SwipeCount); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE swipes SET response = $2::jsonb WHERE id = $1`, out.ID, string(out.Response))
-		return err
-	})
+// storedSwipeColumns are what a stored swipe's answer is derived from.
+const storedSwipeColumns = `id, created_at, school_id::text, direction, interaction_type, is_probe,
+	trigger_feedback, updated_weights, swipe_count, response`
+
+// RecordSwipe stores one swipe in one statement (see recordSwipe) and
+// returns it as stored, or the swipe first stored under its client id
+// (Duplicate, nothing stored). An unknown or erased student is
+// INVALID_STUDENT_ID; an unknown or inactive school INVALID_SCHOOL_ID.
+func (s *Store) RecordSwipe(ctx context.Context, in domain.Swipe) (domain.RecordedSwipe, error) {
+	var (
+		live, served bool
+		id           *int64
+		createdAt    *time.Time
+		count        *int
+		version      *int64
+		outboxID     *int64
+		dup          nullableStored
+	)
+	var occurred *time.Time
+	if !in.OccurredAt.IsZero() {
+		occurred = &in.OccurredAt
+	}
+	err := s.pool.QueryRow(ctx, recordSwipe, in.StudentID, in.SchoolID, in.Direction, in.Interaction, in.Counted(),
+		in.IsProbe, in.TimeSpent, in.ClientID, occurred, in.TriggerFeedback, in.UpdatedWeights).
+		Scan(append([]any{&live, &served, &id, &createdAt, &count, &version, &outboxID}, dup.dest()...)...)
 	if err != nil {
-		return RecordedSwipe{}, domainErr(err, "swipe")
+		return domain.RecordedSwipe{}, mapErr(err, "swipe")
+	}
+	switch {
+	case !live:
+		return domain.RecordedSwipe{}, domain.StudentNotFound(in.StudentID)
+	case dup.ID != nil:
+		return dup.recorded(in), nil
+	case !served:
+		return domain.RecordedSwipe{}, domain.SchoolNotFound(in.SchoolID)
+	case id == nil:
+		// A retry with the same client id committed while this one waited
+		// for the student's lock: it is visible to a new statement.
+		return s.swipeByClientID(ctx, in)
+	}
+	out := domain.RecordedSwipe{Swipe: in, ID: *id, CreatedAt: *createdAt, SwipeCount: *count, Version: *version}
+	if outboxID != nil {
+		out.OutboxID = *outboxID
 	}
 	return out, nil
+}
+
+// nullableStored scans storedSwipeColumns from a LEFT JOIN.
+type nullableStored struct {
+	ID              *int64
+	CreatedAt       *time.Time
+	SchoolID        *string
+	Direction       *string
+	Interaction     *string
+	IsProbe         *bool
+	TriggerFeedback *bool
+	UpdatedWeights  *bool
+	SwipeCount      *int
+	Response        []byte
+}
+
+func (n *nullableStored) dest() []any {
+	return []any{&n.ID, &n.CreatedAt, &n.SchoolID, &n.Direction, &n.Interaction, &n.IsProbe,
+		&n.TriggerFeedback, &n.UpdatedWeights, &n.SwipeCount, &n.Response}
+}
+
+// recorded is the first swipe, as a duplicate of in.
+func (n *nullableStored) recorded(in domain.Swipe) domain.RecordedSwipe {
+	r := domain.RecordedSwipe{Duplicate: true, ID: *n.ID, CreatedAt: *n.CreatedAt, Swipe: domain.Swipe{
+		StudentID: in.StudentID, SchoolID: *n.SchoolID, Direction: *n.Direction, Interaction: *n.Interaction,
+		ClientID: in.ClientID, IsProbe: *n.IsProbe, TriggerFeedback: *n.TriggerFeedback, UpdatedWeights: *n.UpdatedWeights}}
+	if n.SwipeCount != nil {
+		r.SwipeCount = *n.SwipeCount
+	} else if n.Response != nil {
+		// Recorded before the count was stored on the row: the answer kept
+		// then says it.
+		var old struct {
+			SwipeCount      int  `json:"swipe_count"`
+			UpdatedWeights  bool `json:"updated_weights"`
+			TriggerFeedback bool `json:"trigger_feedback"`
+			IsProbe         bool `json:"is_probe"`
+		}
+		if json.Unmarshal(n.Response, &old) == nil {
+			r.SwipeCount, r.UpdatedWeights, r.TriggerFeedback, r.IsProbe = old.SwipeCount, old.UpdatedWeights,
+				old.TriggerFeedback, old.IsProbe
+		}
+	}
+	return r
+}
+
+// swipeByClientID reads the swipe a student recorded under in's client id.
+func (s *Store) swipeByClientID(ctx context.Context, in domain.Swipe) (domain.RecordedSwipe, error) {
+	const q = `SELECT ` + storedSwipeColumns + ` FROM swipes WHERE student_id = $1 AND client_id = $2`
+	var n nullableStored
+	err := s.pool.QueryRow(ctx, q, in.StudentID, in.ClientID).Scan(n.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.RecordedSwipe{}, errors.New("store: a swipe conflicted on its client id, which names no swipe")
+	}
+	if err != nil {
+		return domain.RecordedSwipe{}, mapErr(err, "swipe")
+	}
+	return n.recorded(in), nil
 }
 
 // lockStudent locks a student's row for the rest of tx; an unknown or
@@ -138,30 +180,6 @@ func lockStudent(ctx context.Context, tx pgx.Tx, studentID string) error {
 	return err
 }
 
-// activeSchool checks that a school exists and is served; INVALID_SCHOOL_ID otherwise.
-func activeSchool(ctx context.Context, tx pgx.Tx, schoolID string) error {
-	var active bool
-	err := tx.QueryRow(ctx, `SELECT active FROM schools WHERE id = $1`, schoolID).Scan(&active)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !active) {
-		return domain.SchoolNotFound(schoolID)
-	}
-	return err
-}
-
-// swipeByClientID finds the swipe a student recorded under a client id.
-func swipeByClientID(ctx context.Context, tx pgx.Tx, studentID, clientID string) (RecordedSwipe, bool, error) {
-	const q = `
-SELECT id, created_at, school_id::text, direction, interaction_type, response
-FROM swipes WHERE student_id = $1 AND client_id = $2`
-	r := RecordedSwipe{Duplicate: true}
-	err := tx.QueryRow(ctx, q, studentID, clientID).Scan(&r.ID, &r.CreatedAt, &r.SchoolID, &r.Direction,
-		&r.InteractionType, &r.Response)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return RecordedSwipe{}, false, nil
-	}
-	return r, err == nil, err
-}
-
 // domainErr keeps domain errors as they are and maps the rest.
 func domainErr(err error, what string) error {
 	var de *domain.Error
@@ -171,49 +189,40 @@ func domainErr(err error, what string) error {
 	return mapErr(err, what)
 }
 
-// NewFeedback is one feedback reason to record.
-type NewFeedback struct {
-	StudentID string
-	SchoolID  string
-	Reason    string // one of the feedback options
-	Comment   string // "" when none
-}
+// recordFeedback is POST /feedback's one statement: the student's lock (see
+// the note at the top of this file), the school check and the insert.
+const recordFeedback = `
+WITH st AS (
+	SELECT id, deleted_at IS NULL AS live FROM students WHERE id = $1 FOR NO KEY UPDATE
+), sc AS (
+	SELECT id FROM schools WHERE id = $2 AND active
+), ins AS (
+	INSERT INTO feedback (student_id, school_id, reason, comment)
+	SELECT st.id, sc.id, $3, nullif($4, '') FROM st, sc WHERE st.live
+	RETURNING id, created_at
+)
+SELECT coalesce((SELECT live FROM st), false), EXISTS (SELECT 1 FROM sc), ins.id, ins.created_at
+FROM (SELECT 1) AS one LEFT JOIN ins ON true`
 
-// RecordedFeedback is what RecordFeedback stored.
-type RecordedFeedback struct {
-	ID        int64
-	CreatedAt time.Time
-	OutboxID  int64
-}
-
-// RecordFeedback stores a feedback reason and its outbox event in one
-// transaction, under the student's row lock (see the note at the top of
-// this file). An unknown or erased student is INVALID_STUDENT_ID; an
-// unknown or inactive school INVALID_SCHOOL_ID. The student's version is
-// not bumped: nothing a read model shows changes until the learner has
-// folded the feedback in, which bumps it.
-func (s *Store) RecordFeedback(ctx context.Context, in NewFeedback, event SwipeEvent) (RecordedFeedback, error) {
-	var out RecordedFeedback
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockStudent(ctx, tx, in.StudentID); err != nil {
-			return err
-		}
-		if err := activeSchool(ctx, tx, in.SchoolID); err != nil {
-			return err
-		}
-		const insert = `
-INSERT INTO feedback (student_id, school_id, reason, comment) VALUES ($1, $2, $3, nullif($4, ''))
-RETURNING id, created_at`
-		if err := tx.QueryRow(ctx, insert, in.StudentID, in.SchoolID, in.Reason, in.Comment).Scan(&out.ID, &out.CreatedAt); err != nil {
-			return err
-		}
-		topic, payload := event(out.ID, out.CreatedAt)
-		var err error
-		out.OutboxID, err = InsertOutbox(ctx, tx, topic, in.StudentID, payload)
-		return err
-	})
-	if err != nil {
-		return RecordedFeedback{}, domainErr(err, "feedback")
+// RecordFeedback stores a feedback reason in one statement. An unknown or
+// erased student is INVALID_STUDENT_ID; an unknown or inactive school
+// INVALID_SCHOOL_ID. The student's version is not bumped: nothing a read
+// model shows changes until the learner has folded the feedback in.
+func (s *Store) RecordFeedback(ctx context.Context, in domain.Feedback) (domain.RecordedFeedback, error) {
+	var (
+		live, served bool
+		id           *int64
+		createdAt    *time.Time
+	)
+	err := s.pool.QueryRow(ctx, recordFeedback, in.StudentID, in.SchoolID, in.Reason, in.Comment).
+		Scan(&live, &served, &id, &createdAt)
+	switch {
+	case err != nil:
+		return domain.RecordedFeedback{}, mapErr(err, "feedback")
+	case !live:
+		return domain.RecordedFeedback{}, domain.StudentNotFound(in.StudentID)
+	case !served || id == nil:
+		return domain.RecordedFeedback{}, domain.SchoolNotFound(in.SchoolID)
 	}
-	return out, nil
+	return domain.RecordedFeedback{Feedback: in, ID: *id, CreatedAt: *createdAt}, nil
 }

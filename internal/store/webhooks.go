@@ -6,107 +6,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/collegematch/matching/internal/domain"
 )
-
-// WebhookEvent is an outbox row as a webhook delivery sends it.
-type WebhookEvent struct {
-	Topic     string
-	Payload   []byte
-	CreatedAt time.Time
-}
-
-// WebhookDeliveryRef names the delivery of one outbox row to one endpoint.
-type WebhookDeliveryRef struct {
-	OutboxID  int64
-	Endpoint  string
-	WebhookID string
-}
-
-// RecordWebhookDeliveries writes a pending delivery row, due now, for each
-// ref that has none yet, in one statement. Whoever hands an event to the
-// queue calls it first, so a delivery is in PostgreSQL before its task is
-// in Redis, and a task lost with Redis is found again from its row.
-//
-// It writes only for the outbox rows it can lock at once: skipped lists the
-// others, which a relay is handing over right now (its transaction holds
-// them and writes their deliveries itself), or which are gone. The caller
-// leaves those to the relay rather than wait for its transaction.
-func (s *Store) RecordWebhookDeliveries(ctx context.Context, refs []WebhookDeliveryRef) (skipped []int64, err error) {
-	return recordWebhookDeliveries(ctx, s.pool, refs)
-}
-
-// DeliveryRecorder writes webhook deliveries as RecordWebhookDeliveries
-// does, inside a transaction the caller does not see (RelayOutbox's, which
-// holds the rows, so none is skipped).
-type DeliveryRecorder func(ctx context.Context, refs []WebhookDeliveryRef) (skipped []int64, err error)
-
-func recordWebhookDeliveries(ctx context.Context, db interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, refs []WebhookDeliveryRef) ([]int64, error) {
-	if len(refs) == 0 {
-		return nil, nil
-	}
-	ids := make([]int64, len(refs))
-	eps := make([]string, len(refs))
-	msgs := make([]string, len(refs))
-	for i, r := range refs {
-		ids[i], eps[i], msgs[i] = r.OutboxID, r.Endpoint, r.WebhookID
-	}
-	// The outbox rows are locked the way a relay claims them, skipping the
-	// ones a relay holds (the relay's own transaction already holds them
-	// and locks nothing twice). Rows go in key order, so two writers of
-	// overlapping batches never deadlock.
-	const q = `
-WITH held AS (
-	SELECT id, topic FROM outbox WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE SKIP LOCKED
-), ins AS (
-	INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, next_attempt_at)
-	SELECT h.id, r.endpoint, r.webhook_id, h.topic, now()
-	FROM unnest($1::bigint[], $2::text[], $3::text[]) AS r (outbox_id, endpoint, webhook_id)
-	JOIN held h ON h.id = r.outbox_id
-	ORDER BY h.id, r.endpoint
-	ON CONFLICT (outbox_id, endpoint_url) DO NOTHING
-)
-SELECT id FROM held`
-	rows, err := db.Query(ctx, q, ids, eps, msgs)
-	if err != nil {
-		return nil, mapErr(err, "webhook deliveries")
-	}
-	held, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, mapErr(err, "webhook deliveries")
-	}
-	seen := make(map[int64]bool, len(held))
-	for _, id := range held {
-		seen[id] = true
-	}
-	var skipped []int64
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			skipped = append(skipped, id)
-		}
-	}
-	return skipped, nil
-}
-
-// WebhookDeliveryState is a delivery row as an attempt starts, with the
-// event it sends.
-type WebhookDeliveryState struct {
-	ID               int64
-	Status           string
-	Attempts         int // in all, replays included
-	RoundStart       int // attempts made before the last replay (0: never replayed)
-	Replays          int
-	EndpointDisabled bool
-	// Claimed is true when this caller may make the next attempt: the
-	// delivery was pending and due, and is now leased to it.
-	Claimed bool
-	// NextAttemptAt is when the delivery is due (or its lease ends); zero
-	// when it is not pending.
-	NextAttemptAt time.Time
-	Event         WebhookEvent
-}
 
 // BeginWebhookDelivery claims the next attempt of the delivery of outbox
 // row outboxID to endpoint, and returns the delivery with its event, in one
@@ -117,7 +19,9 @@ type WebhookDeliveryState struct {
 // meanwhile; recording the attempt sets the real next time. A delivery
 // without a row (a task queued by an older build) gets one, claimed. A
 // domain.KindNotFound error means the outbox row is gone.
-func (s *Store) BeginWebhookDelivery(ctx context.Context, outboxID int64, endpoint, webhookID string, lease, slack time.Duration) (WebhookDeliveryState, error) {
+func (s *Store) BeginWebhookDelivery(ctx context.Context, k domain.DeliveryKey) (domain.WebhookDelivery, error) {
+	outboxID, endpoint, webhookID := k.OutboxID, k.Endpoint, k.MessageID
+	lease, slack := domain.WebhookLease, domain.WebhookClockSlack
 	const q = `
 WITH ev AS (
 	SELECT id, topic, payload, created_at FROM outbox WHERE id = $1
@@ -144,7 +48,7 @@ SELECT cur.claimed, cur.id, cur.status, cur.attempts, cur.round_start, cur.repla
 	ev.topic, ev.payload, ev.created_at
 FROM cur CROSS JOIN ev ORDER BY cur.claimed DESC LIMIT 1`
 	var (
-		d    WebhookDeliveryState
+		d    domain.WebhookDelivery
 		next *time.Time
 		err  error
 	)
@@ -164,13 +68,6 @@ FROM cur CROSS JOIN ev ORDER BY cur.claimed DESC LIMIT 1`
 	return d, mapErr(err, "outbox event")
 }
 
-// WebhookAttempt is one attempt's record.
-type WebhookAttempt struct {
-	StatusCode int // 0: no response
-	Latency    time.Duration
-	Error      string
-}
-
 // RecordWebhookAttempt adds an attempt row (numbered after the delivery's
 // previous attempts) and moves the delivery to status with its next
 // attempt at next (zero time: none), in one transaction. A delivery that
@@ -180,7 +77,7 @@ type WebhookAttempt struct {
 // replayed it since, a failed attempt leaves it pending and due now, for
 // the replay's fresh round, instead of parking it or scheduling the old
 // round's wait.
-func (s *Store) RecordWebhookAttempt(ctx context.Context, deliveryID int64, a WebhookAttempt, status string, next time.Time, replays int) error {
+func (s *Store) RecordWebhookAttempt(ctx context.Context, deliveryID int64, a domain.WebhookAttempt, status string, next time.Time, replays int) error {
 	// One statement, so one round trip and atomic.
 	const q = `
 WITH upd AS (
@@ -255,19 +152,11 @@ func (s *Store) WebhookBacklog(ctx context.Context) (pending int, oldest time.Ti
 	return pending, oldest, mapErr(err, "webhook deliveries")
 }
 
-// StaleWebhookDelivery is a pending delivery whose next attempt is overdue.
-type StaleWebhookDelivery struct {
-	ID       int64
-	OutboxID int64
-	Endpoint string
-	Replays  int
-}
-
 // StaleWebhookDeliveries lists up to limit pending deliveries whose next
 // attempt was due more than overdue ago, with ids above afterID, in id
 // order: a caller pages through a backlog larger than limit by passing the
 // last id it saw.
-func (s *Store) StaleWebhookDeliveries(ctx context.Context, overdue time.Duration, afterID int64, limit int) ([]StaleWebhookDelivery, error) {
+func (s *Store) StaleWebhookDeliveries(ctx context.Context, overdue time.Duration, afterID int64, limit int) ([]domain.StaleDelivery, error) {
 	const q = `
 SELECT id, outbox_id, endpoint_url, replays FROM webhook_deliveries
 WHERE status = 'pending' AND next_attempt_at < now() - make_interval(secs => $1) AND id > $2
@@ -276,8 +165,8 @@ ORDER BY id LIMIT $3`
 	if err != nil {
 		return nil, mapErr(err, "webhook deliveries")
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StaleWebhookDelivery, error) {
-		var d StaleWebhookDelivery
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.StaleDelivery, error) {
+		var d domain.StaleDelivery
 		return d, r.Scan(&d.ID, &d.OutboxID, &d.Endpoint, &d.Replays)
 	})
 	return out, mapErr(err, "webhook deliveries")

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
 )
@@ -21,80 +21,14 @@ func deliveryCount(t *testing.T, db *store.Store, outboxID int64) (n int) {
 	return n
 }
 
-// The API writes an event's deliveries without waiting for a relay that
-// holds the event: it skips it, and the relay writes them in its own
-// transaction, which commits them with the event's mark or not at all.
-func TestRecordWebhookDeliveriesSkipsRowsARelayHolds(t *testing.T) {
-	ctx := context.Background()
-	db := store.New(testutil.NewDB(t))
-	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded", "swipe.recorded")
-	refs := func(id int64) []store.WebhookDeliveryRef {
-		return []store.WebhookDeliveryRef{{OutboxID: id, Endpoint: "https://a.example/h", WebhookID: "msg_a"},
-			{OutboxID: id, Endpoint: "https://b.example/h", WebhookID: "msg_b"}}
-	}
-
-	inRelay := make(chan struct{})
-	release := make(chan struct{})
-	relayDone := make(chan error, 1)
-	go func() {
-		_, err := db.RelayOutbox(ctx, []string{"swipe.recorded"}, 1, func(ctx context.Context, rows []store.OutboxRow, record store.DeliveryRecorder) ([]int64, error) {
-			skipped, err := record(ctx, refs(rows[0].ID))
-			if err != nil || len(skipped) > 0 {
-				return nil, errors.Join(err, errors.New("the relay holds its rows"))
-			}
-			close(inRelay)
-			<-release
-			return []int64{rows[0].ID}, nil
-		})
-		relayDone <- err
-	}()
-	<-inRelay
-
-	done := make(chan struct{})
-	var (
-		skipped []int64
-		err     error
-	)
-	go func() {
-		defer close(done)
-		skipped, err = db.RecordWebhookDeliveries(ctx, append(refs(ids[0]), refs(ids[1])...))
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the API's write waited for the relay's transaction")
-	}
+// addDelivery writes a pending delivery of event id to
+// https://a.example/h (webhook-id "m"), due now.
+func addDelivery(t *testing.T, db *store.Store, id int64) {
+	t.Helper()
+	_, err := db.Pool().Exec(context.Background(), `
+INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, next_attempt_at)
+VALUES ($1, 'https://a.example/h', 'm', 'swipe.recorded', now())`, id)
 	require.NoError(t, err)
-	assert.Equal(t, []int64{ids[0]}, skipped, "the row the relay holds")
-	assert.Equal(t, 2, deliveryCount(t, db, ids[1]))
-
-	close(release)
-	require.NoError(t, <-relayDone)
-	assert.Equal(t, 2, deliveryCount(t, db, ids[0]), "the relay's deliveries commit with its mark")
-	assert.Equal(t, []int64{ids[1]}, unpublished(t, db))
-
-	// Again: nothing new, nothing skipped.
-	skipped, err = db.RecordWebhookDeliveries(ctx, append(refs(ids[0]), refs(ids[1])...))
-	require.NoError(t, err)
-	assert.Empty(t, skipped)
-	assert.Equal(t, 2, deliveryCount(t, db, ids[0]))
-}
-
-// A relay whose hand-over fails with nothing handed leaves no deliveries
-// behind: they roll back with the claim.
-func TestRelayOutboxRollsBackDeliveriesWithNothingHanded(t *testing.T) {
-	ctx := context.Background()
-	db := store.New(testutil.NewDB(t))
-	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded")
-	boom := errors.New("redis down")
-	_, err := db.RelayOutbox(ctx, []string{"swipe.recorded"}, 10, func(ctx context.Context, rows []store.OutboxRow, record store.DeliveryRecorder) ([]int64, error) {
-		_, err := record(ctx, []store.WebhookDeliveryRef{{OutboxID: rows[0].ID, Endpoint: "https://a.example/h", WebhookID: "m"}})
-		require.NoError(t, err)
-		return nil, boom
-	})
-	require.ErrorIs(t, err, boom)
-	assert.Zero(t, deliveryCount(t, db, ids[0]))
-	assert.Equal(t, ids, unpublished(t, db))
 }
 
 // oneDelivery is a database with one event and its pending delivery to
@@ -103,9 +37,7 @@ func oneDelivery(t *testing.T) (*store.Store, []int64) {
 	t.Helper()
 	db := store.New(testutil.NewDB(t))
 	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded")
-	_, err := db.RecordWebhookDeliveries(context.Background(),
-		[]store.WebhookDeliveryRef{{OutboxID: ids[0], Endpoint: "https://a.example/h", WebhookID: "m"}})
-	require.NoError(t, err)
+	addDelivery(t, db, ids[0])
 	return db, ids
 }
 
@@ -116,20 +48,20 @@ func TestBeginWebhookDeliveryClaimsOnce(t *testing.T) {
 	ctx := context.Background()
 	db, ids := oneDelivery(t)
 
-	first, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	first, err := db.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: ids[0], Endpoint: "https://a.example/h", MessageID: "m"})
 	require.NoError(t, err)
 	assert.True(t, first.Claimed)
 	assert.Equal(t, "swipe.recorded", first.Event.Topic)
-	second, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	second, err := db.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: ids[0], Endpoint: "https://a.example/h", MessageID: "m"})
 	require.NoError(t, err)
 	assert.False(t, second.Claimed, "leased to the first")
 	assert.Equal(t, first.ID, second.ID)
 	assert.WithinDuration(t, time.Now().Add(time.Minute), second.NextAttemptAt, 10*time.Second)
 
 	// Recorded as failed, due in 5 s: not claimed before then.
-	require.NoError(t, db.RecordWebhookAttempt(ctx, first.ID, store.WebhookAttempt{StatusCode: 500, Error: "HTTP 500"}, "pending",
+	require.NoError(t, db.RecordWebhookAttempt(ctx, first.ID, domain.WebhookAttempt{StatusCode: 500, Error: "HTTP 500"}, "pending",
 		time.Now().Add(5*time.Second), 0))
-	third, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	third, err := db.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: ids[0], Endpoint: "https://a.example/h", MessageID: "m"})
 	require.NoError(t, err)
 	assert.False(t, third.Claimed)
 	assert.Equal(t, 1, third.Attempts)
@@ -137,22 +69,22 @@ func TestBeginWebhookDeliveryClaimsOnce(t *testing.T) {
 	// Due: claimed. Succeeded: returned, not claimed.
 	_, err = db.Pool().Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = $1`, first.ID)
 	require.NoError(t, err)
-	fourth, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	fourth, err := db.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: ids[0], Endpoint: "https://a.example/h", MessageID: "m"})
 	require.NoError(t, err)
 	assert.True(t, fourth.Claimed)
-	require.NoError(t, db.RecordWebhookAttempt(ctx, first.ID, store.WebhookAttempt{StatusCode: 200}, "succeeded", time.Time{}, 0))
-	fifth, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	require.NoError(t, db.RecordWebhookAttempt(ctx, first.ID, domain.WebhookAttempt{StatusCode: 200}, "succeeded", time.Time{}, 0))
+	fifth, err := db.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: ids[0], Endpoint: "https://a.example/h", MessageID: "m"})
 	require.NoError(t, err)
 	assert.False(t, fifth.Claimed)
 	assert.Equal(t, "succeeded", fifth.Status)
 
 	// A task of an older build, without a row: inserted, claimed.
-	other, err := db.BeginWebhookDelivery(ctx, ids[0], "https://b.example/h", "m2", time.Minute, time.Second)
+	other, err := db.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: ids[0], Endpoint: "https://b.example/h", MessageID: "m2"})
 	require.NoError(t, err)
 	assert.True(t, other.Claimed)
 	assert.NotEqual(t, first.ID, other.ID)
 
-	_, err = db.BeginWebhookDelivery(ctx, ids[0]+1000, "https://a.example/h", "m", time.Minute, time.Second)
+	_, err = db.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: ids[0] + 1000, Endpoint: "https://a.example/h", MessageID: "m"})
 	require.Error(t, err, "the event is gone")
 }
 
@@ -164,24 +96,23 @@ func TestReplayKeepsAClaimedAttempt(t *testing.T) {
 	db := store.New(testutil.NewDB(t))
 	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded", "swipe.recorded")
 	for _, id := range ids {
-		_, err := db.RecordWebhookDeliveries(ctx, []store.WebhookDeliveryRef{{OutboxID: id, Endpoint: "https://a.example/h", WebhookID: "m"}})
-		require.NoError(t, err)
+		addDelivery(t, db, id)
 	}
-	busy, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	busy, err := db.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: ids[0], Endpoint: "https://a.example/h", MessageID: "m"})
 	require.NoError(t, err)
 	require.True(t, busy.Claimed)
 	_, err = db.ReplayWebhookDelivery(ctx, busy.ID)
 	require.NoError(t, err)
-	again, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	again, err := db.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: ids[0], Endpoint: "https://a.example/h", MessageID: "m"})
 	require.NoError(t, err)
 	assert.False(t, again.Claimed, "still claimed by the attempt in flight")
 
-	parked, err := db.BeginWebhookDelivery(ctx, ids[1], "https://a.example/h", "m", time.Minute, time.Second)
+	parked, err := db.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: ids[1], Endpoint: "https://a.example/h", MessageID: "m"})
 	require.NoError(t, err)
-	require.NoError(t, db.RecordWebhookAttempt(ctx, parked.ID, store.WebhookAttempt{StatusCode: 502, Error: "HTTP 502"}, "parked", time.Time{}, 0))
+	require.NoError(t, db.RecordWebhookAttempt(ctx, parked.ID, domain.WebhookAttempt{StatusCode: 502, Error: "HTTP 502"}, "parked", time.Time{}, 0))
 	_, err = db.ReplayWebhookDelivery(ctx, parked.ID)
 	require.NoError(t, err)
-	replayed, err := db.BeginWebhookDelivery(ctx, ids[1], "https://a.example/h", "m", time.Minute, time.Second)
+	replayed, err := db.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: ids[1], Endpoint: "https://a.example/h", MessageID: "m"})
 	require.NoError(t, err)
 	assert.True(t, replayed.Claimed)
 	assert.Equal(t, 1, replayed.Attempts)
@@ -194,14 +125,14 @@ func TestReplayKeepsAClaimedAttempt(t *testing.T) {
 func TestAttemptAfterAReplayKeepsTheReplay(t *testing.T) {
 	ctx := context.Background()
 	db, ids := oneDelivery(t)
-	d, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	d, err := db.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: ids[0], Endpoint: "https://a.example/h", MessageID: "m"})
 	require.NoError(t, err)
 	require.True(t, d.Claimed)
 	_, err = db.ReplayWebhookDelivery(ctx, d.ID)
 	require.NoError(t, err)
-	require.NoError(t, db.RecordWebhookAttempt(ctx, d.ID, store.WebhookAttempt{StatusCode: 502, Error: "HTTP 502"}, "parked",
+	require.NoError(t, db.RecordWebhookAttempt(ctx, d.ID, domain.WebhookAttempt{StatusCode: 502, Error: "HTTP 502"}, "parked",
 		time.Time{}, d.Replays))
-	after, err := db.BeginWebhookDelivery(ctx, ids[0], "https://a.example/h", "m", time.Minute, time.Second)
+	after, err := db.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: ids[0], Endpoint: "https://a.example/h", MessageID: "m"})
 	require.NoError(t, err)
 	assert.Equal(t, "pending", after.Status, "not parked: the replay stands")
 	assert.True(t, after.Claimed, "due at once")

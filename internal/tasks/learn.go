@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -14,96 +16,33 @@ import (
 	"github.com/collegematch/matching/internal/match"
 )
 
-// Outbox topics the learner reads beside TopicSwipeRecorded. Only
-// swipe.recorded (a counted swipe) is a webhook event; these two exist so
-// that every fact the learner needs has an outbox row, and so a relay
-// hands its task over when the API could not.
-const (
-	// TopicInteractionRecorded: a tap, detail_view or save was stored.
-	TopicInteractionRecorded = "interaction.recorded"
-	// TopicFeedbackRecorded: a feedback reason was stored.
-	TopicFeedbackRecorded = "feedback.recorded"
-	// TopicSyncPushed: an offline sync push stored swipes or feedback; its
-	// one row asks for the one student:learn task of the whole push.
-	TopicSyncPushed = "sync.pushed"
-)
-
-// LearnTopics are the topics whose rows ask for a student:learn task.
-func LearnTopics() []string {
-	return []string{TopicSwipeRecorded, TopicInteractionRecorded, TopicFeedbackRecorded, TopicSyncPushed}
-}
-
-// AddLearnRoutes routes every learn topic to LearnRoute. The API (fast
-// path) and the worker (relay) both add them, so both derive the same task
-// ids from a row.
-func AddLearnRoutes(r *Router) {
-	for _, t := range LearnTopics() {
-		r.Add(t, LearnRoute)
-	}
-}
-
-// LearnEvent is one swipe or feedback reason of a student, as folded.
-type LearnEvent struct {
-	SwipeID     int64 // set for a swipe
-	FeedbackID  int64 // set for feedback
-	SchoolID    string
-	Direction   string // swipes: left or right
-	Interaction string // swipes: swipe, tap, detail_view or save
-	Reason      string // feedback
-	// Repeat is true for a counted swipe on a school the student had
-	// already swiped (counted) before.
-	Repeat    bool
-	CreatedAt time.Time
-}
-
-// LearnInput is the state a fold starts from and the events recorded
-// since, in recording order.
-type LearnInput struct {
-	Student    domain.Student
-	Categories []match.CategoryPreference
-	Model      []byte // the stored model (JSON); nil before any learning
-	New        []LearnEvent
-}
-
-// LearnUpdate is the learning state a fold produces.
-type LearnUpdate struct {
-	Model   []byte // JSON
-	Weights map[string]float64
-}
-
-// LearnFold computes the new learning state; history loads all of the
-// student's events in recording order, in the folding transaction.
-type LearnFold func(in LearnInput, history func() ([]LearnEvent, error)) (LearnUpdate, error)
-
-// LearnOutcome says what a fold did.
-type LearnOutcome struct {
-	Erased         bool         // an erased student: nothing done
-	Folded         []LearnEvent // the events folded in, none when there was nothing new
-	StudentVersion int64        // the student's version after the fold
-}
-
-// LearningStore folds a student's new events into the stored learning
-// state in one transaction, exactly once each (store.Store.FoldLearning,
-// through an adapter in cmd/worker).
+// LearningStore is what the learner needs from the database
+// (*store.Store).
 type LearningStore interface {
-	FoldLearning(ctx context.Context, studentID string, fold LearnFold) (LearnOutcome, error)
+	// LearnerState reads the student, the learned state and the events
+	// recorded since it was last folded, in one snapshot.
+	LearnerState(ctx context.Context, studentID string) (domain.LearnerState, error)
+	// SaveLearning stores a fold's result if the learned state is still at
+	// version from; saved is false otherwise (another fold got there first).
+	SaveLearning(ctx context.Context, studentID string, from int64, up domain.LearningUpdate) (version int64, saved bool, err error)
+	// LearnHistory reads what a full re-fold folds, up to the given ids.
+	LearnHistory(ctx context.Context, studentID string, lastSwipe, lastFeedback int64) ([]domain.LearnEvent, error)
 }
 
-// FeedRebuilder rebuilds a student's feed into Redis the way the API does
-// on a miss (query.Service).
+// FeedRebuilder rebuilds a student's feed into Redis (the read side's
+// projection).
 type FeedRebuilder interface {
-	// StoredFeedVersion is the student version the stored feed was built
-	// from; found is false when there is none.
-	StoredFeedVersion(ctx context.Context, studentID string) (version int64, found bool, err error)
-	// RebuildFeed builds the feed from the current state and stores it with
-	// FEED_CACHE_TTL, newer version wins; an erased or unknown student is
-	// INVALID_STUDENT_ID.
-	RebuildFeed(ctx context.Context, studentID string) error
+	// RebuildFeed builds the feed from st, whose events are all folded in,
+	// and stores it, newer versions winning.
+	RebuildFeed(ctx context.Context, st domain.LearnerState) error
+	// LearnedVersion is the student version the stored feed's learned
+	// state covers; found is false when there is no feed.
+	LearnedVersion(ctx context.Context, studentID string) (version int64, found bool, err error)
 }
 
 // Catalogs gives the school catalogue held in memory.
 type Catalogs interface {
-	Current() *match.Catalog
+	Scoring() *match.Catalog
 	// Refresh reloads the catalogue when the store's has changed.
 	Refresh(ctx context.Context) (bool, error)
 }
@@ -122,6 +61,12 @@ type LearnMetrics struct {
 	// Rebuilds counts full rebuilds of a model from the prior (a repeat
 	// swipe, or a stored model of another version).
 	Rebuilds prometheus.Counter
+	// Conflicts counts folds that found another fold had stored first and
+	// read the state again.
+	Conflicts prometheus.Counter
+	// Coalesced counts tasks that found their write folded in already, by
+	// a fold that took several writes at once.
+	Coalesced prometheus.Counter
 }
 
 // NewLearnMetrics creates the learner's collectors and registers them on reg.
@@ -136,55 +81,75 @@ func NewLearnMetrics(reg prometheus.Registerer) *LearnMetrics {
 			Name: "matching_learn_events_total", Help: "Swipes, weak signals and feedback folded into learning states, by kind.",
 		}, []string{"kind"}),
 		Rebuilds: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "matching_learn_rebuilds_total", Help: "Models rebuilt from the prior over the whole history (a repeat swipe, or a stored model of another version).",
+			Name: "matching_learn_rebuilds_total", Help: "Models rebuilt from the prior over the history (a repeat swipe, or a stored model of another version).",
+		}),
+		Conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matching_learn_conflicts_total", Help: "Folds that found the learned state moved by another fold, and read it again.",
+		}),
+		Coalesced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matching_learn_coalesced_total", Help: "student:learn tasks whose write an earlier fold had folded in already (no database read).",
 		}),
 	}
 	for _, k := range []string{"swipe", "signal", "feedback"} {
 		m.Events.WithLabelValues(k)
 	}
-	reg.MustRegister(m.FeedLag, m.Events, m.Rebuilds)
+	reg.MustRegister(m.FeedLag, m.Events, m.Rebuilds, m.Conflicts, m.Coalesced)
 	return m
 }
 
-// Learn is the fold of student:learn, pure apart from history: it decodes
-// the stored model (or starts from the prior of match.CategoryStart) and
-// folds the new events in with Model.Observe, in recording order. When a
-// new counted swipe repeats an earlier one on the same school, or the
-// stored model cannot be read, it rebuilds the model with match.Fold over
-// the whole history instead, which keeps only the latest direction per
-// school. rebuilt reports that.
-func Learn(in LearnInput, cat *match.Catalog, history func() ([]LearnEvent, error)) (up LearnUpdate, rebuilt bool, err error) {
-	p, prior := match.CategoryStart(match.NewProfile(in.Student), in.Categories)
-	m := match.NewModel(prior)
-	if in.Model != nil {
-		if json.Unmarshal(in.Model, &m) != nil {
-			rebuilt = true
-		}
+// Learn is the fold of student:learn, pure apart from history: it folds
+// st.New into the stored model with Model.Observe, in recording order, and
+// adds the schools of new counted swipes to st.Swiped. When a new counted
+// swipe repeats one on a school already swiped, or the stored model cannot
+// be read, it rebuilds the model with match.Fold over history() instead
+// (of each school the latest event of each kind), which keeps only the
+// latest direction per school. rebuilt reports that. Events on schools cat
+// does not hold are left out of the model.
+func Learn(st domain.LearnerState, cat *match.Catalog, history func() ([]domain.LearnEvent, error)) (up domain.LearningUpdate, rebuilt bool, err error) {
+	p, m, prior := match.Start(st)
+	if st.Model != nil && json.Unmarshal(st.Model, new(match.Model)) != nil {
+		rebuilt = true
 	}
-	for _, e := range in.New {
-		rebuilt = rebuilt || e.Repeat
+	up = domain.LearningUpdate{LastSwipeID: st.LastSwipeID, LastFeedbackID: st.LastFeedbackID, LastSeq: st.LastSeq}
+	swiped := make(map[string]bool, len(st.Swiped)+len(st.New))
+	for _, id := range st.Swiped {
+		swiped[id] = true
+	}
+	for _, e := range st.New {
+		up.LastSwipeID, up.LastFeedbackID, up.LastSeq = max(up.LastSwipeID, e.SwipeID),
+			max(up.LastFeedbackID, e.FeedbackID), max(up.LastSeq, e.Seq)
+		if e.Counted() {
+			id := strings.ToLower(e.SchoolID)
+			rebuilt = rebuilt || swiped[id]
+			swiped[id] = true
+		}
 	}
 	if rebuilt {
 		all, err := history()
 		if err != nil {
-			return LearnUpdate{}, true, err
+			return domain.LearningUpdate{}, true, err
 		}
-		m = match.Fold(prior, p, cat, observations(cat, all))
+		m = match.Fold(prior, p, cat, Observations(cat, all))
 	} else {
-		for _, o := range observations(cat, in.New) {
+		for _, o := range Observations(cat, st.New) {
 			m, _ = m.Observe(p, cat, o)
 		}
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return LearnUpdate{}, rebuilt, err
+	if up.Model, err = json.Marshal(m); err != nil {
+		return domain.LearningUpdate{}, rebuilt, err
 	}
-	return LearnUpdate{Model: b, Weights: m.Weights().Map()}, rebuilt, nil
+	up.Weights = m.Weights().Map()
+	up.Swiped = make([]string, 0, len(swiped))
+	for id := range swiped {
+		up.Swiped = append(up.Swiped, id)
+	}
+	slices.Sort(up.Swiped)
+	return up, rebuilt, nil
 }
 
-// observations turns events into the learner's observations; an event on
+// Observations turns events into the learner's observations; an event on
 // a school the catalogue does not hold (no longer served) is left out.
-func observations(cat *match.Catalog, events []LearnEvent) []match.Observation {
+func Observations(cat *match.Catalog, events []domain.LearnEvent) []match.Observation {
 	out := make([]match.Observation, 0, len(events))
 	for _, e := range events {
 		idx, ok := -1, false
@@ -213,82 +178,127 @@ type learner struct {
 	now      func() time.Time
 }
 
+// maxFoldAttempts bounds the reads of one task when other folds of the same
+// student keep storing first; the task then fails and is retried.
+const maxFoldAttempts = 5
+
 // handleStudentLearn folds the student's new swipes and feedback into the
-// learning state and rebuilds the feed. Running it twice changes nothing
-// more: the second run finds nothing new to fold and a feed already built
-// from the current version. Several swipes in quick succession each queue
-// a task; the first folds them all and the others are cheap no-ops.
+// learned state and rebuilds the feed from it: one read (the state with
+// what is new) and one optimistic write, no lock held while folding. A
+// fold that finds another stored first reads again. Running it twice
+// changes nothing more: the second run finds nothing new, and rebuilds the
+// feed only when none of the current versions is stored. Several swipes in
+// quick succession each queue a task; the first folds them all and the
+// others find nothing new.
 func (h *Handler) handleStudentLearn(ctx context.Context, t *asynq.Task) error {
 	var p StudentLearnPayload
 	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.StudentID == "" {
 		return fmt.Errorf("decode %s payload %q: %w", t.Type(), t.Payload(), asynq.SkipRetry)
 	}
 	l := h.learn
-	var rebuilt bool
-	fold := func(strict bool) (LearnOutcome, error) {
-		cat := l.catalogs.Current()
-		return l.store.FoldLearning(ctx, p.StudentID, func(in LearnInput, history func() ([]LearnEvent, error)) (LearnUpdate, error) {
-			if strict && !knowsAll(cat, in.New) {
-				return LearnUpdate{}, errUnknownSchool
-			}
-			up, r, err := Learn(in, cat, history)
-			rebuilt = r
-			return up, err
-		})
-	}
-	out, err := fold(true)
-	if errors.Is(err, errUnknownSchool) {
-		// Folding would skip the event for good: reload the catalogue and
-		// fold again. A school still unknown is no longer served, and its
-		// event is left out.
-		if _, rerr := l.catalogs.Refresh(ctx); rerr != nil {
-			return fmt.Errorf("reload the catalogue: %w", rerr)
-		}
-		out, err = fold(false)
-	}
-	switch {
-	case domain.KindOf(err) == domain.KindNotFound:
-		h.log.WarnContext(ctx, "student:learn for an unknown student; nothing to do", "student_id", p.StudentID)
-		return nil
-	case err != nil:
-		return fmt.Errorf("fold learning of %s: %w", p.StudentID, err)
-	case out.Erased:
-		return nil
-	}
-	if len(out.Folded) > 0 {
-		if rebuilt {
-			l.m.Rebuilds.Inc()
-		}
-		for _, e := range out.Folded {
-			l.m.Events.WithLabelValues(eventKind(e)).Inc()
-		}
-	} else {
-		// Nothing new: rebuild only when no feed of the current version is
-		// stored (a run that folded and then failed to store, say).
-		v, found, err := l.feeds.StoredFeedVersion(ctx, p.StudentID)
-		if err == nil && found && v >= out.StudentVersion {
+	if p.Version > 0 {
+		// Coalescing: a fold that read the student at this version or later
+		// (and so folded this write in) has rebuilt the feed already.
+		if v, found, err := l.feeds.LearnedVersion(ctx, p.StudentID); err == nil && found && v >= p.Version {
+			l.m.Coalesced.Inc()
 			return nil
 		}
 	}
-	if err := l.feeds.RebuildFeed(ctx, p.StudentID); err != nil {
+	for range maxFoldAttempts {
+		st, err := l.store.LearnerState(ctx, p.StudentID)
+		switch {
+		case domain.KindOf(err) == domain.KindNotFound:
+			h.log.WarnContext(ctx, "student:learn for an unknown student; nothing to do", "student_id", p.StudentID)
+			return nil
+		case err != nil:
+			return fmt.Errorf("read the learning state of %s: %w", p.StudentID, err)
+		case st.Student.DeletedAt != nil:
+			return nil
+		case len(st.New) == 0:
+			// Nothing to fold: rebuild only when the stored feed does not
+			// cover this state (a fold whose rebuild failed, a lost feed).
+			if v, found, err := l.feeds.LearnedVersion(ctx, p.StudentID); err == nil && found && v >= st.Version {
+				return nil
+			}
+			return h.rebuild(ctx, st, nil, false)
+		}
+		cat := l.catalogs.Scoring()
+		if !knowsAll(cat, st.New) {
+			// Folding would leave the event out for good: reload the
+			// catalogue first. A school still unknown is no longer served.
+			if _, err := l.catalogs.Refresh(ctx); err != nil {
+				return fmt.Errorf("reload the catalogue: %w", err)
+			}
+			cat = l.catalogs.Scoring()
+		}
+		up, rebuilt, err := Learn(st, cat, func() ([]domain.LearnEvent, error) {
+			return l.store.LearnHistory(ctx, p.StudentID, max(st.LastSwipeID, lastSwipe(st.New)), max(st.LastFeedbackID, lastFeedback(st.New)))
+		})
+		if err != nil {
+			return fmt.Errorf("fold learning of %s: %w", p.StudentID, err)
+		}
+		version, saved, err := l.store.SaveLearning(ctx, p.StudentID, st.LearningVersion, up)
+		if err != nil {
+			return fmt.Errorf("store the learning state of %s: %w", p.StudentID, err)
+		}
+		if !saved {
+			l.m.Conflicts.Inc()
+			continue
+		}
+		if rebuilt {
+			l.m.Rebuilds.Inc()
+		}
+		for _, e := range st.New {
+			l.m.Events.WithLabelValues(eventKind(e)).Inc()
+		}
+		folded := st
+		folded.Model, folded.Weights, folded.LearningVersion = up.Model, up.Weights, version
+		folded.LastSwipeID, folded.LastFeedbackID, folded.LastSeq, folded.Swiped = up.LastSwipeID, up.LastFeedbackID, up.LastSeq, up.Swiped
+		folded.New = nil
+		return h.rebuild(ctx, folded, st.New, true)
+	}
+	return fmt.Errorf("fold learning of %s: the learned state kept moving under %d folds", p.StudentID, maxFoldAttempts)
+}
+
+// rebuild rebuilds the student's feed from st and observes the lag of the
+// swipes just folded.
+func (h *Handler) rebuild(ctx context.Context, st domain.LearnerState, folded []domain.LearnEvent, changed bool) error {
+	l := h.learn
+	if err := l.feeds.RebuildFeed(ctx, st); err != nil {
 		if domain.KindOf(err) == domain.KindNotFound {
 			return nil // erased meanwhile
 		}
-		return fmt.Errorf("rebuild the feed of %s: %w", p.StudentID, err)
+		return fmt.Errorf("rebuild the feed of %s: %w", st.Student.ID, err)
 	}
 	now := l.now()
-	for _, e := range out.Folded {
+	for _, e := range folded {
 		if e.SwipeID != 0 {
 			l.m.FeedLag.Observe(max(0, now.Sub(e.CreatedAt).Seconds()))
 		}
 	}
-	h.log.DebugContext(ctx, "student learned", "student_id", p.StudentID, "folded", len(out.Folded),
-		"rebuilt", rebuilt, "student_version", out.StudentVersion)
+	h.log.DebugContext(ctx, "student learned", "student_id", st.Student.ID, "folded", len(folded), "changed", changed,
+		"learning_version", st.LearningVersion)
 	return nil
 }
 
+func lastSwipe(es []domain.LearnEvent) int64 {
+	var n int64
+	for _, e := range es {
+		n = max(n, e.SwipeID)
+	}
+	return n
+}
+
+func lastFeedback(es []domain.LearnEvent) int64 {
+	var n int64
+	for _, e := range es {
+		n = max(n, e.FeedbackID)
+	}
+	return n
+}
+
 // knowsAll reports whether cat holds every event's school.
-func knowsAll(cat *match.Catalog, events []LearnEvent) bool {
+func knowsAll(cat *match.Catalog, events []domain.LearnEvent) bool {
 	for _, e := range events {
 		if cat == nil {
 			return false
@@ -300,7 +310,7 @@ func knowsAll(cat *match.Catalog, events []LearnEvent) bool {
 	return true
 }
 
-func eventKind(e LearnEvent) string {
+func eventKind(e domain.LearnEvent) string {
 	switch {
 	case e.FeedbackID != 0:
 		return "feedback"

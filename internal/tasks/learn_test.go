@@ -3,7 +3,6 @@ package tasks_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -18,12 +17,12 @@ import (
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
-	"github.com/collegematch/matching/internal/wire"
 )
 
 // learnEnv is the learner over a fresh database with a generated catalogue
@@ -50,12 +49,12 @@ func newLearnEnv(t *testing.T, schools int) *learnEnv {
 	e.catalog = query.NewCatalogHolder(e.db, log, qm, time.Hour)
 	require.NoError(t, e.catalog.Load(ctx))
 	e.feeds = cache.NewFeeds(e.rdb, 5*time.Minute)
-	e.queries = query.New(query.Config{Students: wire.Students{Store: e.db}, Feeds: e.feeds, Catalogs: e.catalog, Log: log,
+	e.queries = query.New(query.Config{Students: e.db, Feeds: e.feeds, Catalogs: e.catalog, Log: log,
 		Metrics: qm, Probes: cache.NewProbes(e.rdb, 5*time.Minute)})
-	relay := tasks.NewRelay(log, storeSource{Store: e.db}, asynq.NewClientFromRedisClient(e.rdb), tasks.NewRouter(),
+	relay := tasks.NewRelay(log, e.db, handover.NewClient(e.rdb, handover.NewQueuer()), nil,
 		tasks.NewRelayMetrics(e.reg), tasks.RelayConfig{})
-	e.handler = tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, Learning: wire.Learning{Store: e.db}, Feeds: e.queries,
-		Catalogs: wire.Catalogs{CatalogHolder: e.catalog}, LearnMetrics: tasks.NewLearnMetrics(e.reg),
+	e.handler = tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, Learning: e.db, Feeds: e.queries,
+		Catalogs: e.catalog, LearnMetrics: tasks.NewLearnMetrics(e.reg),
 		Now: func() time.Time {
 			if e.now.IsZero() {
 				return time.Now()
@@ -77,31 +76,22 @@ func (e *learnEnv) student(t *testing.T) string {
 	return st.ID
 }
 
-// swipe records a swipe as the write side does, with its outbox event.
-func (e *learnEnv) swipe(t *testing.T, student, school, direction string, interaction ...string) store.RecordedSwipe {
+// swipe records a swipe as the write side does.
+func (e *learnEnv) swipe(t *testing.T, student, school, direction string, interaction ...string) domain.RecordedSwipe {
 	t.Helper()
-	kind := "swipe"
+	kind := domain.InteractionSwipe
 	if len(interaction) > 0 {
 		kind = interaction[0]
 	}
-	topic := tasks.TopicSwipeRecorded
-	if kind != "swipe" {
-		topic = tasks.TopicInteractionRecorded
-	}
-	rec, err := e.db.RecordSwipe(context.Background(), store.NewSwipe{StudentID: student, SchoolID: school,
-		Direction: direction, InteractionType: kind, Counted: kind == "swipe"},
-		func(id int64, at time.Time) (string, any) { return topic, map[string]any{"swipe_id": id} },
-		func(int) ([]byte, error) { return []byte(`{}`), nil })
+	rec, err := e.db.RecordSwipe(context.Background(), domain.Swipe{StudentID: student, SchoolID: school,
+		Direction: direction, Interaction: kind})
 	require.NoError(t, err)
 	return rec
 }
 
 func (e *learnEnv) feedback(t *testing.T, student, school, reason string) {
 	t.Helper()
-	_, err := e.db.RecordFeedback(context.Background(), store.NewFeedback{StudentID: student, SchoolID: school, Reason: reason},
-		func(id int64, at time.Time) (string, any) {
-			return tasks.TopicFeedbackRecorded, map[string]any{"feedback_id": id}
-		})
+	_, err := e.db.RecordFeedback(context.Background(), domain.Feedback{StudentID: student, SchoolID: school, Reason: reason})
 	require.NoError(t, err)
 }
 
@@ -112,7 +102,7 @@ func (e *learnEnv) learn(t *testing.T, student string) {
 }
 
 func (e *learnEnv) learnErr(ctx context.Context, student string) error {
-	task, err := tasks.NewStudentLearnTask(student, 1)
+	task, err := tasks.NewStudentLearnTask(student, 0)
 	if err != nil {
 		return err
 	}
@@ -362,7 +352,45 @@ func TestConcurrentLearnTasksFoldEachSwipeOnce(t *testing.T) {
 	}
 	st := e.state(t, student)
 	assert.Equal(t, 12, st.model.Swipes())
-	assert.EqualValues(t, 1, st.lv, "one task folded, the others found nothing new")
+	assert.EqualValues(t, 1, st.lv, "one task stored its fold, the others found nothing new")
+}
+
+// A burst of swipes is one fold and one rebuild: a task whose write an
+// earlier fold took in ends without reading the database.
+func TestLearnTasksOfABurstCoalesce(t *testing.T) {
+	e := newLearnEnv(t, 400)
+	student := e.student(t)
+	cat := e.catalog.Current()
+	var versions []int64
+	for i := range 5 {
+		versions = append(versions, e.swipe(t, student, cat.Schools[i*3].ID, "right").Version)
+	}
+	run := func(version int64) {
+		t.Helper()
+		task, err := tasks.NewStudentLearnTask(student, version)
+		require.NoError(t, err)
+		require.NoError(t, e.handler.HandleStudentLearn(context.Background(), task))
+	}
+	run(versions[0]) // folds all five
+	assert.Equal(t, 5, e.state(t, student).model.Swipes())
+	for _, v := range versions[1:] {
+		run(v)
+	}
+	assert.EqualValues(t, 1, e.state(t, student).lv, "one fold")
+	assert.Equal(t, 4.0, counterValue(t, e.reg, "matching_learn_coalesced_total"), "four tasks found their swipe folded")
+}
+
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }
 
 func TestLearnInterruptedBeforeCommitLosesNothing(t *testing.T) {
@@ -374,19 +402,14 @@ func TestLearnInterruptedBeforeCommitLosesNothing(t *testing.T) {
 	}
 	versionBefore := e.studentVersion(t, student)
 
-	// The worker dies in the middle of the fold, before its commit: the
-	// context ends while the transaction is open.
+	// The worker dies in the middle of the fold, before it stores the
+	// result: the context ends between the read and the write.
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err := e.db.FoldLearning(ctx, student, func(in store.LearnInput, _ func() ([]store.LearnEvent, error)) (store.LearnUpdate, error) {
-		require.Len(t, in.New, 5)
-		cancel()
-		return store.LearnUpdate{Model: []byte(`{}`), Weights: map[string]float64{}}, nil
-	})
-	require.Error(t, err)
-	// And a fold whose computation fails.
-	_, err = e.db.FoldLearning(context.Background(), student, func(store.LearnInput, func() ([]store.LearnEvent, error)) (store.LearnUpdate, error) {
-		return store.LearnUpdate{}, errors.New("killed")
-	})
+	st, err := e.db.LearnerState(ctx, student)
+	require.NoError(t, err)
+	require.Len(t, st.New, 5)
+	cancel()
+	_, _, err = e.db.SaveLearning(ctx, student, st.LearningVersion, domain.LearningUpdate{Model: []byte(`{}`)})
 	require.Error(t, err)
 
 	var n int
@@ -397,8 +420,7 @@ func TestLearnInterruptedBeforeCommitLosesNothing(t *testing.T) {
 
 	// The retried task folds every swipe exactly once.
 	e.learn(t, student)
-	st := e.state(t, student)
-	assert.Equal(t, 5, st.model.Swipes())
+	assert.Equal(t, 5, e.state(t, student).model.Swipes())
 	e.learn(t, student)
 	assert.Equal(t, 5, e.state(t, student).model.Swipes())
 }

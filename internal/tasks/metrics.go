@@ -10,49 +10,40 @@ import (
 
 // RelayMetrics are the outbox relay's collectors.
 type RelayMetrics struct {
-	Relayed         *prometheus.CounterVec // rows handed over, by topic
-	Tasks           *prometheus.CounterVec // jobs handed to the queue, by type and result (enqueued, duplicate)
-	Unroutable      *prometheus.CounterVec // rows marked without producing tasks, by reason (invalid)
-	Errors          *prometheus.CounterVec // failed passes, by stage (store, record, enqueue, backlog, prune)
-	Backlog         prometheus.Gauge       // rows not yet handed over, whatever their topic
-	UnroutedBacklog prometheus.Gauge       // of those, rows of topics this worker has no route for
-	OldestAge       prometheus.Gauge       // age of the oldest row not yet handed over, seconds
-	Deleted         prometheus.Counter     // published rows deleted after the retention
+	Relayed   *prometheus.CounterVec // rows published, by topic
+	Tasks     *prometheus.CounterVec // jobs handed to the queue, by type and result (enqueued)
+	Errors    *prometheus.CounterVec // failed passes, by stage (relay, backlog, prune)
+	Backlog   prometheus.Gauge       // rows not yet published
+	OldestAge prometheus.Gauge       // age of the oldest row not yet published, seconds
+	Deleted   prometheus.Counter     // published rows deleted after the retention
 }
 
 // NewRelayMetrics creates the relay's collectors and registers them on reg.
 func NewRelayMetrics(reg prometheus.Registerer) *RelayMetrics {
 	m := &RelayMetrics{
 		Relayed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "matching_outbox_relayed_total", Help: "Outbox rows handed over to the task queue by the relay, by topic.",
+			Name: "matching_outbox_relayed_total", Help: "Outbox rows published by the relay (their webhook deliveries written and queued), by topic.",
 		}, []string{"topic"}),
 		Tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "matching_outbox_tasks_total", Help: "Tasks the relay handed to the queue, by type and result (enqueued, or duplicate when the task id was already queued).",
+			Name: "matching_outbox_tasks_total", Help: "Tasks the relay handed to the queue, by type and result (enqueued).",
 		}, []string{"type", "result"}),
-		Unroutable: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "matching_outbox_unroutable_total", Help: "Outbox rows marked published without producing tasks, by reason (invalid: their route can never produce them).",
-		}, []string{"reason"}),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "matching_outbox_relay_errors_total", Help: "Relay passes that failed, by stage (store, record: writing webhook deliveries, enqueue, backlog, prune); their rows stay as they were and are retried.",
+			Name: "matching_outbox_relay_errors_total", Help: "Relay passes that failed, by stage (relay: a batch rolled back and is retried, backlog, prune).",
 		}, []string{"stage"}),
 		Backlog: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "matching_outbox_backlog", Help: "Outbox rows not yet handed over to the task queue, whatever their topic.",
-		}),
-		UnroutedBacklog: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "matching_outbox_unrouted_backlog", Help: "Outbox rows not yet handed over whose topic this worker has no route for; they wait for a worker that routes it.",
+			Name: "matching_outbox_backlog", Help: "Outbox rows not yet published.",
 		}),
 		OldestAge: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "matching_outbox_oldest_unpublished_age_seconds", Help: "Age of the oldest outbox row not yet handed over (0 when none).",
+			Name: "matching_outbox_oldest_unpublished_age_seconds", Help: "Age of the oldest outbox row not yet published (0 when none).",
 		}),
 		Deleted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "matching_outbox_deleted_total", Help: "Published outbox rows deleted once their retention had passed.",
 		}),
 	}
-	m.Unroutable.WithLabelValues("invalid")
-	for _, c := range []string{"store", "record", "enqueue", "backlog", "prune"} {
+	for _, c := range []string{"relay", "backlog", "prune"} {
 		m.Errors.WithLabelValues(c)
 	}
-	reg.MustRegister(m.Relayed, m.Tasks, m.Unroutable, m.Errors, m.Backlog, m.UnroutedBacklog, m.OldestAge, m.Deleted)
+	reg.MustRegister(m.Relayed, m.Tasks, m.Errors, m.Backlog, m.OldestAge, m.Deleted)
 	return m
 }
 

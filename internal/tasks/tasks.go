@@ -8,16 +8,18 @@
 package tasks
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/collegematch/matching/internal/handover"
 )
 
 // Queues, in the order the worker favours them (see QueuePriorities).
@@ -56,16 +58,11 @@ const (
 	TopicSwipeRecorded = "swipe.recorded"
 )
 
-// Retention keeps a completed task (and so its id) in Redis for a day, so a
-// late second hand-over of the same outbox row is still refused as a
-// duplicate instead of running again.
-const Retention = 24 * time.Hour
-
 // OutboxTaskID is the id of the task of type taskType that outbox row
 // outboxID produces, e.g. "outbox:42:student:learn". key tells apart several
 // tasks of one type from one row (the webhook endpoint, see EndpointKey).
-// Enqueued under this id, a row's task is queued at most once however often
-// the row is handed over.
+// Enqueued under this id, a row's task is queued once while it is in the
+// queue, however often the row is handed over.
 func OutboxTaskID(outboxID int64, taskType string, key ...string) string {
 	id := "outbox:" + strconv.FormatInt(outboxID, 10) + ":" + taskType
 	for _, k := range key {
@@ -81,30 +78,71 @@ func EndpointKey(endpointURL string) string {
 }
 
 // StudentLearnPayload asks for a student's new swipes and feedback to be
-// folded into the learning state and the feed to be rebuilt.
+// folded into the learned state and the feed to be rebuilt. Version is the
+// student version the write that asked produced (0 when it produced none,
+// as feedback): a learner whose stored feed already covers it has nothing
+// to fold.
 type StudentLearnPayload struct {
 	StudentID string `json:"student_id"`
-	OutboxID  int64  `json:"outbox_id,omitempty"` // the event that asked for it, for logs and lag
+	Version   int64  `json:"version,omitempty"`
 }
 
-// NewStudentLearnTask builds a student:learn task.
-func NewStudentLearnTask(studentID string, outboxID int64) (*asynq.Task, error) {
+// LearnJob is the student:learn job of a write of student studentID: a
+// swipe (or sync push) that moved their version to version, or a feedback
+// reason (feedbackID; version 0, since feedback moves no version). Its id
+// is derived from them, so handing the same write over twice queues it once
+// while it is queued; it keeps no retention, since running it again folds
+// nothing twice.
+func LearnJob(studentID string, version, feedbackID int64) handover.Job {
+	id := "learn:" + studentID + ":v" + strconv.FormatInt(version, 10)
+	if feedbackID != 0 {
+		id = "learn:" + studentID + ":f" + strconv.FormatInt(feedbackID, 10)
+		version = 0
+	}
+	b, _ := json.Marshal(StudentLearnPayload{StudentID: studentID, Version: version}) // strings and numbers
+	return handover.Job{ID: id, Type: TypeStudentLearn, Payload: b, Queue: QueueCritical, MaxRetry: 10,
+		Timeout: 30 * time.Second}
+}
+
+// NewStudentLearnTask builds a student:learn task, for callers that run
+// the handler without a queue.
+func NewStudentLearnTask(studentID string, version int64) (*asynq.Task, error) {
 	if studentID == "" {
 		return nil, errors.New("tasks: student:learn needs a student id")
 	}
-	b, err := json.Marshal(StudentLearnPayload{StudentID: studentID, OutboxID: outboxID})
+	b, err := json.Marshal(StudentLearnPayload{StudentID: studentID, Version: version})
 	if err != nil {
 		return nil, err
 	}
-	return asynq.NewTask(TypeStudentLearn, b,
-		asynq.Queue(QueueCritical), asynq.MaxRetry(10), asynq.Timeout(30*time.Second), asynq.Retention(Retention)), nil
+	return asynq.NewTask(TypeStudentLearn, b, asynq.Queue(QueueCritical), asynq.MaxRetry(10), asynq.Timeout(30*time.Second)), nil
 }
 
 // WebhookDeliverPayload names one event (its outbox row) and one configured
-// endpoint (its URL); the secret and the body are looked up when delivering.
+// endpoint (its URL); the secret is looked up when delivering. First is set
+// on the task the relay queues with a new delivery: the attempt it makes is
+// leased to it, and it carries the event, so the first attempt reads
+// nothing.
 type WebhookDeliverPayload struct {
-	OutboxID int64  `json:"outbox_id"`
-	Endpoint string `json:"endpoint"`
+	OutboxID int64         `json:"outbox_id"`
+	Endpoint string        `json:"endpoint"`
+	First    *FirstAttempt `json:"first,omitempty"`
+}
+
+// FirstAttempt is a new delivery's first attempt, as the relay hands it
+// over: the delivery row, how long its lease lasts (Unix milliseconds, by
+// the database's clock) and the event.
+type FirstAttempt struct {
+	DeliveryID  int64           `json:"delivery_id"`
+	LeasedUntil int64           `json:"leased_until"`
+	Topic       string          `json:"topic"`
+	Payload     json.RawMessage `json:"payload"`
+	CreatedAt   time.Time       `json:"created_at"`
+}
+
+// firstRun reports whether the task runs for the first time (not a retry).
+func firstRun(ctx context.Context) bool {
+	n, ok := asynq.GetRetryCount(ctx)
+	return !ok || n == 0
 }
 
 // webhookMaxRetry is the queue's retry limit for webhook:deliver: in effect
@@ -115,20 +153,17 @@ type WebhookDeliverPayload struct {
 // owed, since its id would then keep the monitor from queueing it again.
 const webhookMaxRetry = math.MaxInt32
 
-// NewWebhookDeliverTask builds a webhook:deliver task. Its retries follow
+// WebhookJob is the webhook:deliver job of the delivery of outbox row
+// outboxID to endpoint, for its replays-th replay (WebhookTaskID); first is
+// set on a new delivery's first attempt (the relay's). Its retries follow
 // the schedule (WebhookSchedule, applied through RetryIn by the handler and
-// the worker's RetryDelayFunc) and its delivery is parked by the handler
-// after the last attempt.
-func NewWebhookDeliverTask(outboxID int64, endpoint string) (*asynq.Task, error) {
-	if outboxID <= 0 || endpoint == "" {
-		return nil, fmt.Errorf("tasks: webhook:deliver needs an outbox id and an endpoint, got %d and %q", outboxID, endpoint)
-	}
-	b, err := json.Marshal(WebhookDeliverPayload{OutboxID: outboxID, Endpoint: endpoint})
-	if err != nil {
-		return nil, err
-	}
-	return asynq.NewTask(TypeWebhookDeliver, b,
-		asynq.Queue(QueueWebhooks), asynq.MaxRetry(webhookMaxRetry), asynq.Timeout(30*time.Second), asynq.Retention(Retention)), nil
+// the worker's RetryDelayFunc), and the handler parks the delivery after
+// the last attempt. A completed task is not kept: the delivery's row says
+// it is done, so a second task for it makes no attempt.
+func WebhookJob(outboxID int64, endpoint string, replays int, first *FirstAttempt) handover.Job {
+	b, _ := json.Marshal(WebhookDeliverPayload{OutboxID: outboxID, Endpoint: endpoint, First: first}) // plain values
+	return handover.Job{ID: WebhookTaskID(outboxID, endpoint, replays), Type: TypeWebhookDeliver, Payload: b,
+		Queue: QueueWebhooks, MaxRetry: webhookMaxRetry, Timeout: 30 * time.Second}
 }
 
 // NewOutboxRelayTask builds an outbox:relay task: one immediate relay pass

@@ -6,15 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/handover"
 )
 
 // WebhookSchedule is the wait before each retry of a webhook delivery
@@ -28,57 +27,6 @@ var WebhookSchedule = []time.Duration{
 
 // WebhookJitter is the relative jitter of every wait of the schedule.
 const WebhookJitter = 0.2
-
-// Delivery statuses (webhook_deliveries.status).
-const (
-	DeliveryPending   = "pending"
-	DeliverySucceeded = "succeeded"
-	DeliveryParked    = "parked"
-	DeliveryDisabled  = "disabled"
-)
-
-// WebhookSubscription is a configured endpoint as the router sees it.
-type WebhookSubscription struct {
-	URL    string
-	Events []string
-}
-
-// AddWebhookRoutes makes every event some endpoint subscribes to produce
-// one webhook:deliver task per subscribed endpoint, under
-// WebhookTaskID(row, endpoint, 0), each carrying the delivery that
-// Router.Record writes to ledger before the task is queued. The API's fast
-// path and the worker's relay must both add them from the same
-// WEBHOOK_ENDPOINTS_FILE: a row the API hands over is marked published, and
-// the relay never routes it again.
-func AddWebhookRoutes(r *Router, subs []WebhookSubscription, ledger DeliveryLedger) {
-	if len(subs) > 0 && ledger == nil {
-		panic("tasks.AddWebhookRoutes: endpoints without a delivery ledger")
-	}
-	r.ledger = ledger
-	byEvent := map[string][]string{}
-	for _, s := range subs {
-		for _, ev := range s.Events {
-			if !slices.Contains(byEvent[ev], s.URL) {
-				byEvent[ev] = append(byEvent[ev], s.URL)
-			}
-		}
-	}
-	for _, ev := range slices.Sorted(maps.Keys(byEvent)) {
-		urls := byEvent[ev]
-		r.Add(ev, func(row OutboxRow) ([]Job, error) {
-			jobs := make([]Job, 0, len(urls))
-			for _, u := range urls {
-				t, err := NewWebhookDeliverTask(row.ID, u)
-				if err != nil {
-					return nil, err
-				}
-				jobs = append(jobs, Job{ID: WebhookTaskID(row.ID, u, 0), Task: t, Delivery: &WebhookDeliveryKey{
-					OutboxID: row.ID, Endpoint: u, MessageID: WebhookMessageID(row.ID, u)}})
-			}
-			return jobs, nil
-		})
-	}
-}
 
 // WebhookTaskID is the task id of the delivery of outbox row outboxID to
 // endpointURL: OutboxTaskID with the EndpointKey, and for the n-th replay
@@ -98,87 +46,27 @@ func WebhookMessageID(outboxID int64, endpointURL string) string {
 	return "msg_" + strconv.FormatInt(outboxID, 10) + "_" + EndpointKey(endpointURL)
 }
 
-// WebhookEvent is the outbox row a delivery sends.
-type WebhookEvent struct {
-	Topic     string
-	Payload   []byte
-	CreatedAt time.Time
-}
-
-// WebhookDeliveryKey names a delivery and what its row records.
-type WebhookDeliveryKey struct {
-	OutboxID  int64
-	Endpoint  string
-	MessageID string // the webhook-id (WebhookMessageID)
-}
-
-// WebhookDelivery is a delivery's row as an attempt starts, with its event.
-type WebhookDelivery struct {
-	ID               int64
-	Status           string
-	Attempts         int // in all, replays included
-	RoundStart       int // attempts made before the last replay
-	Replays          int
-	EndpointDisabled bool // the endpoint answered 410 Gone and was not replayed since
-	// Claimed is true when this task may make the next attempt (see
-	// WebhookStore.BeginWebhookDelivery).
-	Claimed       bool
-	NextAttemptAt time.Time // when a pending delivery not claimed is due (or its lease ends)
-	Event         WebhookEvent
-}
-
-// WebhookLease is how long a claimed attempt holds its delivery: longer
-// than a task may run (its 30 s timeout), so two tasks never attempt one
-// delivery at once, and short enough that a worker killed mid-attempt
-// delays the delivery by about a minute.
-const WebhookLease = time.Minute
-
-// WebhookClockSlack is how early, by the database's clock, a task may claim
-// an attempt: the worker schedules retries by its own clock.
-const WebhookClockSlack = time.Second
-
 // ErrNotDue is the error of a webhook:deliver task that found its delivery
 // not due: another task holds the attempt, or the next attempt is later.
 // The task comes back when the delivery is due (RetryIn), so a delivery
 // never waits on a task that stopped.
 var ErrNotDue = errors.New("webhook delivery not due")
 
-// Round is the number of attempts made since the delivery was first queued
-// or last replayed: the retry schedule and parking go by it, not by the
-// queue's retry count, which starts again at 0 when a lost task is queued
-// again.
-func (d WebhookDelivery) Round() int { return max(d.Attempts-d.RoundStart, 0) }
-
-// WebhookAttempt is one attempt's record.
-type WebhookAttempt struct {
-	StatusCode int // 0: no response
-	Latency    time.Duration
-	Error      string // "" when delivered
-}
-
-// StaleDelivery is a pending delivery whose next attempt is overdue.
-type StaleDelivery struct {
-	ID       int64 // the delivery's row
-	OutboxID int64
-	Endpoint string
-	Replays  int
-}
-
 // WebhookStore is what delivery needs from the database.
 type WebhookStore interface {
 	// BeginWebhookDelivery returns the delivery's row and its event, and
 	// claims the next attempt when the delivery is pending and due (its next
-	// attempt then moves WebhookLease ahead until the attempt is recorded);
+	// attempt then moves domain.WebhookLease ahead until the attempt is recorded);
 	// it inserts the row, claimed, if there is none (idempotent on
 	// (outbox_id, endpoint_url)). A domain.KindNotFound error when the event
 	// is gone.
-	BeginWebhookDelivery(ctx context.Context, k WebhookDeliveryKey) (WebhookDelivery, error)
+	BeginWebhookDelivery(ctx context.Context, k domain.DeliveryKey) (domain.WebhookDelivery, error)
 	// RecordWebhookAttempt adds an attempt row and moves the delivery to
 	// status (a delivery no longer pending keeps its status unless status is
 	// succeeded), with its next attempt at next (zero: none). replays is the
 	// delivery's replay count at the claim: a delivery replayed since stays
 	// pending and due now unless the attempt succeeded.
-	RecordWebhookAttempt(ctx context.Context, deliveryID int64, a WebhookAttempt, status string, next time.Time, replays int) error
+	RecordWebhookAttempt(ctx context.Context, deliveryID int64, a domain.WebhookAttempt, status string, next time.Time, replays int) error
 	// SetWebhookDeliveryStatus moves a pending delivery to status without an
 	// attempt.
 	SetWebhookDeliveryStatus(ctx context.Context, deliveryID int64, status, lastError string) error
@@ -190,7 +78,7 @@ type WebhookStore interface {
 	// StaleWebhookDeliveries lists up to limit pending deliveries whose next
 	// attempt was due more than overdue ago, with row ids above afterID, in
 	// id order.
-	StaleWebhookDeliveries(ctx context.Context, overdue time.Duration, afterID int64, limit int) ([]StaleDelivery, error)
+	StaleWebhookDeliveries(ctx context.Context, overdue time.Duration, afterID int64, limit int) ([]domain.StaleDelivery, error)
 }
 
 // WebhookOutcome classifies an attempt.
@@ -320,7 +208,7 @@ func StoreRetryDelay(n int, rnd func() float64) time.Duration {
 // WebhookBody is the JSON body of a delivery: {"id","event","data"} where
 // id is the webhook-id and, for swipe.recorded, data is {student_id,
 // school_id, direction, timestamp} with the timestamp in ISO 8601 UTC.
-func WebhookBody(messageID string, ev WebhookEvent) ([]byte, error) {
+func WebhookBody(messageID string, ev domain.WebhookEvent) ([]byte, error) {
 	type body struct {
 		ID    string `json:"id"`
 		Event string `json:"event"`
@@ -362,6 +250,11 @@ type webhooks struct {
 	cfg    WebhookConfig
 }
 
+// firstAttemptMargin is how much of its lease a first attempt must have
+// left to go without a claim: time for the request (10 s at most) and the
+// clocks apart. A first attempt that starts later claims its attempt.
+const firstAttemptMargin = 15 * time.Second
+
 // recordTimeout bounds the database writes after an attempt, which run
 // even when the task's context has ended (shutdown mid-delivery).
 const recordTimeout = 5 * time.Second
@@ -372,18 +265,29 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("decode %s payload %q: %v: %w", t.Type(), t.Payload(), err, asynq.SkipRetry)
 	}
 	msgID := WebhookMessageID(p.OutboxID, p.Endpoint)
-	d, err := w.store.BeginWebhookDelivery(ctx, WebhookDeliveryKey{OutboxID: p.OutboxID, Endpoint: p.Endpoint, MessageID: msgID})
-	if err != nil {
-		var de *domain.Error
-		if errors.As(err, &de) && de.Kind == domain.KindNotFound {
-			return fmt.Errorf("outbox event %d is gone: %w", p.OutboxID, asynq.SkipRetry)
+	var d domain.WebhookDelivery
+	record := w.store.RecordWebhookAttempt
+	if first := p.First; first != nil && firstRun(ctx) && w.cfg.Now().Before(time.UnixMilli(first.LeasedUntil).Add(-firstAttemptMargin)) {
+		// The relay wrote the delivery leased to this task, with the event:
+		// the attempt needs no read.
+		d = domain.WebhookDelivery{ID: first.DeliveryID, Status: domain.DeliveryPending, Claimed: true,
+			Event: domain.WebhookEvent{Topic: first.Topic, Payload: first.Payload, CreatedAt: first.CreatedAt}}
+		record = w.recordFirst
+	} else {
+		var err error
+		d, err = w.store.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: p.OutboxID, Endpoint: p.Endpoint, MessageID: msgID})
+		if err != nil {
+			var de *domain.Error
+			if errors.As(err, &de) && de.Kind == domain.KindNotFound {
+				return fmt.Errorf("outbox event %d is gone: %w", p.OutboxID, asynq.SkipRetry)
+			}
+			return err // the database: retried soon (RetryDelayFunc), no attempt counted
 		}
-		return err // the database: retried soon (RetryDelayFunc), no attempt counted
 	}
 	ev := d.Event
 	log := w.log.With("outbox_id", p.OutboxID, "delivery_id", d.ID, "webhook_id", msgID)
 	switch {
-	case d.Status != DeliveryPending:
+	case d.Status != domain.DeliveryPending:
 		// A late duplicate of a delivery that already ended.
 		return nil
 	case !d.Claimed:
@@ -392,25 +296,25 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 		now := w.cfg.Now()
 		return &RetryIn{Delay: retryAt(now, max(d.NextAttemptAt.Sub(now), time.Second)), Err: ErrNotDue}
 	case d.EndpointDisabled:
-		w.m.Deliveries.WithLabelValues(DeliveryDisabled).Inc()
-		return w.store.SetWebhookDeliveryStatus(ctx, d.ID, DeliveryDisabled,
+		w.m.Deliveries.WithLabelValues(domain.DeliveryDisabled).Inc()
+		return w.store.SetWebhookDeliveryStatus(ctx, d.ID, domain.DeliveryDisabled,
 			"endpoint disabled after 410 Gone; replay a delivery to re-enable it")
 	case !w.sender.Configured(p.Endpoint):
 		log.WarnContext(ctx, "webhook endpoint no longer configured; delivery disabled")
-		w.m.Deliveries.WithLabelValues(DeliveryDisabled).Inc()
-		return w.store.SetWebhookDeliveryStatus(ctx, d.ID, DeliveryDisabled,
+		w.m.Deliveries.WithLabelValues(domain.DeliveryDisabled).Inc()
+		return w.store.SetWebhookDeliveryStatus(ctx, d.ID, domain.DeliveryDisabled,
 			"endpoint not in WEBHOOK_ENDPOINTS_FILE")
 	}
 	body, err := WebhookBody(msgID, ev)
 	if err != nil {
 		log.ErrorContext(ctx, "webhook event cannot be encoded; delivery parked", "err", err)
-		w.m.Deliveries.WithLabelValues(DeliveryParked).Inc()
-		return w.store.SetWebhookDeliveryStatus(ctx, d.ID, DeliveryParked, err.Error())
+		w.m.Deliveries.WithLabelValues(domain.DeliveryParked).Inc()
+		return w.store.SetWebhookDeliveryStatus(ctx, d.ID, domain.DeliveryParked, err.Error())
 	}
 
 	res := w.sender.Send(ctx, p.Endpoint, msgID, body)
 	w.m.AttemptLatency.Observe(res.Latency.Seconds())
-	a := WebhookAttempt{StatusCode: res.StatusCode, Latency: res.Latency}
+	a := domain.WebhookAttempt{StatusCode: res.StatusCode, Latency: res.Latency}
 	if res.Err != nil {
 		a.Error = truncate(res.Err.Error(), 500)
 	}
@@ -424,10 +328,10 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	switch {
 	case res.Outcome == WebhookDelivered:
 		w.m.Attempts.WithLabelValues("delivered").Inc()
-		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliverySucceeded, time.Time{}, d.Replays); err != nil {
+		if err := record(rctx, d.ID, a, domain.DeliverySucceeded, time.Time{}, d.Replays); err != nil {
 			return err // retried: the receiver sees the same webhook-id again
 		}
-		w.m.Deliveries.WithLabelValues(DeliverySucceeded).Inc()
+		w.m.Deliveries.WithLabelValues(domain.DeliverySucceeded).Inc()
 		w.m.Lag.Observe(max(now.Sub(ev.CreatedAt), 0).Seconds())
 		return nil
 	case ctx.Err() != nil:
@@ -435,36 +339,58 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 		// the queue run the task again (same webhook-id).
 		w.m.Attempts.WithLabelValues("interrupted").Inc()
 		a.Error = "interrupted: " + a.Error
-		_ = w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryPending, now, d.Replays)
+		_ = record(rctx, d.ID, a, domain.DeliveryPending, now, d.Replays)
 		return ctx.Err()
 	case res.Outcome == WebhookGone:
 		w.m.Attempts.WithLabelValues("gone").Inc()
-		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryDisabled, time.Time{}, d.Replays); err != nil {
+		if err := record(rctx, d.ID, a, domain.DeliveryDisabled, time.Time{}, d.Replays); err != nil {
 			return err
 		}
 		n, err := w.store.DisableWebhookEndpoint(rctx, p.Endpoint, "410 Gone on delivery "+strconv.FormatInt(d.ID, 10))
 		if err != nil {
 			return fmt.Errorf("disable endpoint after 410: %v: %w", err, asynq.SkipRetry)
 		}
-		w.m.Deliveries.WithLabelValues(DeliveryDisabled).Add(float64(1 + n))
+		w.m.Deliveries.WithLabelValues(domain.DeliveryDisabled).Add(float64(1 + n))
 		log.WarnContext(ctx, "webhook endpoint answered 410 Gone; endpoint disabled", "pending_disabled", n)
 		return nil
 	case round >= w.cfg.MaxRetry():
 		w.m.Attempts.WithLabelValues("failed").Inc()
-		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryParked, time.Time{}, d.Replays); err != nil {
+		if err := record(rctx, d.ID, a, domain.DeliveryParked, time.Time{}, d.Replays); err != nil {
 			return err
 		}
-		w.m.Deliveries.WithLabelValues(DeliveryParked).Inc()
+		w.m.Deliveries.WithLabelValues(domain.DeliveryParked).Inc()
 		log.WarnContext(ctx, "webhook delivery parked after its last attempt", "attempts", round+1, "err", a.Error)
 		return nil
 	default:
 		w.m.Attempts.WithLabelValues("failed").Inc()
 		delay := max(w.cfg.Delay(round), res.RetryAfter)
 		delay = retryAt(now, delay)
-		if err := w.store.RecordWebhookAttempt(rctx, d.ID, a, DeliveryPending, now.Add(delay), d.Replays); err != nil {
+		if err := record(rctx, d.ID, a, domain.DeliveryPending, now.Add(delay), d.Replays); err != nil {
 			return err
 		}
 		return &RetryIn{Delay: delay, Err: res.Err}
+	}
+}
+
+// recordFirst records a first attempt made without a claim. The relay
+// queues the task a moment before it commits the delivery's row, so a
+// quick task may find the row not there yet: it waits for the commit, a
+// few seconds at most. A row that never comes (the relay rolled back) is
+// written again by the relay's next pass, whose task attempts again with
+// the same webhook-id.
+func (w *webhooks) recordFirst(ctx context.Context, id int64, a domain.WebhookAttempt, status string, next time.Time, replays int) error {
+	wait := 10 * time.Millisecond
+	for {
+		err := w.store.RecordWebhookAttempt(ctx, id, a, status, next, replays)
+		if domain.KindOf(err) != domain.KindNotFound || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
 	}
 }
 
@@ -496,14 +422,14 @@ type WebhookMonitorConfig struct {
 type WebhookMonitor struct {
 	log   *slog.Logger
 	store WebhookStore
-	q     Enqueuer
+	q     Queue
 	m     *WebhookMetrics
 	cfg   WebhookMonitorConfig
 	after int64 // the last delivery id the previous pass looked at; 0: from the start
 }
 
 // NewWebhookMonitor builds a monitor; every argument is required.
-func NewWebhookMonitor(log *slog.Logger, store WebhookStore, q Enqueuer, m *WebhookMetrics, cfg WebhookMonitorConfig) *WebhookMonitor {
+func NewWebhookMonitor(log *slog.Logger, store WebhookStore, q Queue, m *WebhookMetrics, cfg WebhookMonitorConfig) *WebhookMonitor {
 	if log == nil || store == nil || q == nil || m == nil {
 		panic("tasks.NewWebhookMonitor: nil dependency")
 	}
@@ -577,27 +503,21 @@ func (w *WebhookMonitor) page(ctx context.Context) (requeued int, more bool) {
 	if err != nil {
 		return 0, false
 	}
-	from := w.after
-	for _, s := range stale {
-		t, err := NewWebhookDeliverTask(s.OutboxID, s.Endpoint)
+	if len(stale) > 0 {
+		jobs := make([]handover.Job, len(stale))
+		for i, s := range stale {
+			jobs[i] = WebhookJob(s.OutboxID, s.Endpoint, s.Replays, nil)
+		}
+		n, err := w.q.Queue(ctx, jobs...)
 		if err != nil {
-			from = s.ID
-			continue
+			return 0, false // Redis is down: the next pass goes on from where this one started
 		}
-		dup, err := Enqueue(ctx, w.q, Job{ID: WebhookTaskID(s.OutboxID, s.Endpoint, s.Replays), Task: t})
-		if err != nil {
-			w.after = from // Redis is down: the next pass goes on from here
-			return requeued, false
-		}
-		from = s.ID
-		if !dup {
-			requeued++
-		}
+		requeued = n
 	}
 	if len(stale) < w.cfg.Batch {
 		w.after = 0 // the end: from the start next time
 		return requeued, false
 	}
-	w.after = from
+	w.after = stale[len(stale)-1].ID
 	return requeued, true
 }

@@ -2,7 +2,6 @@ package tasks_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/tasks"
 )
 
@@ -26,9 +26,9 @@ func TestWebhookScheduleIsTheDecisionsSchedule(t *testing.T) {
 	}
 	assert.InDelta(t, 25.5, total.Hours(), 0.25, "about 25.5 h")
 	assert.Equal(t, 8, tasks.WebhookConfig{}.MaxRetry(), "9 attempts")
-	task, err := tasks.NewWebhookDeliverTask(1, "https://a.example")
-	require.NoError(t, err)
-	assert.NotNil(t, task)
+	job := tasks.WebhookJob(1, "https://a.example", 0, nil)
+	assert.Equal(t, tasks.QueueWebhooks, job.Queue)
+	assert.Zero(t, job.Retention, "a finished delivery's row says it is done")
 
 	for n, d := range want {
 		lo := tasks.WebhookConfig{Rand: func() float64 { return 0 }}.Delay(n)
@@ -55,75 +55,6 @@ func TestRetryDelayFunc(t *testing.T) {
 	assert.Positive(t, f(0, errors.New("x"), learn))
 }
 
-// ledger is a DeliveryLedger that remembers what it was asked to record.
-type ledger struct {
-	keys []tasks.WebhookDeliveryKey
-	skip []int64
-	err  error
-}
-
-func (l *ledger) RecordWebhookDeliveries(_ context.Context, keys []tasks.WebhookDeliveryKey) ([]int64, error) {
-	if l.err != nil {
-		return nil, l.err
-	}
-	l.keys = append(l.keys, keys...)
-	return l.skip, nil
-}
-
-func TestAddWebhookRoutes(t *testing.T) {
-	r := tasks.NewRouter()
-	tasks.AddLearnRoutes(r)
-	l := &ledger{}
-	tasks.AddWebhookRoutes(r, []tasks.WebhookSubscription{
-		{URL: "https://a.example/1", Events: []string{tasks.TopicSwipeRecorded}},
-		{URL: "https://b.example/2", Events: []string{tasks.TopicSwipeRecorded}},
-	}, l)
-	jobs, err := r.Route(tasks.OutboxRow{ID: 7, Topic: tasks.TopicSwipeRecorded, StudentID: "s"})
-	require.NoError(t, err)
-	require.Len(t, jobs, 3)
-	assert.Equal(t, "outbox:7:student:learn", jobs[0].ID)
-	assert.Equal(t, "outbox:7:webhook:deliver:"+tasks.EndpointKey("https://a.example/1"), jobs[1].ID)
-	assert.Equal(t, tasks.WebhookTaskID(7, "https://b.example/2", 0), jobs[2].ID)
-	assert.NotEqual(t, tasks.WebhookTaskID(7, "https://b.example/2", 0), tasks.WebhookTaskID(7, "https://b.example/2", 1))
-	var p tasks.WebhookDeliverPayload
-	require.NoError(t, json.Unmarshal(jobs[1].Task.Payload(), &p))
-	assert.Equal(t, tasks.WebhookDeliverPayload{OutboxID: 7, Endpoint: "https://a.example/1"}, p)
-	assert.Nil(t, jobs[0].Delivery, "a learn job has no delivery")
-	assert.Equal(t, &tasks.WebhookDeliveryKey{OutboxID: 7, Endpoint: "https://a.example/1",
-		MessageID: tasks.WebhookMessageID(7, "https://a.example/1")}, jobs[1].Delivery)
-
-	// Record writes the deliveries of the webhook jobs, in one call.
-	skipped, err := r.Record(context.Background(), jobs)
-	require.NoError(t, err)
-	assert.Empty(t, skipped)
-	require.Len(t, l.keys, 2)
-	assert.Equal(t, *jobs[1].Delivery, l.keys[0])
-	assert.Equal(t, *jobs[2].Delivery, l.keys[1])
-	l.skip = []int64{7}
-	skipped, err = r.Record(context.Background(), jobs)
-	require.NoError(t, err)
-	assert.Equal(t, map[int64]bool{7: true}, skipped, "a relay holds row 7")
-	l.err = errors.New("database down")
-	_, err = r.Record(context.Background(), jobs)
-	assert.ErrorIs(t, err, l.err, "the caller must not queue the tasks")
-	_, err = r.Record(context.Background(), jobs[:1])
-	assert.NoError(t, err, "no delivery, no call")
-
-	// Interactions are not webhook events.
-	jobs, err = r.Route(tasks.OutboxRow{ID: 8, Topic: tasks.TopicInteractionRecorded, StudentID: "s"})
-	require.NoError(t, err)
-	assert.Len(t, jobs, 1)
-}
-
-func TestRecordWithoutLedger(t *testing.T) {
-	assert.Panics(t, func() {
-		tasks.AddWebhookRoutes(tasks.NewRouter(), []tasks.WebhookSubscription{{URL: "https://a", Events: []string{"e"}}}, nil)
-	})
-	r := tasks.NewRouter()
-	_, err := r.Record(context.Background(), []tasks.Job{{ID: "x", Delivery: &tasks.WebhookDeliveryKey{OutboxID: 1, Endpoint: "https://a"}}})
-	assert.Error(t, err, "webhook jobs from elsewhere than AddWebhookRoutes are refused, not queued unrecorded")
-}
-
 func TestStoreRetryDelay(t *testing.T) {
 	mid := func() float64 { return 0.5 }
 	assert.Equal(t, time.Second, tasks.StoreRetryDelay(0, mid))
@@ -135,18 +66,18 @@ func TestStoreRetryDelay(t *testing.T) {
 
 func TestWebhookBody(t *testing.T) {
 	created := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	b, err := tasks.WebhookBody("msg_1_ab", tasks.WebhookEvent{Topic: tasks.TopicSwipeRecorded, CreatedAt: created,
+	b, err := tasks.WebhookBody("msg_1_ab", domain.WebhookEvent{Topic: tasks.TopicSwipeRecorded, CreatedAt: created,
 		Payload: []byte(`{"student_id":"s1","school_id":"c1","direction":"left","timestamp":"2026-05-01T13:00:00.250+01:00","swipe_id":9}`)})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"id":"msg_1_ab","event":"swipe.recorded","data":{"student_id":"s1","school_id":"c1","direction":"left","timestamp":"2026-05-01T12:00:00.250Z"}}`, string(b))
 
 	// An erased student's event keeps its ids: the event time stands in.
-	b, err = tasks.WebhookBody("msg_1_ab", tasks.WebhookEvent{Topic: tasks.TopicSwipeRecorded, CreatedAt: created,
+	b, err = tasks.WebhookBody("msg_1_ab", domain.WebhookEvent{Topic: tasks.TopicSwipeRecorded, CreatedAt: created,
 		Payload: []byte(`{"student_id":"s1","school_id":"c1","swipe_id":9}`)})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"id":"msg_1_ab","event":"swipe.recorded","data":{"student_id":"s1","school_id":"c1","timestamp":"2026-05-01T12:00:00.000Z"}}`, string(b))
 
-	_, err = tasks.WebhookBody("m", tasks.WebhookEvent{Topic: tasks.TopicSwipeRecorded, Payload: []byte(`nope`)})
+	_, err = tasks.WebhookBody("m", domain.WebhookEvent{Topic: tasks.TopicSwipeRecorded, Payload: []byte(`nope`)})
 	assert.Error(t, err)
 	assert.Equal(t, "msg_12_"+tasks.EndpointKey("https://a"), tasks.WebhookMessageID(12, "https://a"))
 }
@@ -161,17 +92,26 @@ func TestRetryAtFallsOnAWholeSecondNoSooner(t *testing.T) {
 // hookStore is a WebhookStore over one delivery row, for the handler's
 // decisions; the real store is exercised by cmd/worker's tests.
 type hookStore struct {
-	d        tasks.WebhookDelivery
+	d        domain.WebhookDelivery
+	missing  int // records that find no row (the relay has not committed yet)
+	begun    int // claims read
+	ids      []int64
 	statuses []string
 	next     []time.Time
 }
 
-func (s *hookStore) BeginWebhookDelivery(context.Context, tasks.WebhookDeliveryKey) (tasks.WebhookDelivery, error) {
+func (s *hookStore) BeginWebhookDelivery(context.Context, domain.DeliveryKey) (domain.WebhookDelivery, error) {
+	s.begun++
 	return s.d, nil
 }
 
-func (s *hookStore) RecordWebhookAttempt(_ context.Context, _ int64, _ tasks.WebhookAttempt, status string, next time.Time, _ int) error {
+func (s *hookStore) RecordWebhookAttempt(_ context.Context, id int64, _ domain.WebhookAttempt, status string, next time.Time, _ int) error {
+	if s.missing > 0 {
+		s.missing--
+		return &domain.Error{Kind: domain.KindNotFound, Message: "webhook delivery not found"}
+	}
 	s.d.Attempts++
+	s.ids = append(s.ids, id)
 	s.statuses = append(s.statuses, status)
 	s.next = append(s.next, next)
 	return nil
@@ -186,7 +126,7 @@ func (s *hookStore) DisableWebhookEndpoint(context.Context, string, string) (int
 func (s *hookStore) WebhookBacklog(context.Context) (int, time.Time, error) {
 	return 0, time.Time{}, nil
 }
-func (s *hookStore) StaleWebhookDeliveries(context.Context, time.Duration, int64, int) ([]tasks.StaleDelivery, error) {
+func (s *hookStore) StaleWebhookDeliveries(context.Context, time.Duration, int64, int) ([]domain.StaleDelivery, error) {
 	return nil, nil
 }
 
@@ -203,36 +143,32 @@ func (f failingSender) Send(context.Context, string, string, []byte) tasks.Webho
 // replayed delivery gets 9 attempts again.
 func TestWebhookAttemptsCountedFromTheRow(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	run := func(d tasks.WebhookDelivery, sender tasks.WebhookSender) (*hookStore, error) {
+	run := func(d domain.WebhookDelivery, sender tasks.WebhookSender) (*hookStore, error) {
 		st := &hookStore{d: d}
-		h := tasks.NewHandler(tasks.Deps{Log: slog.New(slog.DiscardHandler), Relay: &tasks.Relay{},
-			WebhookStore: st, WebhookSender: sender, WebhookMetrics: tasks.NewWebhookMetrics(prometheus.NewRegistry()),
-			WebhookConfig: tasks.WebhookConfig{Rand: func() float64 { return 0.5 }, Now: func() time.Time { return now }}})
-		task, err := tasks.NewWebhookDeliverTask(1, "https://a.example/hook")
-		require.NoError(t, err)
-		return st, h.HandleWebhookDeliver(context.Background(), task)
+		job := tasks.WebhookJob(1, "https://a.example/hook", 0, nil)
+		return st, webhookHandler(st, sender, now).HandleWebhookDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload))
 	}
-	ev := tasks.WebhookEvent{Topic: tasks.TopicSwipeRecorded, CreatedAt: now,
+	ev := domain.WebhookEvent{Topic: tasks.TopicSwipeRecorded, CreatedAt: now,
 		Payload: []byte(`{"student_id":"s","school_id":"c","direction":"left","timestamp":"2026-05-01T12:00:00Z"}`)}
 
-	st, err := run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliveryPending, Attempts: 8, Claimed: true, Event: ev}, failingSender{})
+	st, err := run(domain.WebhookDelivery{ID: 1, Status: domain.DeliveryPending, Attempts: 8, Claimed: true, Event: ev}, failingSender{})
 	require.NoError(t, err, "parked: nothing left to retry")
-	assert.Equal(t, []string{tasks.DeliveryParked}, st.statuses)
+	assert.Equal(t, []string{domain.DeliveryParked}, st.statuses)
 
-	st, err = run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliveryPending, Attempts: 10, RoundStart: 9, Claimed: true, Event: ev}, failingSender{})
+	st, err = run(domain.WebhookDelivery{ID: 1, Status: domain.DeliveryPending, Attempts: 10, RoundStart: 9, Claimed: true, Event: ev}, failingSender{})
 	var ri *tasks.RetryIn
 	require.ErrorAs(t, err, &ri, "the second attempt after a replay is retried")
 	assert.Equal(t, 30*time.Second, ri.Delay, "after the round's second attempt, the schedule's second step")
-	assert.Equal(t, []string{tasks.DeliveryPending}, st.statuses)
+	assert.Equal(t, []string{domain.DeliveryPending}, st.statuses)
 	assert.Equal(t, []time.Time{now.Add(30 * time.Second)}, st.next)
 
-	_, err = run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliveryPending, Claimed: true, Event: ev}, failingSender{retryAfter: 90 * time.Second})
+	_, err = run(domain.WebhookDelivery{ID: 1, Status: domain.DeliveryPending, Claimed: true, Event: ev}, failingSender{retryAfter: 90 * time.Second})
 	require.ErrorAs(t, err, &ri)
 	assert.Equal(t, 90*time.Second, ri.Delay, "Retry-After longer than the schedule's 5 s wins")
 
 	// Not claimed: another task holds the attempt or it is not due. No
 	// attempt; the task comes back when the delivery is due.
-	st, err = run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliveryPending, Attempts: 3, NextAttemptAt: now.Add(40 * time.Second),
+	st, err = run(domain.WebhookDelivery{ID: 1, Status: domain.DeliveryPending, Attempts: 3, NextAttemptAt: now.Add(40 * time.Second),
 		Event: ev}, panicSender{})
 	require.ErrorIs(t, err, tasks.ErrNotDue)
 	require.ErrorAs(t, err, &ri)
@@ -241,7 +177,7 @@ func TestWebhookAttemptsCountedFromTheRow(t *testing.T) {
 	assert.Empty(t, st.statuses, "nothing recorded")
 
 	// Ended meanwhile: the duplicate is done.
-	st, err = run(tasks.WebhookDelivery{ID: 1, Status: tasks.DeliverySucceeded, Event: ev}, panicSender{})
+	st, err = run(domain.WebhookDelivery{ID: 1, Status: domain.DeliverySucceeded, Event: ev}, panicSender{})
 	require.NoError(t, err)
 	assert.Empty(t, st.statuses)
 }
@@ -252,4 +188,43 @@ type panicSender struct{}
 func (panicSender) Configured(string) bool { return true }
 func (panicSender) Send(context.Context, string, string, []byte) tasks.WebhookResult {
 	panic("no attempt may be made")
+}
+
+func webhookHandler(st tasks.WebhookStore, sender tasks.WebhookSender, now time.Time) *tasks.Handler {
+	return tasks.NewHandler(tasks.Deps{Log: slog.New(slog.DiscardHandler), Relay: &tasks.Relay{},
+		WebhookStore: st, WebhookSender: sender, WebhookMetrics: tasks.NewWebhookMetrics(prometheus.NewRegistry()),
+		WebhookConfig: tasks.WebhookConfig{Rand: func() float64 { return 0.5 }, Now: func() time.Time { return now }}})
+}
+
+type okSender struct{ sent int }
+
+func (*okSender) Configured(string) bool { return true }
+func (s *okSender) Send(context.Context, string, string, []byte) tasks.WebhookResult {
+	s.sent++
+	return tasks.WebhookResult{Outcome: tasks.WebhookDelivered, StatusCode: 204}
+}
+
+// A new delivery's first attempt, queued by the relay with the event and a
+// lease, reads nothing: it sends and records, one statement. A first
+// attempt whose lease is (nearly) over, and a retry, claim it first.
+func TestFirstAttemptNeedsNoRead(t *testing.T) {
+	now := time.Now()
+	first := &tasks.FirstAttempt{DeliveryID: 42, LeasedUntil: now.Add(time.Minute).UnixMilli(),
+		Topic: tasks.TopicSwipeRecorded, CreatedAt: now,
+		Payload: []byte(`{"student_id":"s","school_id":"c","direction":"left","timestamp":"2026-05-01T12:00:00Z"}`)}
+	job := tasks.WebhookJob(7, "https://a.example/hook", 0, first)
+	st := &hookStore{missing: 2} // the task ran before the relay's commit
+	sender := &okSender{}
+	require.NoError(t, webhookHandler(st, sender, now).HandleWebhookDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload)))
+	assert.Zero(t, st.begun, "no claim read")
+	assert.Equal(t, []int64{42}, st.ids)
+	assert.Equal(t, []string{domain.DeliverySucceeded}, st.statuses)
+	assert.Equal(t, 1, sender.sent)
+
+	// The lease ran out while the task waited in the queue: claim first.
+	late := &hookStore{d: domain.WebhookDelivery{ID: 42, Status: domain.DeliveryPending, Claimed: true,
+		Event: domain.WebhookEvent{Topic: first.Topic, Payload: first.Payload, CreatedAt: now}}}
+	require.NoError(t, webhookHandler(late, &okSender{}, now.Add(2*time.Minute)).HandleWebhookDeliver(context.Background(),
+		asynq.NewTask(job.Type, job.Payload)))
+	assert.Equal(t, 1, late.begun)
 }

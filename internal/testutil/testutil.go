@@ -50,7 +50,7 @@ const (
 	RedisDBWebhook   = 12
 	RedisDBMatchctl  = 13
 	RedisDBOpenAPI   = 14
-	RedisDBSpare     = 15
+	RedisDBHandover  = 15
 )
 
 // AdminURL is the PostgreSQL server tests create their databases on.

@@ -1,0 +1,261 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/collegematch/matching/internal/handover"
+)
+
+// The write side's Redis: one round trip before a swipe's commit (what the
+// answer is predicted from) and one after it (the stored feed patched, the
+// learner's task handed over), each bounded by CallTimeout and skipped for
+// RetryAfterFailure after a failure. Neither is needed for the swipe to be
+// recorded: without the first the answer is predicted from PostgreSQL, and
+// what the second does not do the worker's rebuild and learn sweep do.
+
+// SwipeView is what the write side reads before recording swipes.
+type SwipeView struct {
+	// Found: the student has a stored feed (not a tombstone). Profile and
+	// Model are the scoring view of the profile and the learned model it
+	// was ranked with.
+	Found   bool
+	Profile []byte
+	Model   []byte
+	// Slots are, per school asked about, its place in the stored feed:
+	// SlotProbe, SlotExploration, SlotRanked, or "" when it is not among
+	// its items.
+	Slots []string
+	// WasProbe are, per school asked about, whether it was served to the
+	// student as a probe within the probe memory's TTL (Probes).
+	WasProbe []bool
+}
+
+// Slot kinds of a feed item.
+const (
+	SlotRanked      = "ranked"
+	SlotExploration = "exploration"
+	SlotProbe       = "probe"
+)
+
+// swipeView reads, for KEYS[1] (a feed) and KEYS[2] (its student's probe
+// memory), the feed's profile and model, then for each school of ARGV
+// (pairs: 16 bytes, lower-case id) the flags of its item (-1: none) and its
+// probe memory score (false: none).
+var swipeView = redis.NewScript(`
+local f = redis.call('HMGET', KEYS[1], 'h', 'l', 'i')
+local out = {f[1] or false, f[2] or false}
+for k = 1, #ARGV - 1, 2 do
+  local flags = -1
+  if f[3] then
+    local pos = 1
+    while true do
+      local s = string.find(f[3], ARGV[k], pos, true)
+      if not s then break end
+      if (s - 1) % ` + strconv.Itoa(itemSize) + ` == 0 then
+        flags = string.byte(f[3], s + ` + strconv.Itoa(itemSize-1) + `)
+        break
+      end
+      pos = s + 1
+    end
+  end
+  out[#out + 1] = flags
+  out[#out + 1] = redis.call('ZSCORE', KEYS[2], ARGV[k + 1])
+end
+return out
+`)
+
+// patchFeed moves a student's stored feed to writes just committed:
+// KEYS[1] the feed; ARGV: the student version after them, the counted
+// swipes after them, the TTL (ms), then for each school a counted swipe
+// took, its 16 bytes and its id (lower case). A feed of that version or
+// newer, or none, is left alone (0).
+//
+// When the swiped schools are the feed's first items (a client swipes its
+// feed from the top), the patch keeps every later item where the probe
+// rule wants it: the counts move, the items shift up by as many places as
+// the count moved, and those schools leave the items and the compact page
+// (whose ETag changes with its body); the order stays the one learned
+// before until the worker's rebuild (1). The schools taken out are kept
+// in order (x), so a page deeper than the stored items extends the list
+// the feed was built as (query: Service.deeper). Otherwise (a school further down,
+// a repeat swipe on a school no longer listed) a patch would put probes in
+// the wrong places: the feed is dropped for a tombstone of the new version
+// instead, and the next read builds it (2).
+var patchFeed = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'sv', 'i', 'mi', 't', 'm')
+if not cur[1] or tonumber(cur[1]) >= tonumber(ARGV[1]) then
+  return 0
+end
+local k = (#ARGV - 3) / 2
+if k == 0 then
+  redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'n', ARGV[2])
+  return 1
+end
+local items = cur[2] or ''
+local size = ` + strconv.Itoa(itemSize) + `
+local head = {}
+for j = 0, k - 1 do
+  if #items < (j + 1) * size then
+    head = nil
+    break
+  end
+  head[string.sub(items, j * size + 1, j * size + 16)] = true
+end
+local ok = head ~= nil
+if ok then
+  local seen = {}
+  for a = 4, #ARGV - 1, 2 do
+    if not head[ARGV[a]] or seen[ARGV[a]] then
+      ok = false
+      break
+    end
+    seen[ARGV[a]] = true
+  end
+end
+if not ok then
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'lv', '0', 'cv', '0')
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 2
+end
+local removed = ''
+for j = 0, k - 1 do
+  removed = removed .. string.sub(items, j * size + 1, j * size + 16)
+end
+redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'n', ARGV[2], 'i', string.sub(items, k * size + 1),
+  't', tostring(math.max(0, (tonumber(cur[4]) or k) - k)))
+local x = redis.call('HGET', KEYS[1], 'x') or ''
+redis.call('HSET', KEYS[1], 'x', x .. removed)
+if cur[3] and cur[5] then
+  local lines = {}
+  for line in string.gmatch(cur[3], '[^\n]+') do
+    lines[#lines + 1] = line
+  end
+  local kept = {}
+  for j = k + 1, #lines do
+    kept[#kept + 1] = lines[j]
+  end
+  local body = '{"r":[' .. table.concat(kept, ',') .. ']}'
+  local nl = string.find(cur[5], '\n', 1, true)
+  local hl = string.sub(cur[5], 1, nl - 1)
+  local sp = string.find(hl, ' [^ ]*$')
+  redis.call('HSET', KEYS[1], 'mi', table.concat(kept, '\n'),
+    'm', string.sub(hl, 1, sp) .. '"' .. redis.sha1hex(body) .. '"\n' .. body)
+end
+return 1
+`)
+
+// SwipeTrips is the write side's Redis (see above), over the feed store
+// (whose breaker it shares) and the task queue.
+type SwipeTrips struct {
+	feeds  *Feeds
+	queuer *handover.Queuer
+}
+
+// NewSwipeTrips builds the write side's Redis over feeds.
+func NewSwipeTrips(feeds *Feeds, queuer *handover.Queuer) *SwipeTrips {
+	if feeds == nil || queuer == nil {
+		panic("cache.NewSwipeTrips: nil dependency")
+	}
+	return &SwipeTrips{feeds: feeds, queuer: queuer}
+}
+
+// BeforeSwipe reads what swipes on schoolIDs are predicted from, in one
+// round trip.
+func (t *SwipeTrips) BeforeSwipe(ctx context.Context, studentID string, schoolIDs ...string) (SwipeView, error) {
+	args := make([]any, 0, 2*len(schoolIDs))
+	for _, id := range schoolIDs {
+		school, err := uuid.Parse(id)
+		if err != nil {
+			return SwipeView{}, fmt.Errorf("cache: school id %q: %w", id, err)
+		}
+		args = append(args, string(school[:]), strings.ToLower(id))
+	}
+	v := SwipeView{Slots: make([]string, len(schoolIDs)), WasProbe: make([]bool, len(schoolIDs))}
+	err := t.feeds.call(ctx, "read before a swipe", func(ctx context.Context) error {
+		var cmd *redis.Cmd
+		err := handover.Exec(ctx, t.feeds.rdb, []*redis.Script{swipeView}, func(pipe redis.Pipeliner) error {
+			cmd = swipeView.EvalSha(ctx, pipe, []string{FeedKey(studentID), ProbesKey(studentID)}, args...)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		vals, err := cmd.Slice()
+		if err != nil {
+			return err
+		}
+		if len(vals) != 2+2*len(schoolIDs) {
+			return errors.New("cache: unexpected answer before a swipe")
+		}
+		h, _ := vals[0].(string)
+		l, _ := vals[1].(string)
+		if h != "" && l != "" {
+			var f Feed
+			if err := decodeHeader([]byte(h), &f); err == nil {
+				v.Found, v.Profile, v.Model = true, f.Profile, []byte(l)
+			}
+		}
+		for k := range schoolIDs {
+			if flags, _ := vals[2+2*k].(int64); flags >= 0 {
+				switch {
+				case flags&flagProbe != 0:
+					v.Slots[k] = SlotProbe
+				case flags&flagExploration != 0:
+					v.Slots[k] = SlotExploration
+				default:
+					v.Slots[k] = SlotRanked
+				}
+			}
+			if score := vals[3+2*k]; score != nil {
+				if ms, err := strconv.ParseFloat(fmt.Sprint(score), 64); err == nil {
+					v.WasProbe[k] = time.Since(time.UnixMilli(int64(ms))) <= t.feeds.ttl
+				}
+			}
+		}
+		return nil
+	})
+	return v, err
+}
+
+// FeedPatch is what committed writes change in the student's stored feed.
+type FeedPatch struct {
+	StudentID  string
+	Version    int64 // the student's version after the writes
+	SwipeCount int   // the student's counted swipes after them
+	// Swiped are the schools counted swipes took; they leave the feed.
+	Swiped []string
+}
+
+// AfterWrite patches the student's stored feed (see patchFeed; a feed the
+// writes do not fit is dropped) and queues jobs, in one round trip. The jobs' results are not needed: a job whose
+// id is in the queue already is there.
+func (t *SwipeTrips) AfterWrite(ctx context.Context, p FeedPatch, jobs ...handover.Job) error {
+	args := []any{p.Version, p.SwipeCount, t.feeds.ttl.Milliseconds()}
+	for _, id := range p.Swiped {
+		school, err := uuid.Parse(id)
+		if err != nil {
+			return fmt.Errorf("cache: school id %q: %w", id, err)
+		}
+		args = append(args, string(school[:]), strings.ToLower(id))
+	}
+	return t.feeds.call(ctx, "patch after a write", func(ctx context.Context) error {
+		return handover.Exec(ctx, t.feeds.rdb, []*redis.Script{patchFeed}, func(pipe redis.Pipeliner) error {
+			patchFeed.EvalSha(ctx, pipe, []string{FeedKey(p.StudentID)}, args...)
+			for _, j := range jobs {
+				if _, err := t.queuer.Queue(ctx, pipe, j); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}

@@ -1,0 +1,151 @@
+package cache_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/handover"
+	"github.com/collegematch/matching/internal/testutil"
+)
+
+// feedWithPage is a stored feed of n items whose compact page holds the
+// first m of them.
+func feedWithPage(student string, n, m int) cache.Feed {
+	f := sampleFeed(student, 10, 1, n)
+	f.Model = []byte(`{"model":1}`)
+	for i := range m {
+		b, _ := json.Marshal(map[string]any{"i": f.Items[i].SchoolID.String(), "n": fmt.Sprintf("School %d", i), "s": 90 - i})
+		f.CompactItems = append(f.CompactItems, b)
+	}
+	body := cache.CompactBody(f.CompactItems)
+	f.Compact = cache.Compact{ETag: cache.ETag(body), Body: body}
+	return f
+}
+
+func compactPage(t *testing.T, feeds *cache.Feeds, student string) cache.StoredCompact {
+	t.Helper()
+	raw, err := feeds.CompactRaw(context.Background(), student)
+	require.NoError(t, err)
+	c, err := cache.ParseCompact(raw)
+	require.NoError(t, err)
+	return c
+}
+
+// After a swipe the stored feed is patched, not dropped: the count and
+// version move, the swiped school leaves the items and the compact page
+// (whose ETag changes with it), and the learn task is queued, in one round
+// trip. The next read is a cache hit.
+func TestAfterWritePatchesTheStoredFeed(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
+	feeds := cache.NewFeeds(rdb, ttl)
+	trips := cache.NewSwipeTrips(feeds, handover.NewQueuer())
+	ctx := context.Background()
+	student := uuid.NewString()
+	f := feedWithPage(student, 50, 20)
+	ok, err := feeds.Put(ctx, f)
+	require.NoError(t, err)
+	require.True(t, ok)
+	before := compactPage(t, feeds, student)
+	require.Equal(t, f.Compact.ETag, before.ETag)
+
+	// The client swiped its first two items (in any order).
+	first, second := f.Items[0].SchoolID.String(), f.Items[1].SchoolID.String()
+	job := handover.Job{ID: "learn:x", Type: "student:learn", Queue: "critical"}
+	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: student, Version: 11, SwipeCount: 19,
+		Swiped: []string{second, first}}, job))
+
+	got, err := feeds.Feed(ctx, student)
+	require.NoError(t, err)
+	assert.Equal(t, int64(11), got.StudentVersion)
+	assert.Equal(t, 19, got.TotalSwipes)
+	assert.Equal(t, f.TotalCount-2, got.TotalCount)
+	assert.Equal(t, f.LearnedVersion, got.LearnedVersion, "the learned state covers what it covered")
+	require.Equal(t, 48, got.Len())
+	assert.Equal(t, f.Items[2:], got.Range(0, 48), "every later item moved up two places, as the count moved two")
+	after := compactPage(t, feeds, student)
+	assert.NotEqual(t, before.ETag, after.ETag)
+	assert.Equal(t, cache.ETag(after.Body), after.ETag, "the patch's ETag is the one a build gives the same body")
+	var page struct {
+		R []struct {
+			I string `json:"i"`
+		} `json:"r"`
+	}
+	require.NoError(t, json.Unmarshal(after.Body, &page))
+	require.Len(t, page.R, 18)
+	assert.Equal(t, f.Items[2].SchoolID.String(), page.R[0].I)
+
+	info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo("critical", "learn:x")
+	require.NoError(t, err)
+	assert.Equal(t, "student:learn", info.Type)
+
+	// A patch of an older version, and one of a student without a feed,
+	// change nothing.
+	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: student, Version: 11, SwipeCount: 99,
+		Swiped: []string{f.Items[2].SchoolID.String()}}))
+	got, err = feeds.Feed(ctx, student)
+	require.NoError(t, err)
+	assert.Equal(t, 19, got.TotalSwipes)
+	assert.Equal(t, 48, got.Len())
+	other := uuid.NewString()
+	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: other, Version: 3, SwipeCount: 1}))
+	n, err := rdb.Exists(ctx, cache.FeedKey(other)).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "no feed is made up by a patch")
+
+	// A weak signal moves the version only.
+	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: student, Version: 12, SwipeCount: 19}))
+	got, err = feeds.Feed(ctx, student)
+	require.NoError(t, err)
+	assert.Equal(t, int64(12), got.StudentVersion)
+	assert.Equal(t, 48, got.Len())
+
+	// A swipe on a school further down (or one no longer listed) would
+	// leave the probes in the wrong places: the feed is dropped for a
+	// tombstone, and a build from before the swipe cannot come back.
+	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: student, Version: 13, SwipeCount: 20,
+		Swiped: []string{f.Items[10].SchoolID.String()}}))
+	_, err = feeds.Feed(ctx, student)
+	require.ErrorIs(t, err, cache.ErrNotBuilt)
+	stale := feedWithPage(student, 5, 2)
+	stale.StudentVersion = 12
+	ok, err = feeds.Put(ctx, stale)
+	require.NoError(t, err)
+	assert.False(t, ok)
+}
+
+// Before a swipe one round trip reads the stored feed's profile and model,
+// each school's slot in it and the probe memory.
+func TestBeforeSwipeReadsTheModelSlotsAndProbes(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
+	feeds := cache.NewFeeds(rdb, ttl)
+	trips := cache.NewSwipeTrips(feeds, handover.NewQueuer())
+	ctx := context.Background()
+	student := uuid.NewString()
+
+	v, err := trips.BeforeSwipe(ctx, student, uuid.NewString())
+	require.NoError(t, err)
+	assert.False(t, v.Found, "no feed stored")
+	assert.Equal(t, []string{""}, v.Slots)
+
+	f := feedWithPage(student, 12, 5)
+	_, err = feeds.Put(ctx, f)
+	require.NoError(t, err)
+	probe, explore, ranked := f.Items[3].SchoolID.String(), f.Items[1].SchoolID.String(), f.Items[0].SchoolID.String()
+	require.NoError(t, cache.NewProbes(rdb, ttl).Remember(ctx, student, probe))
+	absent := uuid.NewString()
+	v, err = trips.BeforeSwipe(ctx, student, probe, explore, ranked, absent)
+	require.NoError(t, err)
+	assert.True(t, v.Found)
+	assert.Equal(t, f.Profile, v.Profile)
+	assert.Equal(t, f.Model, v.Model)
+	assert.Equal(t, []string{cache.SlotProbe, cache.SlotExploration, cache.SlotRanked, ""}, v.Slots)
+	assert.Equal(t, []bool{true, false, false, false}, v.WasProbe)
+}

@@ -1,0 +1,124 @@
+package domain
+
+import "time"
+
+// The outbox and webhook delivery records the store and the worker share.
+
+// OutboxRow is one event in the transactional outbox.
+type OutboxRow struct {
+	ID        int64
+	Topic     string
+	StudentID string // "" when the event concerns no student
+	Payload   []byte // JSON
+	CreatedAt time.Time
+}
+
+// Subscription is a configured webhook endpoint as deliveries are written
+// for it: its URL, the key its webhook-ids carry (msg_<outbox id>_<key>)
+// and the events it subscribes to.
+type Subscription struct {
+	URL    string
+	Key    string
+	Events []string
+}
+
+// RelayedEvent is an outbox row a relay claimed and published, with the
+// deliveries it wrote for it.
+type RelayedEvent struct {
+	OutboxRow
+	Deliveries []NewDelivery
+}
+
+// NewDelivery is a delivery a relay wrote: pending and leased to the task
+// that makes its first attempt until LeasedUntil (by the database's
+// clock), or Disabled at once when its endpoint answered 410 Gone.
+type NewDelivery struct {
+	ID          int64
+	Endpoint    string
+	WebhookID   string
+	LeasedUntil time.Time
+	Disabled    bool
+}
+
+// Webhook delivery statuses (webhook_deliveries.status).
+const (
+	DeliveryPending   = "pending"
+	DeliverySucceeded = "succeeded"
+	DeliveryParked    = "parked"
+	DeliveryDisabled  = "disabled"
+)
+
+// WebhookLease is how long a claimed attempt holds its delivery: longer
+// than a task may run (its 30 s timeout), so two tasks never attempt one
+// delivery at once, and short enough that a worker killed mid-attempt
+// delays the delivery by about a minute.
+const WebhookLease = time.Minute
+
+// WebhookClockSlack is how early, by the database's clock, a task may claim
+// an attempt: the worker schedules retries by its own clock.
+const WebhookClockSlack = time.Second
+
+// DeliveryKey names the delivery of one outbox row to one endpoint, and
+// its webhook-id.
+type DeliveryKey struct {
+	OutboxID  int64
+	Endpoint  string
+	MessageID string
+}
+
+// WebhookEvent is the outbox row a delivery sends.
+type WebhookEvent struct {
+	Topic     string
+	Payload   []byte
+	CreatedAt time.Time
+}
+
+// WebhookDelivery is a delivery's row as an attempt starts, with its event.
+type WebhookDelivery struct {
+	ID               int64
+	Status           string
+	Attempts         int // in all, replays included
+	RoundStart       int // attempts made before the last replay (0: never replayed)
+	Replays          int
+	EndpointDisabled bool // the endpoint answered 410 Gone and was not replayed since
+	// Claimed is true when this caller may make the next attempt: the
+	// delivery was pending and due, and is now leased to it.
+	Claimed       bool
+	NextAttemptAt time.Time // when a pending delivery not claimed is due (or its lease ends)
+	Event         WebhookEvent
+}
+
+// Round is the number of attempts made since the delivery was first queued
+// or last replayed: the retry schedule and parking go by it, not by the
+// queue's retry count, which starts again at 0 when a lost task is queued
+// again.
+func (d WebhookDelivery) Round() int { return max(d.Attempts-d.RoundStart, 0) }
+
+// WebhookAttempt is one attempt's record.
+type WebhookAttempt struct {
+	StatusCode int // 0: no response
+	Latency    time.Duration
+	Error      string // "" when delivered
+}
+
+// StaleDelivery is a pending delivery whose next attempt is overdue.
+type StaleDelivery struct {
+	ID       int64
+	OutboxID int64
+	Endpoint string
+	Replays  int
+}
+
+// Unlearned is a student whose learned state lacks swipes or feedback.
+type Unlearned struct {
+	StudentID      string
+	Version        int64 // students.version now
+	LastFeedbackID int64 // the last feedback not folded in; 0 when only swipes are
+}
+
+// SweepCursor is where the learn sweep has got to: the swipes and feedback
+// after these ids may still be unlearned.
+type SweepCursor struct {
+	SwipeID    int64
+	FeedbackID int64
+}

@@ -1,0 +1,223 @@
+// Package handover hands work to the worker fleet: it puts tasks in the
+// asynq queues in the same Redis pipeline as other commands, so a writer
+// that must also update a read model after its commit (the write side
+// patching a student's feed) makes one round trip for both, and a relay
+// hands over a whole batch in one.
+//
+// asynq's client enqueues one task per round trip, so the enqueue is done
+// here, in asynq's own layout: the task hash asynq:{queue}:t:<id> (msg,
+// state, pending_since) and the pending list asynq:{queue}:pending, with
+// the task message encoded as asynq's TaskMessage protocol buffer. Those
+// are internals of the asynq version go.mod pins (v0.26); the tests
+// enqueue through here and run the tasks with a real asynq server and read
+// them back with asynq's Inspector, so an upgrade that changes the layout
+// fails them.
+package handover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Job is one task to hand over, with the options asynq would take.
+type Job struct {
+	// ID is the task id: enqueueing an id the queue holds (pending,
+	// scheduled, running, retrying, or completed within its retention)
+	// does nothing.
+	ID        string
+	Type      string
+	Payload   []byte
+	Queue     string
+	MaxRetry  int
+	Timeout   time.Duration // asynq's per-task timeout; 0 means asynq's default (30 min)
+	Retention time.Duration // how long a completed task (and so its id) is kept
+}
+
+// enqueue is asynq's enqueue script: a task whose id exists is left alone.
+var enqueue = redis.NewScript(`
+if redis.call("EXISTS", KEYS[1]) == 1 then
+	return 0
+end
+redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "pending", "pending_since", ARGV[3])
+redis.call("LPUSH", KEYS[2], ARGV[2])
+return 1
+`)
+
+// allQueues is asynq's set of queue names, which its Inspector lists.
+const allQueues = "asynq:queues"
+
+func taskKey(queue, id string) string { return "asynq:{" + queue + "}:t:" + id }
+func pendingKey(queue string) string  { return "asynq:{" + queue + "}:pending" }
+
+// defaultTimeout is asynq's timeout for a task without one.
+const defaultTimeout = 30 * time.Minute
+
+// message encodes j as asynq's TaskMessage.
+func message(j Job) []byte {
+	timeout := j.Timeout
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	b := make([]byte, 0, 64+len(j.Type)+len(j.Payload)+len(j.ID)+len(j.Queue))
+	b = protowire.AppendTag(b, 1, protowire.BytesType) // type
+	b = protowire.AppendString(b, j.Type)
+	if len(j.Payload) > 0 {
+		b = protowire.AppendTag(b, 2, protowire.BytesType) // payload
+		b = protowire.AppendBytes(b, j.Payload)
+	}
+	b = protowire.AppendTag(b, 3, protowire.BytesType) // id
+	b = protowire.AppendString(b, j.ID)
+	b = protowire.AppendTag(b, 4, protowire.BytesType) // queue
+	b = protowire.AppendString(b, j.Queue)
+	if j.MaxRetry > 0 {
+		b = protowire.AppendTag(b, 5, protowire.VarintType) // retry
+		b = protowire.AppendVarint(b, uint64(int32(j.MaxRetry)))
+	}
+	b = protowire.AppendTag(b, 8, protowire.VarintType) // timeout, seconds
+	b = protowire.AppendVarint(b, uint64(int64(timeout.Seconds())))
+	if j.Retention > 0 {
+		b = protowire.AppendTag(b, 12, protowire.VarintType) // retention, seconds
+		b = protowire.AppendVarint(b, uint64(int64(j.Retention.Seconds())))
+	}
+	return b
+}
+
+// Queuer puts jobs in the queue within pipelines.
+type Queuer struct {
+	published sync.Map // queue name -> true once added to allQueues by this process
+}
+
+// NewQueuer makes a Queuer.
+func NewQueuer() *Queuer { return &Queuer{} }
+
+// Queue adds j's enqueue to pipe; the command's result, once the pipeline
+// ran, says whether j was queued (1) or its id was there already (0): see
+// Queued.
+func (q *Queuer) Queue(ctx context.Context, pipe redis.Pipeliner, j Job) (*redis.Cmd, error) {
+	if j.ID == "" || j.Type == "" || j.Queue == "" {
+		return nil, fmt.Errorf("handover: job without id, type or queue: %+v", j)
+	}
+	if _, done := q.published.Load(j.Queue); !done {
+		pipe.SAdd(ctx, allQueues, j.Queue)
+		q.published.Store(j.Queue, true)
+	}
+	return enqueue.EvalSha(ctx, pipe, []string{taskKey(j.Queue, j.ID), pendingKey(j.Queue)},
+		message(j), j.ID, strconv.FormatInt(time.Now().UnixNano(), 10)), nil
+}
+
+// Queued reads what Queue's command answered: queued is false when the id
+// was in the queue already (a duplicate, which is success too).
+func Queued(cmd *redis.Cmd) (queued bool, err error) {
+	n, err := cmd.Int()
+	return n == 1, err
+}
+
+// IsNoScript reports whether err says Redis did not know a script (its
+// script cache is empty after a restart); Exec reruns such pipelines once
+// with the scripts loaded.
+func IsNoScript(err error) bool {
+	return err != nil && len(err.Error()) >= 8 && err.Error()[:8] == "NOSCRIPT"
+}
+
+// Exec runs fill's commands as one pipeline. Scripts are sent by their
+// hash (EVALSHA); when Redis answers that it does not know one (after a
+// restart), the scripts are loaded and the pipeline runs again once, so
+// a pipeline must be safe to run twice (every script here is), and fill
+// may be called twice: it must set what it captures, not append to it.
+func Exec(ctx context.Context, rdb redis.UniversalClient, scripts []*redis.Script, fill func(pipe redis.Pipeliner) error) error {
+	for attempt := 0; ; attempt++ {
+		pipe := rdb.Pipeline()
+		if err := fill(pipe); err != nil {
+			return err
+		}
+		cmds, err := pipe.Exec(ctx)
+		noScript := false
+		for _, c := range cmds {
+			if IsNoScript(c.Err()) {
+				noScript = true
+			}
+		}
+		if !noScript || attempt > 0 {
+			if errors.Is(err, redis.Nil) {
+				err = nil // a read that found nothing: each command says so itself
+			}
+			return err
+		}
+		for _, s := range append(scripts, enqueue) {
+			if err := s.Load(ctx, rdb).Err(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// Client queues jobs in one round trip (a relay's batch, a sweep's finds).
+type Client struct {
+	rdb    redis.UniversalClient
+	queuer *Queuer
+}
+
+// NewClient makes a Client on rdb.
+func NewClient(rdb redis.UniversalClient, queuer *Queuer) *Client {
+	if rdb == nil || queuer == nil {
+		panic("handover.NewClient: nil dependency")
+	}
+	return &Client{rdb: rdb, queuer: queuer}
+}
+
+// Queue queues jobs in one pipeline and reports how many were new (the
+// others' ids were in the queue already). An error means Redis failed:
+// some of the jobs may be queued, and queueing them again is harmless.
+func (c *Client) Queue(ctx context.Context, jobs ...Job) (queued int, err error) {
+	if len(jobs) == 0 {
+		return 0, nil
+	}
+	cmds := make([]*redis.Cmd, len(jobs))
+	err = Exec(ctx, c.rdb, nil, func(pipe redis.Pipeliner) error {
+		for i, j := range jobs {
+			cmd, err := c.queuer.Queue(ctx, pipe, j)
+			if err != nil {
+				return err
+			}
+			cmds[i] = cmd
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("queue %d tasks: %w", len(jobs), err)
+	}
+	for _, cmd := range cmds {
+		ok, err := Queued(cmd)
+		if err != nil {
+			return queued, fmt.Errorf("queue %d tasks: %w", len(jobs), err)
+		}
+		if ok {
+			queued++
+		}
+	}
+	return queued, nil
+}
+
+// Leader elects one replica per pass of a periodic job with a Redis lock
+// that expires on its own (tasks.Leader).
+type Leader struct {
+	rdb redis.UniversalClient
+	id  string
+}
+
+// NewLeader makes a Leader; id names this replica in the lock's value.
+func NewLeader(rdb redis.UniversalClient, id string) *Leader {
+	return &Leader{rdb: rdb, id: id}
+}
+
+// Lead takes the lock named name for ttl when nobody holds it.
+func (l *Leader) Lead(ctx context.Context, name string, ttl time.Duration) (bool, error) {
+	return l.rdb.SetNX(ctx, "lead:"+name, l.id, ttl).Result()
+}

@@ -1,0 +1,114 @@
+package handover_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/handover"
+	"github.com/collegematch/matching/internal/testutil"
+)
+
+// The jobs queued here are asynq's tasks: its Inspector reads them with
+// every option, and its server runs them. An asynq upgrade that changes how
+// tasks are stored fails this test.
+func TestQueuedJobsAreAsynqTasks(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBHandover)
+	ctx := context.Background()
+	q := handover.NewQueuer()
+	jobs := []handover.Job{
+		{ID: "learn:1", Type: "test:run", Payload: []byte(`{"n":1}`), Queue: "critical", MaxRetry: 10,
+			Timeout: 30 * time.Second, Retention: time.Hour},
+		{ID: "learn:2", Type: "test:run", Payload: []byte(`{"n":2}`), Queue: "critical"},
+	}
+	var cmds []*redis.Cmd
+	require.NoError(t, handover.Exec(ctx, rdb, nil, func(pipe redis.Pipeliner) error {
+		cmds = cmds[:0]                                  // fill runs again when Redis had to load the scripts
+		pipe.Set(ctx, "other-command", "x", time.Minute) // the pipeline carries other commands too
+		for _, j := range jobs {
+			c, err := q.Queue(ctx, pipe, j)
+			if err != nil {
+				return err
+			}
+			cmds = append(cmds, c)
+		}
+		return nil
+	}))
+	for _, c := range cmds {
+		queued, err := handover.Queued(c)
+		require.NoError(t, err)
+		assert.True(t, queued)
+	}
+
+	in := asynq.NewInspectorFromRedisClient(rdb)
+	info, err := in.GetTaskInfo("critical", "learn:1")
+	require.NoError(t, err)
+	assert.Equal(t, "test:run", info.Type)
+	assert.Equal(t, []byte(`{"n":1}`), info.Payload)
+	assert.Equal(t, asynq.TaskStatePending, info.State)
+	assert.Equal(t, 10, info.MaxRetry)
+	assert.Equal(t, 30*time.Second, info.Timeout)
+	assert.Equal(t, time.Hour, info.Retention)
+	queues, err := in.Queues()
+	require.NoError(t, err)
+	assert.Contains(t, queues, "critical")
+
+	// The same id again is refused, as asynq's client refuses it.
+	require.NoError(t, handover.Exec(ctx, rdb, nil, func(pipe redis.Pipeliner) error {
+		c, err := q.Queue(ctx, pipe, jobs[0])
+		cmds = []*redis.Cmd{c}
+		return err
+	}))
+	queued, err := handover.Queued(cmds[0])
+	require.NoError(t, err)
+	assert.False(t, queued)
+	_, err = asynq.NewClientFromRedisClient(rdb).Enqueue(asynq.NewTask("test:run", nil), asynq.TaskID("learn:1"),
+		asynq.Queue("critical"))
+	assert.ErrorIs(t, err, asynq.ErrTaskIDConflict)
+
+	// A real server runs both, with their payloads.
+	var mu sync.Mutex
+	seen := map[string]string{}
+	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 2, Queues: map[string]int{"critical": 1},
+		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc("test:run", func(ctx context.Context, task *asynq.Task) error {
+		id, _ := asynq.GetTaskID(ctx)
+		mu.Lock()
+		seen[id] = string(task.Payload())
+		mu.Unlock()
+		return nil
+	})
+	require.NoError(t, srv.Start(mux))
+	defer srv.Shutdown()
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) == 2
+	}, 10*time.Second, 20*time.Millisecond)
+	assert.Equal(t, map[string]string{"learn:1": `{"n":1}`, "learn:2": `{"n":2}`}, seen)
+}
+
+// After a Redis restart its script cache is empty: Exec loads the scripts
+// and runs the pipeline again.
+func TestExecLoadsScriptsRedisForgot(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBHandover)
+	ctx := context.Background()
+	require.NoError(t, rdb.ScriptFlush(ctx).Err())
+	q := handover.NewQueuer()
+	var c *redis.Cmd
+	require.NoError(t, handover.Exec(ctx, rdb, nil, func(pipe redis.Pipeliner) error {
+		var err error
+		c, err = q.Queue(ctx, pipe, handover.Job{ID: "a", Type: "test:run", Queue: "low"})
+		return err
+	}))
+	queued, err := handover.Queued(c)
+	require.NoError(t, err)
+	assert.True(t, queued)
+}

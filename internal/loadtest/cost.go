@@ -1,0 +1,183 @@
+package loadtest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+)
+
+// Statement is one normalised statement's cost over a run, from
+// pg_stat_statements.
+type Statement struct {
+	Query   string
+	Calls   int64
+	TotalMs float64
+	Rows    int64
+}
+
+// ResetStatements empties pg_stat_statements (the extension must be loaded
+// with shared_preload_libraries; it is created in the database if missing).
+func ResetStatements(ctx context.Context, pool *pgxpool.Pool) error {
+	if _, err := pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
+		return fmt.Errorf("pg_stat_statements: %w", err)
+	}
+	_, err := pool.Exec(ctx, `SELECT pg_stat_statements_reset()`)
+	return err
+}
+
+// ReadStatements returns the statements run in the pool's database since
+// the last reset, most called first, leaving out the load test's own.
+func ReadStatements(ctx context.Context, pool *pgxpool.Pool) ([]Statement, error) {
+	const q = `
+SELECT query, calls, total_exec_time, rows FROM pg_stat_statements
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE '%loadtest_%'
+  AND query NOT LIKE '%pg_stat_activity%'
+ORDER BY calls DESC, total_exec_time DESC`
+	rows, err := pool.Query(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Statement, error) {
+		var s Statement
+		err := r.Scan(&s.Query, &s.Calls, &s.TotalMs, &s.Rows)
+		return s, err
+	})
+}
+
+// CPU samples the CPU time of the service's processes (from their ops
+// ports' process_cpu_seconds_total), of the PostgreSQL backends serving its
+// database and of Redis, so a run can say what each request cost.
+type CPU struct {
+	OpsURLs []string // the API's and the worker's operations ports
+	Pool    *pgxpool.Pool
+	Redis   redis.UniversalClient
+}
+
+// CPUSample is CPU seconds used so far, by part.
+type CPUSample struct {
+	Service  []float64 // per ops URL
+	Postgres float64
+	Redis    float64
+	At       time.Time
+}
+
+// Sample reads the counters now; a part that cannot be read counts 0.
+func (c CPU) Sample(ctx context.Context) CPUSample {
+	s := CPUSample{At: time.Now()}
+	for _, u := range c.OpsURLs {
+		s.Service = append(s.Service, processCPU(ctx, u))
+	}
+	if c.Pool != nil {
+		s.Postgres = postgresCPU(ctx, c.Pool)
+	}
+	if c.Redis != nil {
+		s.Redis = redisCPU(ctx, c.Redis)
+	}
+	return s
+}
+
+// Sub is the CPU used between two samples.
+func (s CPUSample) Sub(before CPUSample) CPUSample {
+	out := CPUSample{Postgres: s.Postgres - before.Postgres, Redis: s.Redis - before.Redis, At: s.At}
+	for i := range s.Service {
+		if i < len(before.Service) {
+			out.Service = append(out.Service, s.Service[i]-before.Service[i])
+		}
+	}
+	return out
+}
+
+func processCPU(ctx context.Context, opsURL string) float64 {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, opsURL+"/metrics", nil)
+	if err != nil {
+		return 0
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	return metricValue(resp.Body, "process_cpu_seconds_total")
+}
+
+// metricValue finds an unlabelled sample in the Prometheus text format.
+func metricValue(r io.Reader, name string) float64 {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f
+		}
+	}
+	return 0
+}
+
+// postgresCPU sums the CPU time of the backends connected to the pool's
+// database (the service's pools, which live as long as the service).
+func postgresCPU(ctx context.Context, pool *pgxpool.Pool) float64 {
+	rows, err := pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	if err != nil {
+		return 0
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return 0
+	}
+	total := 0.0
+	for _, pid := range pids {
+		total += procCPU(int(pid))
+	}
+	return total
+}
+
+// procCPU is a process's user + system CPU seconds (Linux /proc).
+func procCPU(pid int) float64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	const clkTck = 100 // USER_HZ on Linux
+	return (ut + st) / clkTck
+}
+
+func redisCPU(ctx context.Context, rdb redis.UniversalClient) float64 {
+	info, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0
+	}
+	total := 0.0
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+	}
+	return total
+}

@@ -1,0 +1,109 @@
+package loadtest
+
+import (
+	"bufio"
+	"context"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// histogram is a Prometheus histogram read from the text format: the
+// cumulative count of each bucket by upper bound.
+type histogram struct {
+	bounds []float64
+	counts []float64 // cumulative
+	count  float64
+}
+
+// histogram sums the named histogram over every operations port.
+func (r *runner) histogram(ctx context.Context, name string) histogram {
+	byBound := map[float64]float64{}
+	var h histogram
+	for _, u := range r.c.OpsURLs {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/metrics", nil)
+		if err != nil {
+			cancel()
+			continue
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			continue
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, name+"_bucket{"):
+				i := strings.Index(line, `le="`)
+				j := strings.Index(line[i+4:], `"`)
+				if i < 0 || j < 0 {
+					continue
+				}
+				le := line[i+4 : i+4+j]
+				b := math.Inf(1)
+				if le != "+Inf" {
+					b, _ = strconv.ParseFloat(le, 64)
+				}
+				v, _ := strconv.ParseFloat(strings.TrimSpace(line[strings.LastIndexByte(line, ' ')+1:]), 64)
+				byBound[b] += v
+			case strings.HasPrefix(line, name+"_count "):
+				v, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, name+"_count ")), 64)
+				h.count += v
+			}
+		}
+		resp.Body.Close()
+		cancel()
+	}
+	for b := range byBound {
+		h.bounds = append(h.bounds, b)
+	}
+	slices.Sort(h.bounds)
+	for _, b := range h.bounds {
+		h.counts = append(h.counts, byBound[b])
+	}
+	return h
+}
+
+// sub is what was observed between before and h.
+func (h histogram) sub(before histogram) histogram {
+	out := histogram{bounds: h.bounds, count: h.count - before.count}
+	for i, b := range h.bounds {
+		c := h.counts[i]
+		if j := slices.Index(before.bounds, b); j >= 0 {
+			c -= before.counts[j]
+		}
+		out.counts = append(out.counts, c)
+	}
+	return out
+}
+
+// quantile interpolates linearly within the bucket holding the q-quantile,
+// as Prometheus' histogram_quantile does.
+func (h histogram) quantile(q float64) float64 {
+	if h.count <= 0 || len(h.bounds) == 0 {
+		return 0
+	}
+	rank := q * h.count
+	lower, prev := 0.0, 0.0
+	for i, b := range h.bounds {
+		c := h.counts[i]
+		if c >= rank {
+			if math.IsInf(b, 1) {
+				return lower
+			}
+			if c == prev {
+				return b
+			}
+			return lower + (b-lower)*(rank-prev)/(c-prev)
+		}
+		lower, prev = b, c
+	}
+	return lower
+}

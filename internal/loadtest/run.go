@@ -1,0 +1,635 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+)
+
+// Config says what to measure and where.
+type Config struct {
+	APIURL      string   // the public API, e.g. http://127.0.0.1:18080
+	OpsURLs     []string // the API's and the worker's operations ports (CPU, metrics)
+	DatabaseURL string   // the service's database (schools, the insert baseline, pg_stat_statements)
+	RedisURL    string   // the service's Redis (the GET baseline, Redis CPU)
+	Token       string   // a matching:service token: acts for every student
+	Receiver    *Receiver
+
+	Students int           // students the load is spread over
+	Clients  int           // closed-loop clients
+	Duration time.Duration // of each measured round
+	Rounds   int           // rounds of each pair, alternating baseline and service
+	// Scenarios to run, in order: "swipe" (POST /swipe against the insert
+	// baseline), "mixed" (70 % GET /m/recommendations, 25 % POST /swipe, 5 %
+	// POST /m/sync/pull against the Redis GET baseline), "reads" (cached
+	// GET /m/recommendations and POST /recommendations against the Redis GET
+	// baseline), "sustained" (open-loop swipes at Rate for RateDuration).
+	Scenarios    []string
+	Rate         float64
+	RateDuration time.Duration
+	Pollers      int // students polling their feed during "sustained"
+
+	Out io.Writer
+	Now func() time.Time
+}
+
+// Run prepares the students and runs the scenarios, writing Markdown
+// tables to Out.
+func Run(ctx context.Context, c Config) error {
+	if c.Rounds <= 0 {
+		c.Rounds = 2
+	}
+	pool, err := pgxpool.New(ctx, c.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	opt, err := redis.ParseURL(c.RedisURL)
+	if err != nil {
+		return err
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	r := &runner{c: c, pool: pool, rdb: rdb, api: NewClient(c.APIURL, c.Token, c.Clients*2, 30*time.Second),
+		cpu: CPU{OpsURLs: c.OpsURLs, Pool: pool, Redis: rdb}}
+	if err := r.prepare(ctx); err != nil {
+		return err
+	}
+	for _, s := range c.Scenarios {
+		var err error
+		switch s {
+		case "swipe":
+			err = r.swipe(ctx)
+		case "mixed":
+			err = r.mixed(ctx)
+		case "reads":
+			err = r.reads(ctx)
+		case "sustained":
+			err = r.sustained(ctx)
+		default:
+			err = fmt.Errorf("unknown scenario %q", s)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+type runner struct {
+	c    Config
+	pool *pgxpool.Pool
+	rdb  *redis.Client
+	api  *Client
+	cpu  CPU
+
+	students []string
+	schools  []string
+
+	mu      sync.Mutex
+	cursors map[string]string // sync pull cursors by student
+}
+
+func (r *runner) printf(format string, args ...any) { fmt.Fprintf(r.c.Out, format, args...) }
+
+// prepare makes the students (complete profiles, spread over the states)
+// through the API and reads the active schools.
+func (r *runner) prepare(ctx context.Context) error {
+	rows, err := r.pool.Query(ctx, `SELECT id::text FROM schools WHERE active ORDER BY id`)
+	if err != nil {
+		return err
+	}
+	if r.schools, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		return err
+	}
+	if len(r.schools) == 0 {
+		return errors.New("the catalogue is empty: run matchctl seed first")
+	}
+	states := []string{"CA", "TX", "NY", "FL", "IL", "PA", "OH", "GA", "NC", "MI", "WA", "MA", "AZ", "CO", "OR"}
+	r.students = make([]string, r.c.Students)
+	for i := range r.students {
+		r.students[i] = uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "loadtest-student-%d", i)).String()
+	}
+	r.cursors = map[string]string{}
+	start := time.Now()
+	var (
+		mu   sync.Mutex
+		fail error
+		wg   sync.WaitGroup
+		next = make(chan int)
+	)
+	for range 16 {
+		wg.Go(func() {
+			for i := range next {
+				body, _ := json.Marshal(map[string]any{
+					"student_id": r.students[i], "name": fmt.Sprintf("Load %d", i), "email": fmt.Sprintf("load%d@example.com", i),
+					"graduation_year": "2027", "gpa": 2.5 + float64(i%25)/10, "test_scores": map[string]int{"sat": 900 + (i%70)*10},
+					"state": states[i%len(states)],
+				})
+				status, resp := r.api.Do(ctx, Request{Method: http.MethodPost, Path: "/v2/onboarding/minimal", Body: body})
+				if status != http.StatusOK && status != http.StatusCreated {
+					mu.Lock()
+					fail = fmt.Errorf("onboarding student %d: %d %s", i, status, resp)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range r.students {
+		if fail != nil || ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if fail != nil {
+		return fail
+	}
+	r.printf("Prepared %d students (%.1f s) over %d active schools.\n\n", len(r.students), time.Since(start).Seconds(), len(r.schools))
+	return nil
+}
+
+func (r *runner) student() string { return r.students[rand.IntN(len(r.students))] }
+func (r *runner) school() string  { return r.schools[rand.IntN(len(r.schools))] }
+
+func (r *runner) swipeRequest() Request {
+	dir := "left"
+	if rand.IntN(2) == 0 {
+		dir = "right"
+	}
+	body, _ := json.Marshal(map[string]any{"student_id": r.student(), "school_id": r.school(), "direction": dir,
+		"swipe_id": uuid.NewString(), "time_spent": float64(rand.IntN(20000)) / 1000})
+	return Request{Kind: "POST /swipe", Method: http.MethodPost, Path: "/swipe", Body: body}
+}
+
+func (r *runner) pullRequest() Request {
+	s := r.student()
+	r.mu.Lock()
+	cur := r.cursors[s]
+	r.mu.Unlock()
+	b := map[string]any{"student_id": s}
+	if cur != "" {
+		b["cursor"] = cur
+	}
+	body, _ := json.Marshal(b)
+	return Request{Kind: "POST /m/sync/pull", Method: http.MethodPost, Path: "/m/sync/pull", Body: body,
+		Done: func(status int, resp []byte) {
+			var out struct {
+				Cursor string `json:"cursor"`
+			}
+			if status == http.StatusOK && json.Unmarshal(resp, &out) == nil && out.Cursor != "" {
+				r.mu.Lock()
+				r.cursors[s] = out.Cursor
+				r.mu.Unlock()
+			}
+		}}
+}
+
+func (r *runner) compactRequest() Request {
+	return Request{Kind: "GET /m/recommendations", Method: http.MethodGet, Path: "/m/recommendations/" + r.student()}
+}
+
+func (r *runner) recsRequest() Request {
+	body, _ := json.Marshal(map[string]any{"student_id": r.student(), "limit": 20})
+	return Request{Kind: "POST /recommendations", Method: http.MethodPost, Path: "/recommendations", Body: body}
+}
+
+// swipe: POST /swipe, closed loop, against 16 connections inserting one row
+// per transaction, in alternating rounds; then what PostgreSQL ran per swipe
+// once the worker has folded them and delivered their webhooks.
+func (r *runner) swipe(ctx context.Context) error {
+	r.printf("### POST /swipe against one INSERT per transaction\n\n")
+	if err := ResetStatements(ctx, r.pool); err != nil {
+		return err
+	}
+	if r.c.Receiver != nil {
+		r.c.Receiver.Reset()
+	}
+	var (
+		base, svc []float64
+		results   []*Result
+		cpuUsed   CPUSample
+	)
+	for round := range r.c.Rounds {
+		b, err := InsertBaseline(ctx, r.c.DatabaseURL, 16, r.c.Duration)
+		if err != nil {
+			return err
+		}
+		base = append(base, b)
+		before := r.cpu.Sample(ctx)
+		res := ClosedLoop(ctx, r.api, r.c.Clients, r.c.Duration, func(int) Request { return r.swipeRequest() })["POST /swipe"]
+		used := r.cpu.Sample(ctx).Sub(before)
+		cpuUsed = addCPU(cpuUsed, used)
+		results = append(results, res)
+		svc = append(svc, res.Rate())
+		r.printf("round %d: insert baseline %.0f/s, POST /swipe %.0f 2xx/s (%s)\n", round+1, b, res.Rate(), statusLine(res))
+	}
+	all := merge(results)
+	r.printf("\n| | per second | ratio | p50 | p99 |\n|---|---:|---:|---:|---:|\n")
+	r.printf("| 16 connections, one INSERT per transaction | %.0f | 1.00 | | |\n", mean(base))
+	r.printf("| `POST /swipe`, %d clients, 2xx | %.0f | **%.2f** | %s | %s |\n\n", r.c.Clients, mean(svc), mean(svc)/mean(base),
+		ms(all.Quantile(0.5)), ms(all.Quantile(0.99)))
+	r.printCPU("swipe", cpuUsed, all.OK())
+
+	swipes := all.OK()
+	r.waitDrained(ctx, swipes)
+	stmts, err := ReadStatements(ctx, r.pool)
+	if err != nil {
+		return err
+	}
+	r.printStatements(stmts, swipes)
+	return nil
+}
+
+// waitDrained waits until every swipe's webhook has arrived (when a
+// receiver runs) and PostgreSQL has gone quiet (the worker has folded
+// everything), for at most two minutes.
+func (r *runner) waitDrained(ctx context.Context, events int) {
+	deadline := time.Now().Add(2 * time.Minute)
+	var last int64 = -1
+	quiet := 0
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(time.Second)
+		delivered := true
+		if r.c.Receiver != nil {
+			d, _ := r.c.Receiver.Counts()
+			delivered = d >= events
+		}
+		var calls int64
+		_ = r.pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
+			WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&calls)
+		if last >= 0 && calls-last < 50 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		last = calls
+		if delivered && quiet >= 3 {
+			return
+		}
+	}
+	r.printf("(the worker had not drained after two minutes)\n\n")
+}
+
+func (r *runner) printStatements(stmts []Statement, swipes int) {
+	if swipes == 0 {
+		return
+	}
+	var calls int64
+	var totalMs float64
+	for _, s := range stmts {
+		calls += s.Calls
+		totalMs += s.TotalMs
+	}
+	r.printf("PostgreSQL per swipe, everything the service ran (API, worker, webhook delivery; pg_stat_statements over %d swipes):\n\n", swipes)
+	r.printf("| statement | calls per swipe | ms per swipe | ms per call |\n|---|---:|---:|---:|\n")
+	for _, s := range stmts {
+		per := float64(s.Calls) / float64(swipes)
+		if per < 0.005 && s.TotalMs/float64(swipes) < 0.001 {
+			continue
+		}
+		r.printf("| `%s` | %.3f | %.4f | %.4f |\n", shortQuery(s.Query), per, s.TotalMs/float64(swipes), s.TotalMs/float64(max(s.Calls, 1)))
+	}
+	r.printf("| **total** | **%.2f** | **%.3f** | |\n\n", float64(calls)/float64(swipes), totalMs/float64(swipes))
+}
+
+// shortQuery puts a statement on one line, cut to a readable length.
+func shortQuery(q string) string {
+	q = strings.Join(strings.Fields(q), " ")
+	q = strings.ReplaceAll(q, "|", "\\|")
+	if len(q) > 140 {
+		q = q[:137] + "..."
+	}
+	return q
+}
+
+// mixed: the realistic mix against the bare chi handler with one Redis GET.
+func (r *runner) mixed(ctx context.Context) error {
+	r.printf("### Mixed load (70 %% GET /m/recommendations, 25 %% POST /swipe, 5 %% POST /m/sync/pull) against a bare chi handler with one Redis GET\n\n")
+	size, err := r.warmCompact(ctx)
+	if err != nil {
+		return err
+	}
+	url, stop, err := RedisBaseline(ctx, r.rdb, size)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	bare := NewClient(url, "", r.c.Clients*2, 30*time.Second)
+	var (
+		base, svc []float64
+		results   []map[string]*Result
+		cpuUsed   CPUSample
+		served    int
+	)
+	next := func(int) Request {
+		switch p := rand.IntN(100); {
+		case p < 70:
+			return r.compactRequest()
+		case p < 95:
+			return r.swipeRequest()
+		default:
+			return r.pullRequest()
+		}
+	}
+	for round := range r.c.Rounds {
+		b := ClosedLoop(ctx, bare, r.c.Clients, r.c.Duration, func(int) Request {
+			return Request{Kind: "bare", Method: http.MethodGet, Path: "/v"}
+		})["bare"]
+		base = append(base, b.Rate())
+		before := r.cpu.Sample(ctx)
+		res := ClosedLoop(ctx, r.api, r.c.Clients, r.c.Duration, next)
+		cpuUsed = addCPU(cpuUsed, r.cpu.Sample(ctx).Sub(before))
+		total := 0.0
+		for _, x := range res {
+			total += x.Rate()
+			served += x.OK()
+		}
+		svc = append(svc, total)
+		results = append(results, res)
+		r.printf("round %d: bare %.0f/s, mixed %.0f 2xx/s\n", round+1, b.Rate(), total)
+	}
+	r.printf("\n| | per second | ratio | p50 | p99 | not 2xx |\n|---|---:|---:|---:|---:|---:|\n")
+	r.printf("| bare chi, one Redis GET (%d B) | %.0f | 1.00 | | | |\n", size, mean(base))
+	r.printf("| **mixed, all requests** | %.0f | **%.2f** | | | |\n", mean(svc), mean(svc)/mean(base))
+	for _, kind := range []string{"GET /m/recommendations", "POST /swipe", "POST /m/sync/pull"} {
+		var rs []*Result
+		for _, m := range results {
+			if x, ok := m[kind]; ok {
+				rs = append(rs, x)
+			}
+		}
+		all := merge(rs)
+		r.printf("| `%s` | %.0f | | %s | %s | %s |\n", kind, all.Rate()/float64(max(len(rs), 1)), ms(all.Quantile(0.5)),
+			ms(all.Quantile(0.99)), notOK(all))
+	}
+	r.printf("\n")
+	r.printCPU("request", cpuUsed, served)
+	return nil
+}
+
+// warmCompact builds every student's feed (one GET each) and returns the
+// size of a compact page.
+func (r *runner) warmCompact(ctx context.Context) (int, error) {
+	size := 0
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := make(chan string)
+	for range 16 {
+		wg.Go(func() {
+			for s := range next {
+				status, body := r.api.Do(ctx, Request{Method: http.MethodGet, Path: "/m/recommendations/" + s})
+				if status == http.StatusOK {
+					mu.Lock()
+					size = max(size, len(body))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, s := range r.students {
+		next <- s
+	}
+	close(next)
+	wg.Wait()
+	if size == 0 {
+		return 0, errors.New("no compact page was served")
+	}
+	return size, nil
+}
+
+// reads: cached GET /m/recommendations and POST /recommendations (20
+// items), each against the bare handler serving a value of its size.
+func (r *runner) reads(ctx context.Context) error {
+	r.printf("### Cached reads against a bare chi handler with one Redis GET of a value of the same size\n\n")
+	compactSize, err := r.warmCompact(ctx)
+	if err != nil {
+		return err
+	}
+	status, body := r.api.Do(ctx, r.recsRequest())
+	if status != http.StatusOK {
+		return fmt.Errorf("POST /recommendations: %d %s", status, body)
+	}
+	r.printf("| read | bare GET req/s | service req/s | ratio | p50 | p99 |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, rd := range []struct {
+		name string
+		size int
+		next func() Request
+	}{
+		{"cached `GET /m/recommendations`", compactSize, r.compactRequest},
+		{"cached `POST /recommendations` (20 items)", len(body), r.recsRequest},
+	} {
+		url, stop, err := RedisBaseline(ctx, r.rdb, rd.size)
+		if err != nil {
+			return err
+		}
+		bare := NewClient(url, "", r.c.Clients*2, 30*time.Second)
+		var base, svc []float64
+		var rs []*Result
+		for range r.c.Rounds {
+			b := ClosedLoop(ctx, bare, r.c.Clients, r.c.Duration, func(int) Request {
+				return Request{Kind: "bare", Method: http.MethodGet, Path: "/v"}
+			})["bare"]
+			base = append(base, b.Rate())
+			res := ClosedLoop(ctx, r.api, r.c.Clients, r.c.Duration, func(int) Request { return rd.next() })
+			for _, x := range res {
+				svc = append(svc, x.Rate())
+				rs = append(rs, x)
+			}
+		}
+		stop()
+		all := merge(rs)
+		r.printf("| %s (%d B) | %.0f | %.0f | **%.2f** | %s | %s |\n", rd.name, rd.size, mean(base), mean(svc),
+			mean(svc)/mean(base), ms(all.Quantile(0.5)), ms(all.Quantile(0.99)))
+	}
+	r.printf("\n")
+	return nil
+}
+
+// sustained: open-loop swipes at Rate for RateDuration over every student,
+// while Pollers students poll their feed, then the worker's lag figures.
+func (r *runner) sustained(ctx context.Context) error {
+	r.printf("### Sustained open-loop swipes: %.0f/s for %s over %d students, %d students polling their feed\n\n",
+		r.c.Rate, r.c.RateDuration, len(r.students), r.c.Pollers)
+	if r.c.Receiver != nil {
+		r.c.Receiver.Reset()
+	}
+	lagBefore := r.histogram(ctx, "matching_feed_lag_seconds")
+	pollCtx, stopPolls := context.WithCancel(ctx)
+	var pollWG sync.WaitGroup
+	var polls *Result
+	pollWG.Go(func() {
+		pollers := r.students[:min(r.c.Pollers, len(r.students))]
+		res := ClosedLoop(pollCtx, r.api, len(pollers), r.c.RateDuration, func(w int) Request {
+			time.Sleep(500 * time.Millisecond)
+			return Request{Kind: "poll", Method: http.MethodGet, Path: "/m/recommendations/" + pollers[w]}
+		})
+		polls = res["poll"]
+	})
+	before := r.cpu.Sample(ctx)
+	res := OpenLoop(ctx, r.api, r.c.Rate, 512, r.c.RateDuration, 10*time.Second, func(int) Request { return r.swipeRequest() })["POST /swipe"]
+	used := r.cpu.Sample(ctx).Sub(before)
+	stopPolls()
+	pollWG.Wait()
+	end := time.Now()
+	due := int(r.c.Rate * r.c.RateDuration.Seconds())
+	r.printf("| | figure |\n|---|---:|\n")
+	r.printf("| swipes due | %d |\n", due)
+	r.printf("| sent | %d (%.1f %%) |\n", res.Sent, 100*float64(res.Sent)/float64(max(due, 1)))
+	r.printf("| answered 2xx | %d (%.1f %% of due) |\n", res.OK(), 100*float64(res.OK())/float64(max(due, 1)))
+	r.printf("| not sent (all %d in-flight slots taken) | %d |\n", 512, res.Dropped)
+	r.printf("| other answers | %s |\n", notOK(res))
+	r.printf("| swipe p50 / p99 | %s / %s |\n", ms(res.Quantile(0.5)), ms(res.Quantile(0.99)))
+	if polls != nil {
+		r.printf("| feed polls p50 / p99 | %s / %s (%s) |\n", ms(polls.Quantile(0.5)), ms(polls.Quantile(0.99)), statusLine(polls))
+	}
+	lag := r.histogram(ctx, "matching_feed_lag_seconds").sub(lagBefore)
+	r.printf("| learned feed lag (`matching_feed_lag_seconds`) p50 / p99 | %s / %s (%d rebuilds) |\n",
+		secs(lag.quantile(0.5)), secs(lag.quantile(0.99)), int(lag.count))
+	if r.c.Receiver != nil {
+		drained := r.waitDelivered(ctx, res.OK(), time.Minute)
+		d, posts := r.c.Receiver.Counts()
+		lags := r.c.Receiver.Lags()
+		slices.Sort(lags)
+		q := func(p float64) time.Duration {
+			if len(lags) == 0 {
+				return 0
+			}
+			return lags[int(p*float64(len(lags)-1))]
+		}
+		r.printf("| webhook events received (distinct / posts) | %d / %d |\n", d, posts)
+		r.printf("| webhook first attempt after the swipe p50 / p99 / max | %s / %s / %s |\n", ms(q(0.5)), ms(q(0.99)), ms(q(1)))
+		r.printf("| every event delivered, after the end of the load | %s |\n", drained.Sub(end).Round(100*time.Millisecond))
+	}
+	r.printf("\n")
+	r.printCPU("swipe", used, res.OK())
+	return nil
+}
+
+// waitDelivered waits until n distinct events arrived, at most max.
+func (r *runner) waitDelivered(ctx context.Context, n int, max time.Duration) time.Time {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if d, _ := r.c.Receiver.Counts(); d >= n {
+			return time.Now()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Now()
+}
+
+func (r *runner) printCPU(unit string, used CPUSample, n int) {
+	if n == 0 {
+		return
+	}
+	names := []string{"API", "worker"}
+	r.printf("CPU per %s (µs): ", unit)
+	var parts []string
+	for i, s := range used.Service {
+		name := fmt.Sprintf("process %d", i)
+		if i < len(names) {
+			name = names[i]
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f", name, s*1e6/float64(n)))
+	}
+	parts = append(parts, fmt.Sprintf("PostgreSQL backends %.0f", used.Postgres*1e6/float64(n)),
+		fmt.Sprintf("Redis %.0f", used.Redis*1e6/float64(n)))
+	r.printf("%s.\n\n", strings.Join(parts, ", "))
+}
+
+func addCPU(a, b CPUSample) CPUSample {
+	out := CPUSample{Postgres: a.Postgres + b.Postgres, Redis: a.Redis + b.Redis}
+	for i := range max(len(a.Service), len(b.Service)) {
+		v := 0.0
+		if i < len(a.Service) {
+			v += a.Service[i]
+		}
+		if i < len(b.Service) {
+			v += b.Service[i]
+		}
+		out.Service = append(out.Service, v)
+	}
+	return out
+}
+
+func merge(rs []*Result) *Result {
+	out := &Result{Statuses: map[int]int{}}
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		out.Kind = r.Kind
+		out.Sent += r.Sent
+		out.Errors += r.Errors
+		out.Dropped += r.Dropped
+		out.Elapsed += r.Elapsed
+		out.Latencies = append(out.Latencies, r.Latencies...)
+		for s, c := range r.Statuses {
+			out.Statuses[s] += c
+		}
+	}
+	return out
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t / float64(len(xs))
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+func secs(s float64) string {
+	if s < 1 {
+		return fmt.Sprintf("%.0f ms", s*1000)
+	}
+	return fmt.Sprintf("%.2f s", s)
+}
+
+func statusLine(r *Result) string {
+	codes := make([]int, 0, len(r.Statuses))
+	for c := range r.Statuses {
+		codes = append(codes, c)
+	}
+	slices.Sort(codes)
+	var parts []string
+	for _, c := range codes {
+		parts = append(parts, fmt.Sprintf("%d x%d", c, r.Statuses[c]))
+	}
+	if r.Errors > 0 {
+		parts = append(parts, fmt.Sprintf("errors x%d", r.Errors))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func notOK(r *Result) string {
+	n := r.Errors
+	for s, c := range r.Statuses {
+		if s < 200 || s >= 300 {
+			n += c
+		}
+	}
+	if n == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", n, statusLine(r))
+}

@@ -1,0 +1,30 @@
+package match
+
+import (
+	"encoding/json"
+
+	"github.com/collegematch/matching/internal/domain"
+)
+
+// Start is the one derivation of what a student is scored, predicted and
+// learned with, used by every part of the service: the profile of
+// CategoryStart (the liked categories' majors when the student named none),
+// the prior (the profile's seed weights moved by the onboarding category
+// swipes) and the model: the stored one; when it does not decode (a model
+// of another version, until the learner refolds it), a model centred on
+// the stored weights; before any learning, a model centred on the prior.
+func Start(st domain.LearnerState) (p Profile, m Model, prior Weights) {
+	prefs := make([]CategoryPreference, len(st.Categories))
+	for i, c := range st.Categories {
+		prefs[i] = CategoryPreferenceFrom(c.CategoryID, c.Direction)
+	}
+	p, prior = CategoryStart(NewProfile(st.Student), prefs)
+	switch {
+	case st.Model != nil && json.Unmarshal(st.Model, &m) == nil:
+	case st.Weights != nil:
+		m = NewModel(WeightsFromMap(st.Weights))
+	default:
+		m = NewModel(prior)
+	}
+	return p, m, prior
+}

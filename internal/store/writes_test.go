@@ -1,0 +1,329 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/catalog"
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/testutil"
+)
+
+// writeFixture is a database with a student and three served schools.
+type writeFixture struct {
+	db      *store.Store
+	student string
+	schools []string
+}
+
+func newWriteFixture(t *testing.T) writeFixture {
+	t.Helper()
+	db := store.New(testutil.NewDB(t))
+	gen := catalog.Generate(3, 1)
+	_, err := db.UpsertSchools(context.Background(), gen)
+	require.NoError(t, err)
+	f := writeFixture{db: db, student: newStudent(t, db)}
+	for _, s := range gen {
+		f.schools = append(f.schools, s.ID)
+	}
+	return f
+}
+
+func (f writeFixture) swipe(school, direction, clientID string) domain.Swipe {
+	return domain.Swipe{StudentID: f.student, SchoolID: school, Direction: direction,
+		Interaction: domain.InteractionSwipe, ClientID: clientID}
+}
+
+func count(t *testing.T, db *store.Store, q string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, db.Pool().QueryRow(context.Background(), q, args...).Scan(&n))
+	return n
+}
+
+// One statement records a swipe with what its answer says, the count and
+// version, and the swipe.recorded event of a counted swipe; a weak signal
+// moves the version only and publishes nothing.
+func TestRecordSwipe(t *testing.T) {
+	ctx := context.Background()
+	f := newWriteFixture(t)
+	v0 := studentVersion(t, f.db, f.student)
+	spent := 4.2
+	in := f.swipe(f.schools[0], "right", "")
+	in.TimeSpent, in.IsProbe, in.TriggerFeedback, in.UpdatedWeights = &spent, true, true, true
+	rec, err := f.db.RecordSwipe(ctx, in)
+	require.NoError(t, err)
+	assert.False(t, rec.Duplicate)
+	assert.Equal(t, 1, rec.SwipeCount)
+	assert.Equal(t, v0+1, rec.Version)
+	assert.NotZero(t, rec.OutboxID)
+	assert.Equal(t, v0+1, studentVersion(t, f.db, f.student))
+
+	var payload map[string]any
+	require.NoError(t, f.db.Pool().QueryRow(ctx, `SELECT payload FROM outbox WHERE id = $1`, rec.OutboxID).Scan(&payload))
+	assert.Equal(t, f.student, payload["student_id"])
+	assert.Equal(t, f.schools[0], payload["school_id"])
+	assert.Equal(t, "right", payload["direction"])
+	assert.Equal(t, float64(rec.ID), payload["swipe_id"])
+	assert.Equal(t, rec.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), payload["timestamp"])
+	var stored float64
+	require.NoError(t, f.db.Pool().QueryRow(ctx, `SELECT time_spent FROM swipes WHERE id = $1`, rec.ID).Scan(&stored))
+	assert.Equal(t, 4.2, stored, "time_spent comes back as it was sent")
+
+	tap := f.swipe(f.schools[1], "left", "")
+	tap.Interaction = domain.InteractionTap
+	rec2, err := f.db.RecordSwipe(ctx, tap)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rec2.SwipeCount, "a tap is not counted")
+	assert.Equal(t, v0+2, rec2.Version)
+	assert.Zero(t, rec2.OutboxID, "a tap is not published")
+	assert.Equal(t, 1, count(t, f.db, `SELECT count(*) FROM outbox`))
+}
+
+// A retry with the same client id stores nothing and gets the first
+// swipe's answer, derived from its row; concurrent retries store one row.
+func TestRecordSwipeIsIdempotentPerClientID(t *testing.T) {
+	ctx := context.Background()
+	f := newWriteFixture(t)
+	in := f.swipe(f.schools[0], "right", "client-1")
+	in.UpdatedWeights, in.TriggerFeedback = true, true
+	first, err := f.db.RecordSwipe(ctx, in)
+	require.NoError(t, err)
+	again, err := f.db.RecordSwipe(ctx, f.swipe(f.schools[0], "right", "client-1"))
+	require.NoError(t, err)
+	assert.True(t, again.Duplicate)
+	assert.Equal(t, first.ID, again.ID)
+	assert.Equal(t, 1, again.SwipeCount)
+	assert.True(t, again.UpdatedWeights, "the first answer's flags")
+	assert.True(t, again.TriggerFeedback)
+	other, err := f.db.RecordSwipe(ctx, f.swipe(f.schools[1], "left", "client-1"))
+	require.NoError(t, err)
+	assert.True(t, other.Duplicate, "the caller tells a conflict from the first swipe's fields")
+	assert.Equal(t, f.schools[0], other.SchoolID)
+
+	var wg sync.WaitGroup
+	results := make([]domain.RecordedSwipe, 8)
+	for i := range results {
+		wg.Go(func() {
+			var err error
+			results[i], err = f.db.RecordSwipe(ctx, f.swipe(f.schools[2], "left", "client-2"))
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	ids := map[int64]bool{}
+	for _, r := range results {
+		ids[r.ID] = true
+	}
+	assert.Len(t, ids, 1, "one row for eight concurrent retries")
+	assert.Equal(t, 2, count(t, f.db, `SELECT swipe_count FROM students WHERE id = $1`, f.student))
+	assert.Equal(t, 2, count(t, f.db, `SELECT count(*) FROM swipes`))
+}
+
+func TestRecordSwipeRefusesUnknownStudentsAndSchools(t *testing.T) {
+	ctx := context.Background()
+	f := newWriteFixture(t)
+	unknown := uuid.NewString()
+	in := f.swipe(f.schools[0], "right", "")
+	in.StudentID = unknown
+	_, err := f.db.RecordSwipe(ctx, in)
+	assertStudentNotFound(t, err, unknown)
+	_, err = f.db.RecordSwipe(ctx, f.swipe(uuid.NewString(), "right", ""))
+	assert.Equal(t, domain.CodeInvalidSchoolID, domain.CodeOf(err))
+	_, err = f.db.Pool().Exec(ctx, `UPDATE schools SET active = false WHERE id = $1`, f.schools[1])
+	require.NoError(t, err)
+	_, err = f.db.RecordSwipe(ctx, f.swipe(f.schools[1], "right", ""))
+	assert.Equal(t, domain.CodeInvalidSchoolID, domain.CodeOf(err), "an inactive school is not served")
+	_, err = f.db.DeleteStudent(ctx, f.student)
+	require.NoError(t, err)
+	_, err = f.db.RecordSwipe(ctx, f.swipe(f.schools[0], "right", ""))
+	assertStudentNotFound(t, err, f.student)
+	assert.Zero(t, count(t, f.db, `SELECT count(*) FROM swipes`))
+}
+
+// A batch stores its new changes in order, once per client id, counts its
+// swipes once, and says what became of every change.
+func TestRecordBatch(t *testing.T) {
+	ctx := context.Background()
+	f := newWriteFixture(t)
+	_, err := f.db.RecordSwipe(ctx, f.swipe(f.schools[0], "right", "old"))
+	require.NoError(t, err)
+	at := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
+	sw := func(id, school, dir string) domain.Change {
+		s := f.swipe(school, dir, id)
+		s.OccurredAt = at
+		return domain.Change{Type: domain.ChangeSwipe, Swipe: s}
+	}
+	fb := domain.Change{Type: domain.ChangeFeedback, Feedback: domain.Feedback{StudentID: f.student, SchoolID: f.schools[2],
+		Reason: "too_expensive", Comment: "pricey", ClientID: "fb-1", OccurredAt: at}}
+	bad := sw("bad", f.schools[1], "right")
+	bad.Problem = "direction must be left or right"
+	changes := []domain.Change{
+		sw("a", f.schools[1], "left"),
+		sw("old", f.schools[0], "right"),  // stored before: a duplicate
+		sw("old2", f.schools[0], "right"), // new
+		sw("a", f.schools[1], "left"),     // again in the batch: a duplicate
+		sw("a", f.schools[2], "left"),     // the same id for another change: rejected
+		sw("gone", uuid.NewString(), "left"),
+		fb,
+		bad,
+		sw("old", f.schools[1], "left"), // stored before for another change: rejected
+	}
+	res, err := f.db.RecordBatch(ctx, f.student, changes)
+	require.NoError(t, err)
+	assert.Equal(t, []domain.Outcome{domain.Accepted, domain.Duplicate, domain.Accepted, domain.Duplicate, domain.Rejected,
+		domain.Rejected, domain.Accepted, domain.Rejected, domain.Rejected}, res.Outcomes)
+	assert.Contains(t, res.Errors[4], "already used")
+	assert.Contains(t, res.Errors[5], "INVALID_SCHOOL_ID")
+	assert.Equal(t, bad.Problem, res.Errors[7])
+	assert.Contains(t, res.Errors[8], "already used")
+	assert.Equal(t, 3, res.SwipeCount)
+	require.Len(t, res.Swipes, 2)
+	assert.Equal(t, 2, res.Swipes[0].SwipeCount, "each swipe's count once recorded")
+	assert.Equal(t, 3, res.Swipes[1].SwipeCount)
+	assert.Less(t, res.Swipes[0].ID, res.Swipes[1].ID, "stored in the order given")
+	assert.NotZero(t, res.LastFeedbackID)
+	assert.Equal(t, 3, count(t, f.db, `SELECT swipe_count FROM students WHERE id = $1`, f.student))
+	assert.Equal(t, 3, count(t, f.db, `SELECT count(*) FROM outbox`), "one event per counted swipe")
+	var comment string
+	require.NoError(t, f.db.Pool().QueryRow(ctx, `SELECT comment FROM feedback WHERE id = $1`, res.LastFeedbackID).Scan(&comment))
+	assert.Equal(t, "pricey", comment)
+
+	// The same batch again changes nothing.
+	again, err := f.db.RecordBatch(ctx, f.student, changes)
+	require.NoError(t, err)
+	for i, o := range again.Outcomes {
+		if res.Outcomes[i] == domain.Accepted {
+			assert.Equal(t, domain.Duplicate, o, "change %d", i)
+		}
+	}
+	assert.Equal(t, 3, again.SwipeCount)
+	assert.Equal(t, 3, count(t, f.db, `SELECT count(*) FROM outbox`))
+
+	unknown := uuid.NewString()
+	_, err = f.db.RecordBatch(ctx, unknown, changes[:1])
+	assertStudentNotFound(t, err, unknown)
+}
+
+// A fold reads the state and what is new in one statement and stores its
+// result only if nobody stored first.
+func TestLearnerStateAndOptimisticSave(t *testing.T) {
+	ctx := context.Background()
+	f := newWriteFixture(t)
+	r1, err := f.db.RecordSwipe(ctx, f.swipe(f.schools[0], "right", ""))
+	require.NoError(t, err)
+	tap := f.swipe(f.schools[1], "left", "")
+	tap.Interaction = domain.InteractionTap
+	r2, err := f.db.RecordSwipe(ctx, tap)
+	require.NoError(t, err)
+	fb, err := f.db.RecordFeedback(ctx, domain.Feedback{StudentID: f.student, SchoolID: f.schools[2], Reason: "too_selective"})
+	require.NoError(t, err)
+
+	st, err := f.db.LearnerState(ctx, f.student)
+	require.NoError(t, err)
+	assert.Zero(t, st.LearningVersion)
+	assert.Nil(t, st.Model)
+	require.Len(t, st.New, 3, "every event, in recording order")
+	assert.Equal(t, r1.ID, st.New[0].SwipeID)
+	assert.Equal(t, r2.ID, st.New[1].SwipeID)
+	assert.Equal(t, fb.ID, st.New[2].FeedbackID)
+	assert.Equal(t, "too_selective", st.New[2].Reason)
+	assert.Equal(t, []string{f.schools[0]}, st.SwipedSchools(), "counted swipes only")
+
+	up := domain.LearningUpdate{Model: []byte(`{"m":1}`), Weights: map[string]float64{"cost_weight": 0.5},
+		LastSwipeID: r2.ID, LastFeedbackID: fb.ID, LastSeq: st.New[2].Seq, Swiped: []string{f.schools[0]}}
+	v, saved, err := f.db.SaveLearning(ctx, f.student, 0, up)
+	require.NoError(t, err)
+	require.True(t, saved)
+	assert.Equal(t, int64(1), v)
+	_, saved, err = f.db.SaveLearning(ctx, f.student, 0, up)
+	require.NoError(t, err)
+	assert.False(t, saved, "another fold stored first: nothing changes")
+
+	st, err = f.db.LearnerState(ctx, f.student)
+	require.NoError(t, err)
+	assert.Empty(t, st.New, "nothing new after the fold")
+	assert.Equal(t, []string{f.schools[0]}, st.Swiped)
+	assert.JSONEq(t, `{"m":1}`, string(st.Model))
+	assert.Equal(t, int64(1), st.LearningVersion)
+
+	// An erased student never gets a learned state back.
+	_, err = f.db.DeleteStudent(ctx, f.student)
+	require.NoError(t, err)
+	_, saved, err = f.db.SaveLearning(ctx, f.student, 1, up)
+	require.NoError(t, err)
+	assert.False(t, saved)
+}
+
+// A full re-fold reads of each school the latest event of each kind.
+func TestLearnHistoryKeepsTheLatestEventPerSchoolAndKind(t *testing.T) {
+	ctx := context.Background()
+	f := newWriteFixture(t)
+	var last int64
+	for _, dir := range []string{"right", "left", "right"} {
+		r, err := f.db.RecordSwipe(ctx, f.swipe(f.schools[0], dir, ""))
+		require.NoError(t, err)
+		last = r.ID
+	}
+	tap := f.swipe(f.schools[0], "right", "")
+	tap.Interaction = domain.InteractionTap
+	for range 2 {
+		r, err := f.db.RecordSwipe(ctx, tap)
+		require.NoError(t, err)
+		last = r.ID
+	}
+	fb, err := f.db.RecordFeedback(ctx, domain.Feedback{StudentID: f.student, SchoolID: f.schools[0], Reason: "too_expensive"})
+	require.NoError(t, err)
+	hist, err := f.db.LearnHistory(ctx, f.student, last, fb.ID)
+	require.NoError(t, err)
+	require.Len(t, hist, 3, "one swipe, one tap, one feedback reason")
+	assert.Equal(t, "right", hist[0].Direction, "the latest counted swipe")
+	assert.Equal(t, domain.InteractionTap, hist[1].Interaction)
+	assert.Equal(t, fb.ID, hist[2].FeedbackID)
+	assert.Less(t, hist[0].Seq, hist[1].Seq, "in recording order")
+}
+
+// The learn sweep finds students whose learned state lacks events
+// recorded more than the grace ago, and moves its cursor past settled ones.
+func TestUnlearnedStudents(t *testing.T) {
+	ctx := context.Background()
+	f := newWriteFixture(t)
+	r, err := f.db.RecordSwipe(ctx, f.swipe(f.schools[0], "right", ""))
+	require.NoError(t, err)
+	cur, err := f.db.LearnSweepCursor(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, cur.SwipeID, "a first sweep looks back")
+
+	debts, err := f.db.UnlearnedStudents(ctx, cur, time.Hour, 100)
+	require.NoError(t, err)
+	assert.Empty(t, debts, "too recent: its task may still run")
+	_, err = f.db.Pool().Exec(ctx, `UPDATE swipes SET created_at = now() - interval '2 minutes'`)
+	require.NoError(t, err)
+	debts, err = f.db.UnlearnedStudents(ctx, cur, 10*time.Second, 100)
+	require.NoError(t, err)
+	require.Len(t, debts, 1)
+	assert.Equal(t, f.student, debts[0].StudentID)
+	assert.Equal(t, r.Version, debts[0].Version)
+	assert.Zero(t, debts[0].LastFeedbackID)
+
+	_, saved, err := f.db.SaveLearning(ctx, f.student, 0, domain.LearningUpdate{Model: []byte(`{}`), LastSwipeID: r.ID})
+	require.NoError(t, err)
+	require.True(t, saved)
+	debts, err = f.db.UnlearnedStudents(ctx, cur, 10*time.Second, 100)
+	require.NoError(t, err)
+	assert.Empty(t, debts, "learned")
+
+	next, err := f.db.AdvanceLearnSweep(ctx, cur, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, r.ID, next.SwipeID)
+	stored, err := f.db.LearnSweepCursor(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, next, stored)
+}

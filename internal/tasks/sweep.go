@@ -1,0 +1,173 @@
+package tasks
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/handover"
+)
+
+// LearnDebts is what the learn sweep reads from the database (*store.Store
+// through an adapter).
+type LearnDebts interface {
+	// LearnSweepCursor is where the sweep has got to.
+	LearnSweepCursor(ctx context.Context) (domain.SweepCursor, error)
+	// UnlearnedStudents lists up to limit students with swipes or feedback
+	// after the cursor, recorded more than grace ago, that their learned
+	// state does not cover.
+	UnlearnedStudents(ctx context.Context, cur domain.SweepCursor, grace time.Duration, limit int) ([]domain.Unlearned, error)
+	// AdvanceLearnSweep moves the cursor from cur past what was recorded
+	// more than settled ago.
+	AdvanceLearnSweep(ctx context.Context, cur domain.SweepCursor, settled time.Duration) (domain.SweepCursor, error)
+}
+
+// Leader lets one replica at a time run a periodic pass (a Redis lock that
+// lasts one interval): with N worker replicas the sweep's work does not
+// grow N-fold.
+type Leader interface {
+	// Lead reports whether this replica runs the pass named name now; the
+	// lead lasts ttl.
+	Lead(ctx context.Context, name string, ttl time.Duration) (bool, error)
+}
+
+// LearnSweepConfig tunes the sweep; zero fields take the defaults.
+type LearnSweepConfig struct {
+	Interval time.Duration // between passes; default 15 s
+	Grace    time.Duration // how old an unlearned event must be before a task is queued again for it; default 10 s
+	Settled  time.Duration // how old events must be for the cursor to move past them; default 1 min
+	Limit    int           // students per pass; default 5,000
+}
+
+func (c LearnSweepConfig) withDefaults() LearnSweepConfig {
+	if c.Interval <= 0 {
+		c.Interval = 15 * time.Second
+	}
+	if c.Grace <= 0 {
+		c.Grace = 10 * time.Second
+	}
+	if c.Settled <= 0 {
+		c.Settled = time.Minute
+	}
+	c.Settled = max(c.Settled, c.Grace)
+	if c.Limit <= 0 {
+		c.Limit = 5000
+	}
+	return c
+}
+
+// LearnSweep is the repair path of learning: every swipe and feedback is
+// folded in by the student:learn task its write queued after the commit,
+// but that task is lost when the write could not queue it (Redis down, the
+// API killed between commit and queue) or when Redis loses its queue (a
+// restart without persistence). The sweep finds, from PostgreSQL, students
+// with events recorded more than Grace ago that their learned state does
+// not cover, and queues their task again under the id the write used (the
+// queue refuses it while the original is there). So nothing a student did
+// stays unlearned for much more than Interval + Grace once Redis answers.
+//
+// A pass reads the events after a cursor kept in PostgreSQL; the cursor
+// moves past events once they are Settled (no transaction that could still
+// commit one is running). One replica runs each pass (Leader).
+type LearnSweep struct {
+	log    *slog.Logger
+	debts  LearnDebts
+	q      Queue
+	leader Leader
+	cfg    LearnSweepConfig
+	queued prometheus.Counter
+	passes *prometheus.CounterVec
+}
+
+// NewLearnSweep builds the sweep; its collectors are registered on reg.
+func NewLearnSweep(log *slog.Logger, debts LearnDebts, q Queue, leader Leader, reg prometheus.Registerer, cfg LearnSweepConfig) *LearnSweep {
+	if log == nil || debts == nil || q == nil || leader == nil || reg == nil {
+		panic("tasks.NewLearnSweep: nil dependency")
+	}
+	s := &LearnSweep{log: log, debts: debts, q: q, leader: leader, cfg: cfg.withDefaults(),
+		queued: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matching_learn_requeued_total",
+			Help: "student:learn tasks queued again by the learn sweep for events their learned state lacked (the task was lost).",
+		}),
+		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matching_learn_sweep_passes_total",
+			Help: "Learn sweep passes, by result (ok, skipped: another replica leads, error).",
+		}, []string{"result"}),
+	}
+	for _, r := range []string{"ok", "skipped", "error"} {
+		s.passes.WithLabelValues(r)
+	}
+	reg.MustRegister(s.queued, s.passes)
+	return s
+}
+
+// Run passes at once and then every Interval until ctx ends.
+func (s *LearnSweep) Run(ctx context.Context) {
+	tick := time.NewTicker(s.cfg.Interval)
+	defer tick.Stop()
+	for {
+		if _, err := s.Pass(ctx); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "learn sweep failed; the next pass tries again", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Pass runs one pass when this replica leads, and returns how many tasks it
+// queued again.
+func (s *LearnSweep) Pass(ctx context.Context) (int, error) {
+	lead, err := s.leader.Lead(ctx, "learn-sweep", s.cfg.Interval*9/10)
+	if err != nil {
+		s.passes.WithLabelValues("error").Inc()
+		return 0, err // without Redis nothing can be queued anyway
+	}
+	if !lead {
+		s.passes.WithLabelValues("skipped").Inc()
+		return 0, nil
+	}
+	n, err := s.pass(ctx)
+	if err != nil {
+		s.passes.WithLabelValues("error").Inc()
+		return n, err
+	}
+	s.passes.WithLabelValues("ok").Inc()
+	return n, nil
+}
+
+func (s *LearnSweep) pass(ctx context.Context) (int, error) {
+	cur, err := s.debts.LearnSweepCursor(ctx)
+	if err != nil {
+		return 0, err
+	}
+	debts, err := s.debts.UnlearnedStudents(ctx, cur, s.cfg.Grace, s.cfg.Limit)
+	if err != nil {
+		return 0, err
+	}
+	queued := 0
+	if len(debts) > 0 {
+		jobs := make([]handover.Job, len(debts))
+		for i, d := range debts {
+			jobs[i] = LearnJob(d.StudentID, d.Version, d.LastFeedbackID)
+		}
+		if queued, err = s.q.Queue(ctx, jobs...); err != nil {
+			return 0, err // the cursor stays: the next pass finds them again
+		}
+		s.queued.Add(float64(queued))
+		if queued > 0 {
+			s.log.WarnContext(ctx, "student:learn tasks queued again for unlearned events", "queued", queued,
+				"unlearned", len(debts))
+		}
+	}
+	if len(debts) == s.cfg.Limit {
+		return queued, nil // more to look at: the cursor stays until a pass sees them all
+	}
+	_, err = s.debts.AdvanceLearnSweep(ctx, cur, s.cfg.Settled)
+	return queued, err
+}
