@@ -19,7 +19,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 export TEST_DATABASE_URL TEST_REDIS_URL
 
-.PHONY: help run test test-topologies test-hostile fuzz lint migrate seed bench build tidy fmt up down clean clean-test-db loadtest
+.PHONY: help run test test-topologies test-hostile fuzz lint migrate seed catalogue bench build tidy fmt up down clean clean-test-db loadtest
 
 # The demo and docs pages (web/, built into internal/demo/dist and committed).
 NPM_CI := npm ci --ignore-scripts --no-audit --no-fund
@@ -76,9 +76,15 @@ migrate: ## apply schema migrations to DATABASE_URL (creates the database)
 	@scripts/services.sh
 	$(GO) run ./cmd/matchctl migrate
 
-seed: ## fill the school catalogue when it is empty
+seed: ## fill an empty school catalogue with the bundled real schools
 	@scripts/services.sh
 	$(GO) run ./cmd/matchctl seed
+
+# The public College Scorecard and IPEDS files the bundled catalogue is built from.
+DATA ?= ../shared/data
+
+catalogue: ## rebuild the bundled school catalogue from the public files in DATA
+	$(GO) run ./internal/catalog/bundled/gen -data '$(DATA)'
 
 bench: ## run the benchmarks (no tests)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

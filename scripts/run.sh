@@ -5,7 +5,8 @@
 #   2. the binaries are built into bin/;
 #   3. without AUTH_HS256_SECRET and AUTH_JWKS_URL, a development secret is
 #      made once in .run/dev-secret and used;
-#   4. matchctl migrate, then matchctl seed (a no-op when schools exist);
+#   4. matchctl migrate, then matchctl seed: the bundled real schools (a no-op
+#      when schools exist);
 #   5. worker and API start, logging JSON to this terminal; once the API's
 #      /readyz answers, a development token and curl lines are printed;
 #   6. with RUN_DEMO=1 (`make demo`), `matchctl demo` serves the demo page and

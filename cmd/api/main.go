@@ -112,11 +112,14 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	// subscribers, and its learn sweep queues again any learn task lost.
 	queuer := handover.NewQueuer()
 	trips := cache.NewSwipeTrips(feeds, queuer)
+	// Every committed swipe and feedback reason is counted once in the
+	// learning counters (like rates by phase and slot), wherever it came in.
+	learning := metrics.NewLearning(reg)
 	swipes := command.NewSwipes(command.SwipesConfig{
-		Store: db, Batch: db, Redis: trips, Catalogs: catalog, Log: log,
+		Store: db, Batch: db, Redis: trips, Catalogs: catalog, Log: log, Count: learning,
 	})
 	feedback := command.NewFeedback(command.FeedbackConfig{
-		Store: db, Redis: trips, Queue: handover.NewClient(rdb, queuer), Catalogs: catalog, Log: log,
+		Store: db, Redis: trips, Queue: handover.NewClient(rdb, queuer), Catalogs: catalog, Log: log, Count: learning,
 	})
 
 	// The continuous feed serves the same learned feed, skipping what it
@@ -146,7 +149,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		Feedback:       feedback,
 		Continuous:     continuous,
 		Carried:        swipes,
-		SyncPush:       command.NewSync(command.SyncConfig{Store: db, Redis: trips, Catalogs: catalog, Log: log}),
+		SyncPush:       command.NewSync(command.SyncConfig{Store: db, Redis: trips, Catalogs: catalog, Log: log, Count: learning}),
 		SyncPull:       query.NewSync(queries, db, 0, 0),
 		FeedCacheTTL:   cfg.FeedCacheTTL,
 		Health:         checks,

@@ -138,29 +138,17 @@ func (imp *scorecardImport) flush(ctx context.Context) error {
 	if len(imp.batch) == 0 {
 		return nil
 	}
-	ids := make([]string, len(imp.batch))
-	for i, s := range imp.batch {
-		ids[i] = s.ID
-	}
-	stored, err := imp.st.SchoolsByID(ctx, ids)
+	merged, notStored, err := mergeWithStored(ctx, imp.st, imp.batch, imp.rd.Report().Supplement)
 	if err != nil {
 		return err
 	}
-	supplement := imp.rd.Report().Supplement
-	merged := make([]domain.School, 0, len(imp.batch))
-	for _, s := range imp.batch {
-		old, ok := stored[s.ID]
-		switch {
-		case ok:
-			s = catalog.MergeSchool(old, s)
-		case supplement:
-			if imp.extraSkipped == nil {
-				imp.extraSkipped = map[string]int{}
-			}
-			imp.extraSkipped[skipNotInCatalogue]++
-			continue
+	if notStored > 0 {
+		if imp.extraSkipped == nil {
+			imp.extraSkipped = map[string]int{}
 		}
-		merged = append(merged, s)
+		imp.extraSkipped[skipNotInCatalogue] += notStored
+	}
+	for _, s := range merged {
 		imp.loadedIDs = append(imp.loadedIDs, s.ID)
 	}
 	res, err := imp.st.UpsertSchools(ctx, merged)
@@ -172,6 +160,34 @@ func (imp *scorecardImport) flush(ctx context.Context) error {
 	imp.res.Unchanged += res.Unchanged
 	imp.batch = imp.batch[:0]
 	return nil
+}
+
+// mergeWithStored lays each school of batch over the stored school with its
+// id (catalog.MergeSchool), so a value the batch lacks keeps the stored
+// one. With supplement (a file without school names), a school that is not
+// stored is left out and counted in notStored; otherwise it is new.
+func mergeWithStored(ctx context.Context, st *store.Store, batch []domain.School, supplement bool) (merged []domain.School, notStored int, err error) {
+	ids := make([]string, len(batch))
+	for i, s := range batch {
+		ids[i] = s.ID
+	}
+	stored, err := st.SchoolsByID(ctx, ids)
+	if err != nil {
+		return nil, 0, err
+	}
+	merged = make([]domain.School, 0, len(batch))
+	for _, s := range batch {
+		old, ok := stored[s.ID]
+		switch {
+		case ok:
+			s = catalog.MergeSchool(old, s)
+		case supplement:
+			notStored++
+			continue
+		}
+		merged = append(merged, s)
+	}
+	return merged, notStored, nil
 }
 
 // finish applies the catalogue-wide consequences of the import and prints

@@ -2,19 +2,27 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/collegematch/matching/internal/auth"
 	"github.com/collegematch/matching/internal/simulate"
+	"github.com/collegematch/matching/internal/simulate/live"
+	"github.com/collegematch/matching/internal/store"
 )
 
 func init() {
 	register("simulate", command{
-		usage: "simulate [--students 200] [--swipes 40] [--schools 6500] [--seed 1] [--svg FILE]",
-		help:  "measure how well the learning loop learns, with synthetic students (no database needed)",
+		usage: "simulate [--students 200] [--swipes 40] [--schools 6500] [--seed 1] [--svg FILE] | simulate --api URL [--students 10] [--swipes 40]",
+		help:  "measure how well the learning loop learns, with synthetic students (no database needed); --api: drive a running service through its API",
 		run:   runSimulate,
 	})
 }
@@ -30,8 +38,13 @@ func runSimulate(ctx context.Context, e env, args []string) error {
 	workers := fs.Int("workers", min(2, runtime.GOMAXPROCS(0)), "students simulated at once (the result does not depend on it)")
 	compare := fs.Bool("compare-exploration", false, "also run the learner with uniformly random exploration picks")
 	coldStart := fs.Bool("cold-start", false, "draw half the students from the onboarding categories and measure the cold start")
+	api := fs.String("api", "", "drive the service at this base URL (its catalogue from DATABASE_URL, tokens from AUTH_HS256_SECRET)")
+	noFeedback := fs.Bool("no-feedback", false, "with --api: leave feedback prompts unanswered")
 	if err := fs.Parse(args); err != nil {
 		return usageErr("%v", err)
+	}
+	if *api != "" {
+		return runSimulateLive(ctx, e, fs, *api, *noFeedback)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -83,4 +96,72 @@ func runSimulate(ctx context.Context, e env, args []string) error {
 		}
 	}
 	return nil
+}
+
+// runSimulateLive drives a running service with the simulation's students
+// (internal/simulate/live) and prints what it answered.
+func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, noFeedback bool) error {
+	var bad []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "schools", "svg", "compare-exploration", "cold-start":
+			bad = append(bad, "--"+f.Name)
+		}
+	})
+	if len(bad) > 0 {
+		return usageErr("%s cannot be used with --api (the catalogue is the service's)", strings.Join(bad, ", "))
+	}
+	if u, err := url.Parse(api); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageErr("--api must be an http(s) URL, e.g. http://127.0.0.1:8080")
+	}
+	get := func(name string) int { v, _ := strconv.Atoi(fs.Lookup(name).Value.String()); return v }
+	students, swipes, page, workers := 10, get("swipes"), get("page"), get("workers")
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "students" {
+			students = get("students")
+		}
+	})
+	seed, _ := strconv.ParseUint(fs.Lookup("seed").Value.String(), 10, 64)
+	switch {
+	case fs.NArg() > 0:
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	case students < 1 || students > 10_000:
+		return usageErr("--students must be between 1 and 10000")
+	case swipes < 1 || swipes > 1000:
+		return usageErr("--swipes must be between 1 and 1000")
+	case page < 1 || page > 50:
+		return usageErr("--page must be between 1 and 50")
+	case workers < 1 || workers > 64:
+		return usageErr("--workers must be between 1 and 64")
+	case seed == 0:
+		return usageErr("--seed must be positive")
+	}
+	secret := e.cfg.HS256Secret
+	if len(secret) == 0 {
+		return errors.New("--api needs AUTH_HS256_SECRET, the development secret of the service it drives, to mint its students' tokens")
+	}
+
+	pool, err := store.Open(ctx, e.cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	schools, err := store.New(pool).ActiveSchools(ctx)
+	pool.Close()
+	if err != nil {
+		return err
+	}
+	if len(schools) == 0 {
+		return errors.New("the catalogue at DATABASE_URL is empty; run matchctl seed")
+	}
+	res, err := live.Run(ctx, live.Config{
+		API: api, Schools: schools, Students: students, Swipes: swipes, PageSize: page, Seed: seed, Workers: workers,
+		NoFeedback: noFeedback,
+		Token: func(id string) (string, error) {
+			return auth.MintHS256(secret, auth.MintOptions{Subject: id, TTL: time.Hour})
+		},
+	})
+	if _, werr := fmt.Fprint(e.stdout, res.Table()); werr != nil && err == nil {
+		err = werr
+	}
+	return err
 }

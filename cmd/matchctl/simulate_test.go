@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/testutil"
 )
 
 func runSimulateCmd(t *testing.T, args ...string) (int, string, string) {
@@ -53,4 +55,38 @@ func TestSimulateRejectsBadFlags(t *testing.T) {
 		assert.Equal(t, 2, code, "%v", args)
 		assert.Contains(t, errOut, "usage: matchctl simulate", "%v", args)
 	}
+}
+
+func TestSimulateAPIChecksItsArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"simulate", "--api", "127.0.0.1:8080"},
+		{"simulate", "--api", "ftp://x"},
+		{"simulate", "--api", "http://127.0.0.1:1", "--schools", "500"},
+		{"simulate", "--api", "http://127.0.0.1:1", "--svg", "x.svg"},
+		{"simulate", "--api", "http://127.0.0.1:1", "--cold-start"},
+		{"simulate", "--api", "http://127.0.0.1:1", "--students", "0"},
+		{"simulate", "--api", "http://127.0.0.1:1", "extra"},
+	} {
+		code, _, errOut := runSimulateCmd(t, args...)
+		assert.Equal(t, 2, code, "%v: %s", args, errOut)
+		assert.Contains(t, errOut, "usage: matchctl simulate", "%v", args)
+	}
+	code, _, errOut := runSimulateCmd(t, "simulate", "--api", "http://127.0.0.1:1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "AUTH_HS256_SECRET")
+}
+
+// Against no service, the run stops at its first call and says why.
+func TestSimulateAPIReportsAnUnreachableService(t *testing.T) {
+	dbURL := testutil.NewDBURL(t)
+	code, _, errOut := runSeedCmd(t, dbURL, "seed", "--synthetic", "--count", "200")
+	require.Equal(t, 0, code, errOut)
+	env := map[string]string{"DATABASE_URL": dbURL, "AUTH_HS256_SECRET": "simulate-test-secret-simulate-test-secret"}
+	var out, errBuf bytes.Buffer
+	code = run(context.Background(), []string{"simulate", "--api", "http://127.0.0.1:1", "--students", "2", "--swipes", "3"},
+		func(k string) string { return env[k] }, &out, &errBuf)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errBuf.String(), "onboarding")
+	assert.Contains(t, errBuf.String(), "connection refused")
+	assert.Contains(t, out.String(), "0 students, 0 swipes through the API")
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,14 +16,16 @@ import (
 
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/inspect"
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
 )
 
 func init() {
 	register("students", command{
-		usage: "students export|delete ID [--yes]",
-		help: "export a student's stored data as JSON, or erase their personal data and Redis read models " +
+		usage: "students export|delete|explain ID [--yes] [--limit 20] [--json]",
+		help: "export a student's stored data as JSON; explain where they are in learning (phase, weights with " +
+			"their uncertainty, the head of their feed with slot kinds and reasons; -h for its flags); or erase their personal data and Redis read models " +
 			"(docs/onboarding.md); delete needs --yes when stdin is not a terminal, and if Redis is unreachable " +
 			"it still erases, warns and exits 0: read models then expire by TTL, and running delete again drops them",
 		run: runStudents,
@@ -36,16 +39,33 @@ func runStudents(ctx context.Context, e env, args []string) error {
 	fs := e.flagSet("students")
 	yes := fs.Bool("yes", false, "delete: erase without asking (required when stdin is not a terminal)")
 	fs.BoolVar(yes, "y", false, "short for --yes")
+	limit := fs.Int("limit", 20, fmt.Sprintf("explain: items of the feed to show (1-%d)", inspect.MaxItems))
+	asJSON := fs.Bool("json", false, "explain: print the explanation as JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		return usageErr("missing subcommand: export or delete")
+		return usageErr("missing subcommand: export, explain or delete")
 	}
 	sub, ids := pos[0], pos[1:]
+	if sub == "explain" {
+		if *yes {
+			return usageErr("explain takes no --yes")
+		}
+		return runExplain(ctx, e, ids, *limit, *asJSON)
+	}
+	explainFlag := ""
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "limit" || f.Name == "json" {
+			explainFlag = f.Name
+		}
+	})
+	if explainFlag != "" {
+		return usageErr("--%s is a flag of explain", explainFlag)
+	}
 	if sub != "export" && sub != "delete" {
-		return usageErr("unknown subcommand %q: use export or delete", sub)
+		return usageErr("unknown subcommand %q: use export, explain or delete", sub)
 	}
 	if *yes && sub != "delete" {
 		return usageErr("%s takes no flags", sub)

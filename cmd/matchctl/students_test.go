@@ -272,7 +272,7 @@ func TestStudentsErrors(t *testing.T) {
 	} {
 		code, _, errOut := e.run(t, args...)
 		assert.Equal(t, 2, code, "%v", args)
-		assert.Contains(t, errOut, "usage: matchctl students export|delete ID [--yes]", "%v", args)
+		assert.Contains(t, errOut, "usage: matchctl students export|delete|explain ID [--yes] [--limit 20] [--json]", "%v", args)
 	}
 
 	if isTerminal(os.Stdin) {

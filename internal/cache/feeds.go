@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/collegematch/matching/internal/breaker"
 )
 
 // Feeds stores students' precomputed feeds (FeedKey). Every write sets the
@@ -20,10 +21,9 @@ import (
 // cost little: each call is bounded by CallTimeout, and after a failure
 // the store answers ErrUnavailable at once for RetryAfterFailure.
 type Feeds struct {
-	rdb       redis.UniversalClient
-	ttl       time.Duration
-	now       func() time.Time
-	downUntil atomic.Int64 // Unix nanoseconds; Redis is not tried before then
+	rdb     redis.UniversalClient
+	ttl     time.Duration
+	breaker *breaker.Breaker
 }
 
 const (
@@ -34,14 +34,14 @@ const (
 )
 
 // ErrUnavailable is returned, without trying Redis, shortly after a call failed.
-var ErrUnavailable = errors.New("cache unavailable after a recent Redis failure")
+var ErrUnavailable = breaker.ErrOpen
 
 // NewFeeds builds the feed store; ttl is FEED_CACHE_TTL.
 func NewFeeds(rdb redis.UniversalClient, ttl time.Duration) *Feeds {
 	if rdb == nil || ttl <= 0 {
 		panic("cache.NewFeeds: nil client or non-positive TTL")
 	}
-	return &Feeds{rdb: rdb, ttl: ttl, now: time.Now}
+	return &Feeds{rdb: rdb, ttl: ttl, breaker: breaker.New(CallTimeout, RetryAfterFailure)}
 }
 
 // TTL is the lifetime of a stored feed.
@@ -56,20 +56,16 @@ func (s *Feeds) CompactLocation(studentID string) (key, field string) {
 
 // call runs fn with the per-call timeout and the failure breaker.
 func (s *Feeds) call(ctx context.Context, op string, fn func(ctx context.Context) error) error {
-	if until := s.downUntil.Load(); until != 0 && s.now().UnixNano() < until {
-		return fmt.Errorf("cache %s: %w", op, ErrUnavailable)
-	}
-	callCtx, cancel := context.WithTimeout(ctx, CallTimeout)
-	defer cancel()
-	err := fn(callCtx)
-	switch {
-	case err == nil, errors.Is(err, redis.Nil), errors.Is(err, ErrNotBuilt):
+	err := s.breaker.Do(ctx, fn, expectedAnswer)
+	if err == nil || expectedAnswer(err) {
 		return err
-	case ctx.Err() == nil: // Redis failed, not the caller (who may have gone)
-		s.downUntil.Store(s.now().Add(RetryAfterFailure).UnixNano())
 	}
 	return fmt.Errorf("cache %s: %w", op, err)
 }
+
+// expectedAnswer tells the answers of Redis that are not failures: a
+// missing key or feed.
+func expectedAnswer(err error) bool { return errors.Is(err, redis.Nil) || errors.Is(err, ErrNotBuilt) }
 
 // feedFields are the fields a read of a whole feed (without the compact
 // page) takes, in feedFromHash's order.

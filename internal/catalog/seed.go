@@ -12,7 +12,7 @@ import (
 	"github.com/collegematch/matching/internal/domain"
 )
 
-// DefaultSeedCount is how many schools `matchctl seed` generates.
+// DefaultSeedCount is how many schools `matchctl seed --synthetic` generates.
 const DefaultSeedCount = 6500
 
 // SourceSeed is the School.Source of generated schools.

@@ -56,6 +56,7 @@ type FeedbackConfig struct {
 	Queue    Queue
 	Catalogs Catalogs
 	Log      *slog.Logger
+	Count    Counter // optional: each reason recorded is counted here
 }
 
 // Feedback records learning feedback (POST /feedback).
@@ -65,6 +66,7 @@ type Feedback struct {
 	queue    Queue
 	catalogs Catalogs
 	log      *slog.Logger
+	count    Counter
 }
 
 // NewFeedback builds the feedback recorder.
@@ -72,7 +74,7 @@ func NewFeedback(c FeedbackConfig) *Feedback {
 	if c.Store == nil || c.Redis == nil || c.Queue == nil || c.Catalogs == nil || c.Log == nil {
 		panic("command.NewFeedback: missing dependency")
 	}
-	return &Feedback{store: c.Store, redis: c.Redis, queue: c.Queue, catalogs: c.Catalogs, log: c.Log}
+	return &Feedback{store: c.Store, redis: c.Redis, queue: c.Queue, catalogs: c.Catalogs, log: c.Log, count: orNoCount(c.Count)}
 }
 
 // ValidateFeedback is the one check of a feedback reason, whatever carried
@@ -127,6 +129,7 @@ func (f *Feedback) Record(ctx context.Context, in FeedbackInput) (FeedbackResult
 	if err != nil {
 		return FeedbackResult{}, err
 	}
+	f.count.Feedback(fb.Reason)
 	qctx := context.WithoutCancel(ctx)
 	if _, err := f.queue.Queue(qctx, tasks.LearnJob(rec.StudentID, 0, rec.ID)); err != nil {
 		f.log.DebugContext(ctx, "learn task not queued; the worker's learn sweep does it", "student_id", rec.StudentID, "err", err)

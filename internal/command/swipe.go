@@ -56,6 +56,7 @@ type SwipesConfig struct {
 	Redis    SwipeRedis
 	Catalogs Catalogs
 	Log      *slog.Logger
+	Count    Counter // optional: what was recorded is counted here
 }
 
 // Swipes records students' swipes (POST /swipe, the swipes sent with POST
@@ -66,6 +67,7 @@ type Swipes struct {
 	redis    SwipeRedis
 	catalogs Catalogs
 	log      *slog.Logger
+	count    Counter
 }
 
 // NewSwipes builds the swipe recorder.
@@ -73,7 +75,7 @@ func NewSwipes(c SwipesConfig) *Swipes {
 	if c.Store == nil || c.Batch == nil || c.Redis == nil || c.Catalogs == nil || c.Log == nil {
 		panic("command.NewSwipes: missing dependency")
 	}
-	return &Swipes{store: c.Store, batch: c.Batch, redis: c.Redis, catalogs: c.Catalogs, log: c.Log}
+	return &Swipes{store: c.Store, batch: c.Batch, redis: c.Redis, catalogs: c.Catalogs, log: c.Log, count: orNoCount(c.Count)}
 }
 
 // Bounds of what a swipe may carry.
@@ -200,6 +202,7 @@ func (s *Swipes) Record(ctx context.Context, in SwipeInput) (SwipeResult, error)
 		return replay(sw, rec)
 	}
 	s.afterCommit(ctx, rec)
+	countSwipe(s.count, rec, slot)
 	res := Answer(rec)
 	res.Slot = slot
 	return res, nil
@@ -344,7 +347,10 @@ func (s *Swipes) RecordCarried(ctx context.Context, studentID string, in []Swipe
 			}
 		}
 	}
-	s.predict(ctx, sws)
+	slots := make(map[string]string, len(sws))
+	for i, slot := range s.predict(ctx, sws) {
+		slots[sws[i].SchoolID] = slot
+	}
 	changes := make([]domain.Change, len(sws))
 	for i, sw := range sws {
 		if sw.ClientID == "" {
@@ -376,6 +382,7 @@ func (s *Swipes) RecordCarried(ctx context.Context, studentID string, in []Swipe
 	if len(stored.Swipes) > 0 {
 		afterBatch(ctx, s.redis, s.log, studentID, stored)
 	}
+	countBatch(s.count, changes, stored, slots)
 	if failed != nil {
 		var de *domain.Error
 		if errors.As(failed, &de) {

@@ -60,6 +60,7 @@ type SyncConfig struct {
 	Log      *slog.Logger
 	Now      func() time.Time // optional, time.Now
 	MaxWait  time.Duration    // optional, DefaultMaxWait
+	Count    Counter          // optional: what a push stored is counted here
 }
 
 // Sync records pushes.
@@ -81,6 +82,7 @@ func NewSync(c SyncConfig) *Sync {
 	if c.MaxWait <= 0 {
 		c.MaxWait = DefaultMaxWait
 	}
+	c.Count = orNoCount(c.Count)
 	return &Sync{c: c}
 }
 
@@ -237,6 +239,7 @@ func (s *Sync) Push(ctx context.Context, studentID string, changes []Change, all
 	if accepted > 0 {
 		afterBatch(ctx, s.c.Redis, s.c.Log, studentID, stored)
 	}
+	countBatch(s.c.Count, sorted, stored, nil) // a synced swipe's slot is not known: ranked
 	pos, safe, err := s.c.Store.ChangeWatermark(ctx, s.c.MaxWait)
 	if err != nil {
 		return PushResult{}, err

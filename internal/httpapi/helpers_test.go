@@ -71,7 +71,7 @@ func newTestAPIOn(t testing.TB, pool *pgxpool.Pool, rdb redis.UniversalClient, o
 		Students: students, Feeds: cache.NewFeeds(rdb, 5*time.Minute), Catalogs: catalog, Log: log, Metrics: qm,
 		Probes: cache.NewProbes(rdb, 5*time.Minute),
 	})
-	w := newWriteSide(db, rdb, catalog, log)
+	w := newWriteSide(db, rdb, catalog, log, metrics.NewLearning(reg))
 	d := httpapi.Deps{
 		Log:            log,
 		Metrics:        metrics.NewHTTP(reg),

@@ -22,15 +22,16 @@ type writeSide struct {
 	sync       *command.Sync
 }
 
-func newWriteSide(db *store.Store, rdb redis.UniversalClient, cat *query.CatalogHolder, log *slog.Logger) writeSide {
+// count, when not nil, counts what it records (metrics.Learning in cmd/api).
+func newWriteSide(db *store.Store, rdb redis.UniversalClient, cat *query.CatalogHolder, log *slog.Logger, count command.Counter) writeSide {
 	feeds := cache.NewFeeds(rdb, 5*time.Minute)
 	queuer := handover.NewQueuer()
 	trips := cache.NewSwipeTrips(feeds, queuer)
 	return writeSide{
-		swipes: command.NewSwipes(command.SwipesConfig{Store: db, Batch: db, Redis: trips, Catalogs: cat, Log: log}),
+		swipes: command.NewSwipes(command.SwipesConfig{Store: db, Batch: db, Redis: trips, Catalogs: cat, Log: log, Count: count}),
 		feedback: command.NewFeedback(command.FeedbackConfig{Store: db, Redis: trips, Queue: handover.NewClient(rdb, queuer),
-			Catalogs: cat, Log: log}),
+			Catalogs: cat, Log: log, Count: count}),
 		categories: command.NewCategories(db, feeds, log),
-		sync:       command.NewSync(command.SyncConfig{Store: db, Redis: trips, Catalogs: cat, Log: log}),
+		sync:       command.NewSync(command.SyncConfig{Store: db, Redis: trips, Catalogs: cat, Log: log, Count: count}),
 	}
 }

@@ -4,18 +4,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/collegematch/matching/internal/breaker"
 	"github.com/collegematch/matching/internal/config"
 )
 
@@ -28,10 +27,10 @@ import (
 // limiter answers ErrUnavailable at once for RetryAfterFailure before it
 // tries Redis again. The caller decides whether that lets requests through.
 type Limiter struct {
-	rl        *redis_rate.Limiter
-	limits    map[Group]redis_rate.Limit
-	now       func() time.Time
-	downUntil atomic.Int64 // Unix nanoseconds; Redis is not tried before then
+	rl      *redis_rate.Limiter
+	limits  map[Group]redis_rate.Limit
+	now     func() time.Time
+	breaker *breaker.Breaker
 }
 
 const (
@@ -42,7 +41,7 @@ const (
 )
 
 // ErrUnavailable is returned, without trying Redis, shortly after a call failed.
-var ErrUnavailable = errors.New("rate limiter unavailable after a recent Redis failure")
+var ErrUnavailable = breaker.ErrOpen
 
 // Default allowances of each group (the specification's figures), used for
 // any group whose configured allowance is unset.
@@ -69,7 +68,8 @@ func New(rdb redis.UniversalClient, rl config.RateLimits) *Limiter {
 		}
 		limits[g] = redis_rate.Limit{Rate: r.N, Burst: r.N, Period: r.Period}
 	}
-	return &Limiter{rl: redis_rate.NewLimiter(rdb), limits: limits, now: time.Now}
+	return &Limiter{rl: redis_rate.NewLimiter(rdb), limits: limits, now: time.Now,
+		breaker: breaker.New(CallTimeout, RetryAfterFailure)}
 }
 
 // Key is the Redis key (after redis_rate's "rate:" prefix) counting group
@@ -98,16 +98,12 @@ func (l *Limiter) Allow(ctx context.Context, group Group, key string) (Decision,
 	if !ok {
 		return Decision{}, fmt.Errorf("ratelimit: unknown group %q", group)
 	}
-	if until := l.downUntil.Load(); until != 0 && l.now().UnixNano() < until {
-		return Decision{}, fmt.Errorf("ratelimit %s: %w", group, ErrUnavailable)
-	}
-	callCtx, cancel := context.WithTimeout(ctx, CallTimeout)
-	res, err := l.rl.Allow(callCtx, Key(group, key), lim)
-	cancel()
+	var res *redis_rate.Result
+	err := l.breaker.Do(ctx, func(ctx context.Context) (err error) {
+		res, err = l.rl.Allow(ctx, Key(group, key), lim)
+		return err
+	}, nil)
 	if err != nil {
-		if ctx.Err() == nil { // Redis failed, not the caller (who may have gone)
-			l.downUntil.Store(l.now().Add(RetryAfterFailure).UnixNano())
-		}
 		return Decision{}, fmt.Errorf("ratelimit %s: %w", group, err)
 	}
 	d := Decision{

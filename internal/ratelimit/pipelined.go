@@ -54,10 +54,10 @@ func (p *Pipelined) AllowFetch(ctx context.Context, group Group, key string, f F
 	if !ok {
 		return Decision{}, Fetched{}, fmt.Errorf("ratelimit: unknown group %q", group)
 	}
-	if until := p.downUntil.Load(); until != 0 && p.now().UnixNano() < until {
+	if p.breaker.Open() {
 		return Decision{}, Fetched{}, fmt.Errorf("ratelimit %s: %w", group, ErrUnavailable)
 	}
-	callCtx, cancel := context.WithTimeout(ctx, CallTimeout)
+	callCtx, cancel := context.WithTimeout(ctx, p.breaker.Timeout())
 	defer cancel()
 
 	keys := []string{redisRatePrefix + Key(group, key)}
@@ -85,9 +85,7 @@ func (p *Pipelined) AllowFetch(ctx context.Context, group Group, key string, f F
 		res, err = gcra.Run(callCtx, p.rdb, keys, args...).Result()
 	}
 	if err != nil {
-		if ctx.Err() == nil {
-			p.downUntil.Store(p.now().Add(RetryAfterFailure).UnixNano())
-		}
+		p.breaker.Failed(ctx)
 		return Decision{}, fetched, fmt.Errorf("ratelimit %s: %w", group, err)
 	}
 	allowed, retryAfter, resetAfter, err := parseGCRA(res)

@@ -280,6 +280,7 @@ type student struct {
 	index     int
 	id        string
 	profile   match.Profile
+	seen      domain.Student // the profile as onboarding takes it
 	hidden    match.Weights
 	prior     match.Weights
 	archetype int       // -1 when not drawn from an archetype
@@ -377,6 +378,7 @@ func (w *world) newStudent(i int) *student {
 		st.prior = match.SeedWeights(st.profile)
 	}
 	st.hidden = h
+	st.seen = ds
 
 	// Hidden utility, like threshold and gains.
 	n := w.cat.Len()
