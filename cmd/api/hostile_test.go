@@ -25,10 +25,10 @@ import (
 
 // lockedBuffer (readiness_test.go) collects what the API logs.
 
-// startAPI runs the API as cmd/api runs it (run, with its servers and
+// startHostileAPI runs the API as cmd/api runs it (run, with its servers and
 // timeouts) on a fresh database and returns its public and ops base URLs
 // and its log.
-func startAPI(t *testing.T, extra map[string]string) (public, opsURL string, logs *lockedBuffer) {
+func startHostileAPI(t *testing.T, extra map[string]string) (public, opsURL string, logs *lockedBuffer) {
 	t.Helper()
 	env := map[string]string{
 		"DATABASE_URL":      testutil.NewDBURL(t),
@@ -121,7 +121,7 @@ var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", 
 // /metrics under 1 MiB, log nothing but the fixed label, and are not
 // echoed back in full.
 func TestMadeUpMethodsMintNoSeries(t *testing.T) {
-	public, opsURL, logs := startAPI(t, nil)
+	public, opsURL, logs := startHostileAPI(t, nil)
 	tok, err := auth.MintHS256([]byte(secret), auth.MintOptions{Subject: uuid.NewString(), TTL: time.Hour})
 	require.NoError(t, err)
 	paths := []string{"/health", "/swipe", "/recommendations", "/m/recommendations/" + uuid.NewString(), "/no/such/path"}
@@ -222,7 +222,7 @@ func TestMadeUpMethodsMintNoSeries(t *testing.T) {
 // requests unaffected: every normal request in the meantime, each on a
 // fresh connection, answers within a second.
 func TestSlowClientsLeaveOthersUnaffected(t *testing.T) {
-	public, _, _ := startAPI(t, nil)
+	public, _, _ := startHostileAPI(t, nil)
 	student := uuid.NewString()
 	tok, err := auth.MintHS256([]byte(secret), auth.MintOptions{Subject: student, TTL: time.Hour})
 	require.NoError(t, err)
