@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/auth"
 	"github.com/collegematch/matching/internal/buildinfo"
 	"github.com/collegematch/matching/internal/cache"
@@ -85,7 +86,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	// The school catalogue is held in memory: loaded before the API listens,
 	// refreshed in the background when the store's catalogue version moves.
 	qm := query.NewMetrics(reg)
-	catalog := query.NewCatalogHolder(db, log, qm, query.DefaultCatalogPoll)
+	catalog := active.NewHolder(db, log, active.NewMetrics(reg), active.DefaultPoll)
 	if err := catalog.Load(ctx); err != nil {
 		return fmt.Errorf("load the school catalogue: %w", err)
 	}

@@ -12,12 +12,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/handover"
-	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
@@ -32,7 +32,7 @@ type writeSide struct {
 
 func newWriteSide(t testing.TB, db *store.Store, rdb redis.UniversalClient, log *slog.Logger) writeSide {
 	t.Helper()
-	holder := query.NewCatalogHolder(db, log, nil, time.Hour)
+	holder := active.NewHolder(db, log, nil, time.Hour)
 	require.NoError(t, holder.Load(context.Background()))
 	queuer := handover.NewQueuer()
 	trips := cache.NewSwipeTrips(cache.NewFeeds(rdb, 5*time.Minute), queuer)

@@ -21,6 +21,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/buildinfo"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/config"
@@ -134,7 +135,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	// school catalogue held in memory (reloaded when the store's catalogue
 	// version moves).
 	qm := query.NewMetrics(reg)
-	catalog := query.NewCatalogHolder(db, log, qm, query.DefaultCatalogPoll)
+	catalog := active.NewHolder(db, log, active.NewMetrics(reg), active.DefaultPoll)
 	if err := catalog.Load(ctx); err != nil {
 		return fmt.Errorf("load the school catalogue: %w", err)
 	}

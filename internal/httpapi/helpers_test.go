@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/auth"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
@@ -41,7 +42,7 @@ type testAPI struct {
 	Store    *store.Store
 	Redis    redis.UniversalClient
 	Registry *prometheus.Registry
-	Catalog  *query.CatalogHolder
+	Catalog  *active.Holder
 	Students *countingStudents // the read side's store, counting its calls
 }
 
@@ -64,7 +65,7 @@ func newTestAPIOn(t testing.TB, pool *pgxpool.Pool, rdb redis.UniversalClient, o
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
 	qm := query.NewMetrics(reg)
-	catalog := query.NewCatalogHolder(db, log, qm, time.Hour)
+	catalog := active.NewHolder(db, log, active.NewMetrics(reg), time.Hour)
 	require.NoError(t, catalog.Load(context.Background()))
 	students := &countingStudents{db: db}
 	queries := query.New(query.Config{

@@ -6,10 +6,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/handover"
-	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 )
 
@@ -23,7 +23,7 @@ type writeSide struct {
 }
 
 // count, when not nil, counts what it records (metrics.Learning in cmd/api).
-func newWriteSide(db *store.Store, rdb redis.UniversalClient, cat *query.CatalogHolder, log *slog.Logger, count command.Counter) writeSide {
+func newWriteSide(db *store.Store, rdb redis.UniversalClient, cat *active.Holder, log *slog.Logger, count command.Counter) writeSide {
 	feeds := cache.NewFeeds(rdb, 5*time.Minute)
 	queuer := handover.NewQueuer()
 	trips := cache.NewSwipeTrips(feeds, queuer)

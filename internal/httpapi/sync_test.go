@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/command"
@@ -118,7 +119,7 @@ func newSyncAPI(t *testing.T, wait time.Duration, n int) (*testAPI, []domain.Sch
 	require.NoError(t, err)
 	log := testutil.Logger(t)
 	qm := query.NewMetrics(prometheus.NewRegistry())
-	holder := query.NewCatalogHolder(db, log, qm, time.Hour)
+	holder := active.NewHolder(db, log, nil, time.Hour)
 	require.NoError(t, holder.Load(ctx))
 	feeds := cache.NewFeeds(rdb, 5*time.Minute)
 	queries := query.New(query.Config{Students: db, Feeds: feeds, Catalogs: holder, Log: log, Metrics: qm})

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
@@ -155,7 +156,7 @@ func Explain(ctx context.Context, d Deps, id string, limit int) (Explanation, er
 	}
 
 	qm := query.NewMetrics(prometheus.NewRegistry())
-	holder := query.NewCatalogHolder(d.DB, log, qm, time.Hour)
+	holder := active.NewHolder(d.DB, log, nil, time.Hour)
 	if err := holder.Load(ctx); err != nil {
 		return Explanation{}, fmt.Errorf("load the school catalogue: %w", err)
 	}

@@ -21,12 +21,16 @@ var rules = map[string][]string{
 	"internal/match":    {"internal/domain"},
 	"internal/store":    {"internal/domain", "migrations"},
 	"internal/handover": {},
-	"internal/cache":    {"internal/domain", "internal/handover"},
+	// The active catalogue in memory: loaded through an interface the store
+	// satisfies.
+	"internal/active":  {"internal/domain", "internal/match"},
+	"internal/breaker": {},
+	"internal/cache":   {"internal/breaker", "internal/domain", "internal/handover"},
 	// The write side: use cases over the read models' types and the task
 	// contract, never the read side or a database client.
 	"internal/command": {"internal/cache", "internal/domain", "internal/handover", "internal/match", "internal/tasks"},
 	// The read side: never the write side or a database client.
-	"internal/query": {"internal/cache", "internal/domain", "internal/match"},
+	"internal/query": {"internal/active", "internal/cache", "internal/domain", "internal/match"},
 	"internal/tasks": {"internal/domain", "internal/handover", "internal/match"},
 }
 

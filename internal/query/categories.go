@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/match"
 )
@@ -35,7 +36,7 @@ type ExampleSchoolView struct {
 // categoriesMemo is the category list of one loaded catalogue, computed
 // once on first use.
 type categoriesMemo struct {
-	cat  *Catalog
+	cat  *active.Catalog
 	once sync.Once
 	list CategoryList
 }

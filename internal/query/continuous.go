@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/match"
 )
@@ -162,7 +163,7 @@ type swipeCounts struct {
 
 // feedState is the stored feed read with the cooldowns, when it is there
 // and fresh (as Service.cachedFeed decides).
-func (c *Continuous) feedState(ctx context.Context, studentID string, st cache.ContinuousState, cat *Catalog) (*feedState, bool) {
+func (c *Continuous) feedState(ctx context.Context, studentID string, st cache.ContinuousState, cat *active.Catalog) (*feedState, bool) {
 	s := c.q
 	switch {
 	case errors.Is(st.FeedErr, cache.ErrNotBuilt):
@@ -205,7 +206,7 @@ const walkChunk = 64
 // at every 4th swipe, its exploration picks and its geographic mix, as if
 // the schools left out had never been there. complete is false when a
 // stored item's school is not in cat.
-func (c *Continuous) choose(ctx context.Context, studentID string, fs *feedState, cat *Catalog,
+func (c *Continuous) choose(ctx context.Context, studentID string, fs *feedState, cat *active.Catalog,
 	st cache.ContinuousState, now time.Time, limit int, counts swipeCounts) (picked, bool) {
 	cooldown := c.store.Cooldown()
 	walk := picked{from: fs, swipes: fs.feed.TotalSwipes}
@@ -252,7 +253,7 @@ func (c *Continuous) choose(ctx context.Context, studentID string, fs *feedState
 // cooling down. The probe positions follow the count the swipes just
 // recorded answered, when there were any. ok is false when the state
 // cannot be loaded.
-func (c *Continuous) reassemble(ctx context.Context, studentID string, cat *Catalog,
+func (c *Continuous) reassemble(ctx context.Context, studentID string, cat *active.Catalog,
 	st cache.ContinuousState, now time.Time, limit int, counts swipeCounts) (picked, bool) {
 	s := c.q
 	state, err := s.students.LearnerState(ctx, studentID)
@@ -346,7 +347,7 @@ func (c *Continuous) remember(ctx context.Context, studentID string, now time.Ti
 // page renders the picked items in the envelope of POST /recommendations.
 // The counts come from the swipes just recorded when there were any: they
 // are exact, while the stored feed may predate them.
-func (c *Continuous) page(cat *Catalog, pick picked, counts swipeCounts) ContinuousPage {
+func (c *Continuous) page(cat *active.Catalog, pick picked, counts swipeCounts) ContinuousPage {
 	fs := pick.from
 	total := pick.swipes
 	if counts.recorded {

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/domain"
@@ -24,7 +25,7 @@ type env struct {
 	Store    *store.Store
 	Redis    redis.UniversalClient
 	Feeds    *cache.Feeds
-	Catalog  *query.CatalogHolder
+	Catalog  *active.Holder
 	Students *countingStudents
 	Registry *prometheus.Registry
 	Metrics  *query.Metrics
@@ -43,7 +44,7 @@ func newEnv(t *testing.T, n, feedSize int) *env {
 	}
 	e := &env{Store: db, Redis: rdb, Feeds: cache.NewFeeds(rdb, 5*time.Minute), Registry: prometheus.NewRegistry()}
 	e.Metrics = query.NewMetrics(e.Registry)
-	e.Catalog = query.NewCatalogHolder(db, testutil.Logger(t), e.Metrics, time.Hour)
+	e.Catalog = active.NewHolder(db, testutil.Logger(t), active.NewMetrics(e.Registry), time.Hour)
 	require.NoError(t, e.Catalog.Load(context.Background()))
 	e.Students = &countingStudents{src: db}
 	e.Service = e.service(t, e.Students, e.Feeds, feedSize)

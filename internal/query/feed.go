@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/match"
 )
@@ -37,7 +38,7 @@ type FeedInput struct {
 	Swiped []string
 	// Exclude are further schools to leave out (optional).
 	Exclude []string
-	Catalog *Catalog
+	Catalog *active.Catalog
 	Size    int // items kept; DefaultFeedSize when 0
 	Now     time.Time
 }
@@ -132,11 +133,11 @@ func CompactProbes(f *cache.Feed) []string {
 }
 
 // feedItems turns assembled slots into stored items, rounded for display.
-func feedItems(cat *Catalog, slots []Slot) []cache.FeedItem {
+func feedItems(cat *active.Catalog, slots []Slot) []cache.FeedItem {
 	items := make([]cache.FeedItem, len(slots))
 	for i, s := range slots {
 		items[i] = cache.FeedItem{
-			SchoolID: cat.ids[s.Index],
+			SchoolID: cat.ID(int(s.Index)),
 			Score:    round4(s.Score), Academic: round4(s.Academic), Financial: round4(s.Financial),
 			Campus: round4(s.Campus), Outcomes: round4(s.Outcomes),
 			Distance:    roundMiles(s.Distance),
@@ -171,7 +172,7 @@ type compactItem struct {
 
 // compactItems encodes the items of GET /m/recommendations for the first
 // slots (items are the same positions, rounded), one JSON object each.
-func compactItems(cat *Catalog, slots []Slot, items []cache.FeedItem) [][]byte {
+func compactItems(cat *active.Catalog, slots []Slot, items []cache.FeedItem) [][]byte {
 	out := make([][]byte, len(items))
 	for i, it := range items {
 		s := &cat.Schools[slots[i].Index]

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
@@ -49,7 +50,7 @@ func TestFeedSeedIsTheStudentState(t *testing.T) {
 
 func buildInput(t testing.TB, n, size int) query.FeedInput {
 	t.Helper()
-	cat := query.NewCatalog(catalog.Generate(n, 11), 9)
+	cat := active.NewCatalog(catalog.Generate(n, 11), 9)
 	p := match.NewProfile(completeStudent())
 	return query.FeedInput{StudentID: uuid.NewString(), StudentVersion: 4, Profile: p, Model: match.NewModel(match.SeedWeights(p)),
 		TotalSwipes: 12, Catalog: cat, Size: size, Now: time.Unix(1_790_000_000, 0)}
@@ -163,7 +164,7 @@ func TestBuildFeedSmallAndEmptyCatalogues(t *testing.T) {
 	assert.Len(t, f.Items, 7)
 	assert.Equal(t, 7, f.TotalCount)
 
-	in.Catalog = query.NewCatalog(nil, 1)
+	in.Catalog = active.NewCatalog(nil, 1)
 	f, _ = query.BuildFeed(in, nil)
 	assert.Empty(t, f.Items)
 	assert.JSONEq(t, `{"r":[]}`, string(f.Compact.Body))

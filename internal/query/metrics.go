@@ -15,9 +15,6 @@ type Metrics struct {
 	// feed was already there) or error.
 	FeedWrites *prometheus.CounterVec
 
-	CatalogSchools       prometheus.Gauge
-	CatalogVersion       prometheus.Gauge
-	CatalogRefreshErrors prometheus.Counter
 }
 
 // NewMetrics creates and registers the read side's metrics on reg.
@@ -36,16 +33,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "matching_feed_cache_writes_total",
 			Help: "Feed writes to Redis by result (stored, kept_newer, error).",
 		}, []string{"result"}),
-		CatalogSchools: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "matching_catalog_schools", Help: "Active schools in the in-memory catalogue.",
-		}),
-		CatalogVersion: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "matching_catalog_version", Help: "Catalogue version held in memory.",
-		}),
-		CatalogRefreshErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "matching_catalog_refresh_errors_total", Help: "Failed background catalogue refreshes.",
-		}),
 	}
-	reg.MustRegister(m.FeedReads, m.FeedBuilds, m.FeedWrites, m.CatalogSchools, m.CatalogVersion, m.CatalogRefreshErrors)
+	reg.MustRegister(m.FeedReads, m.FeedBuilds, m.FeedWrites)
 	return m
 }

@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/match"
@@ -57,9 +58,9 @@ type ProbeRecorder interface {
 	Remember(ctx context.Context, studentID string, schoolIDs ...string) error
 }
 
-// Catalogs gives the catalogue currently held (CatalogHolder).
+// Catalogs gives the catalogue currently held (active.Holder).
 type Catalogs interface {
-	Current() *Catalog
+	Current() *active.Catalog
 }
 
 // Config is what New needs. Every field is required unless marked.
@@ -155,7 +156,7 @@ func missingOf(p match.Profile) []string {
 
 // fresh reports whether a stored feed was built from the catalogue and
 // scoring now in use.
-func fresh(catalogVersion int64, algorithm string, cat *Catalog) bool {
+func fresh(catalogVersion int64, algorithm string, cat *active.Catalog) bool {
 	return catalogVersion == cat.Version && algorithm == match.AlgorithmVersion
 }
 
@@ -170,7 +171,7 @@ func (s *Service) cacheErr(ctx context.Context, endpoint, studentID string, err 
 }
 
 // cachedFeed returns the student's stored feed when it is there and fresh.
-func (s *Service) cachedFeed(ctx context.Context, endpoint, studentID string, cat *Catalog) (*feedState, bool) {
+func (s *Service) cachedFeed(ctx context.Context, endpoint, studentID string, cat *active.Catalog) (*feedState, bool) {
 	f, err := s.feeds.Feed(ctx, studentID)
 	switch {
 	case errors.Is(err, cache.ErrNotBuilt):
@@ -198,7 +199,7 @@ func (s *Service) cachedFeed(ctx context.Context, endpoint, studentID string, ca
 // built; with anyProfile true (POST /v2/recommendations) it is built and
 // stored without a compact page, which only complete profiles have. An
 // erased student is INVALID_STUDENT_ID.
-func (s *Service) build(ctx context.Context, studentID string, cat *Catalog, anyProfile bool) (*feedState, error) {
+func (s *Service) build(ctx context.Context, studentID string, cat *active.Catalog, anyProfile bool) (*feedState, error) {
 	key := studentID
 	if anyProfile {
 		key = "any:" + studentID
@@ -220,7 +221,7 @@ func (s *Service) build(ctx context.Context, studentID string, cat *Catalog, any
 }
 
 // compute loads the student and builds their feed on cat; see build.
-func (s *Service) compute(ctx context.Context, studentID string, cat *Catalog, anyProfile bool) (*feedState, error) {
+func (s *Service) compute(ctx context.Context, studentID string, cat *active.Catalog, anyProfile bool) (*feedState, error) {
 	// LearnerState reads the version in the same snapshot as the swipes and
 	// the model, so the feed never claims a version newer than its content.
 	st, err := s.students.LearnerState(ctx, studentID)
@@ -238,7 +239,7 @@ func (s *Service) compute(ctx context.Context, studentID string, cat *Catalog, a
 
 // project builds the feed of a student from their state on cat: the one
 // place a feed is built, for a read's miss and for the worker's rebuild.
-func (s *Service) project(st domain.LearnerState, cat *Catalog) *feedState {
+func (s *Service) project(st domain.LearnerState, cat *active.Catalog) *feedState {
 	missing := st.Student.Missing()
 	p, model, _ := match.Start(st)
 	swiped := st.SwipedSchools()
@@ -386,7 +387,7 @@ func (s *Service) recommendations(ctx context.Context, endpoint, studentID strin
 
 // page renders items [offset, offset+limit) of the feed; complete is false
 // when a stored item's school is not in cat.
-func (s *Service) page(studentID string, fs *feedState, cat *Catalog, limit, offset int) (recs []Recommendation, complete bool) {
+func (s *Service) page(studentID string, fs *feedState, cat *active.Catalog, limit, offset int) (recs []Recommendation, complete bool) {
 	end := offset + limit
 	var page []cache.FeedItem
 	if n := fs.feed.Len(); end > n && n < fs.feed.TotalCount && offset < fs.feed.TotalCount {
@@ -415,7 +416,7 @@ func (s *Service) page(studentID string, fs *feedState, cat *Catalog, limit, off
 // and the swiped schools; they are loaded (a page this deep is rare): the
 // model the feed was ranked with from Redis, the swiped schools from
 // PostgreSQL; without them the stored weights and profile stand in.
-func (s *Service) deeper(studentID string, fs *feedState, cat *Catalog, n int) []cache.FeedItem {
+func (s *Service) deeper(studentID string, fs *feedState, cat *active.Catalog, n int) []cache.FeedItem {
 	l := fs.learner
 	if l == nil {
 		l = s.loadLearner(studentID, fs)
@@ -507,7 +508,7 @@ func (s *Service) CompactFeed(ctx context.Context, studentID string, pf Prefetch
 	return c.Compact, nil
 }
 
-func (s *Service) compactBuild(ctx context.Context, studentID string, cat *Catalog) (CompactPage, error) {
+func (s *Service) compactBuild(ctx context.Context, studentID string, cat *active.Catalog) (CompactPage, error) {
 	fs, err := s.build(ctx, studentID, cat, false)
 	if err != nil {
 		return cache.Compact{}, err

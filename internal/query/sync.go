@@ -183,15 +183,15 @@ func (s *Sync) Pull(ctx context.Context, studentID, cursor string) (PullResult, 
 	if err != nil {
 		return PullResult{}, err
 	}
-	var active []domain.School
+	var live []domain.School
 	for _, sc := range schools {
 		if sc.Active {
-			active = append(active, sc)
+			live = append(live, sc)
 		} else {
 			out.InactiveSchools = append(out.InactiveSchools, sc.ID)
 		}
 	}
-	out.Schools = append(out.Schools, CompactSchools(active)...)
+	out.Schools = append(out.Schools, CompactSchools(live)...)
 	out.Cursor = domain.EncodeCursor(key, studentID, upTo)
 	return out, nil
 }

@@ -3,6 +3,7 @@ package query
 import (
 	"math"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/match"
@@ -190,7 +191,7 @@ func nonEmpty(s string) *string {
 }
 
 // schoolView is the standard record of school idx for the student p.
-func schoolView(cat *Catalog, p match.Profile, idx int) SchoolView {
+func schoolView(cat *active.Catalog, p match.Profile, idx int) SchoolView {
 	s := &cat.Schools[idx]
 	v := SchoolView{
 		ID: s.ID, Name: s.Name, City: s.City, State: s.State,
@@ -226,7 +227,7 @@ func majorNames(ms []domain.Major) []string {
 }
 
 // recommendation is the item for stored feed item it, school idx.
-func recommendation(cat *Catalog, p match.Profile, w match.Weights, idx int, it cache.FeedItem) Recommendation {
+func recommendation(cat *active.Catalog, p match.Profile, w match.Weights, idx int, it cache.FeedItem) Recommendation {
 	s := &cat.Schools[idx]
 	reasons := match.Reasons(p, w, cat.Catalog, idx)
 	return Recommendation{
@@ -278,7 +279,7 @@ func percentOf(v *float64) *int {
 }
 
 // compactSchool is school idx in compact form.
-func compactSchool(cat *Catalog, idx int) CompactSchool {
+func compactSchool(cat *active.Catalog, idx int) CompactSchool {
 	s := &cat.Schools[idx]
 	c := CompactSchool{I: s.ID, N: s.Name, C: s.City, St: s.State, Sz: s.Size, Np: s.AvgNetPrice,
 		Ar: percentOf(s.AdmissionRate), Gr: percentOf(s.GradRate), E: s.Earnings10yr, U: s.URL}
@@ -302,7 +303,7 @@ func compactSchool(cat *Catalog, idx int) CompactSchool {
 // whose data changed, read from PostgreSQL rather than from the catalogue
 // in memory, which may not have caught up with the change yet.
 func CompactSchools(schools []domain.School) []CompactSchool {
-	cat := NewCatalog(schools, 0)
+	cat := active.NewCatalog(schools, 0)
 	out := make([]CompactSchool, 0, len(schools))
 	for _, s := range schools {
 		if idx, ok := cat.Index(s.ID); ok {

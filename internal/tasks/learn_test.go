@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/domain"
@@ -30,7 +31,7 @@ import (
 type learnEnv struct {
 	db      *store.Store
 	rdb     *redis.Client
-	catalog *query.CatalogHolder
+	catalog *active.Holder
 	feeds   *cache.Feeds
 	queries *query.Service
 	reg     *prometheus.Registry
@@ -46,7 +47,7 @@ func newLearnEnv(t *testing.T, schools int) *learnEnv {
 	require.NoError(t, err)
 	log := testutil.Logger(t)
 	qm := query.NewMetrics(e.reg)
-	e.catalog = query.NewCatalogHolder(e.db, log, qm, time.Hour)
+	e.catalog = active.NewHolder(e.db, log, active.NewMetrics(e.reg), time.Hour)
 	require.NoError(t, e.catalog.Load(ctx))
 	e.feeds = cache.NewFeeds(e.rdb, 5*time.Minute)
 	e.queries = query.New(query.Config{Students: e.db, Feeds: e.feeds, Catalogs: e.catalog, Log: log,

@@ -1,10 +1,20 @@
-package query
+// Package active holds the active school catalogue in memory: one
+// immutable Catalog (the scoring table of internal/match with each school's
+// parsed id) per catalogue version, swapped in whole when the store's
+// version moves. The read side serves from it, the write side predicts and
+// the worker folds and rebuilds with it; none reads the schools from
+// PostgreSQL per request. (internal/catalog builds the catalogue: the
+// importer, the generator and the bundled extract.)
+package active
 
 import (
 	"context"
+
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/google/uuid"
 
@@ -17,7 +27,7 @@ import (
 type Catalog struct {
 	*match.Catalog
 	// Version is the store's catalogue version it was loaded at (see
-	// CatalogSource.CatalogVersion); -1 before the first load.
+	// Source.CatalogVersion); -1 before the first load.
 	Version int64
 	ids     []uuid.UUID // parsed Schools[i].ID
 }
@@ -32,6 +42,9 @@ func NewCatalog(schools []domain.School, version int64) *Catalog {
 	return c
 }
 
+// ID is the parsed id of the school at index i.
+func (c *Catalog) ID(i int) uuid.UUID { return c.ids[i] }
+
 // School finds an active school by id (any letter case).
 func (c *Catalog) School(id string) (int, bool) {
 	u, err := uuid.Parse(id)
@@ -41,53 +54,53 @@ func (c *Catalog) School(id string) (int, bool) {
 	return c.Index(u.String())
 }
 
-// CatalogSource is where the catalogue comes from.
-type CatalogSource interface {
+// Source is where the catalogue comes from.
+type Source interface {
 	// ActiveSchools loads every school that may be served.
 	ActiveSchools(ctx context.Context) ([]domain.School, error)
 	// CatalogVersion changes whenever any school changes.
 	CatalogVersion(ctx context.Context) (int64, error)
 }
 
-// CatalogHolder keeps the current catalogue in memory, so no request reads
+// Holder keeps the current catalogue in memory, so no request reads
 // the schools from PostgreSQL. Load fills it once; Run polls the store's
 // catalogue version and reloads when it changes. Readers never wait: a
 // reload is built aside and swapped in, and a failed reload keeps the
 // catalogue that is there.
-type CatalogHolder struct {
-	src      CatalogSource
+type Holder struct {
+	src      Source
 	log      *slog.Logger
 	metrics  *Metrics
 	interval time.Duration
 	cur      atomic.Pointer[Catalog]
 }
 
-// DefaultCatalogPoll is how often Run checks the catalogue version.
-const DefaultCatalogPoll = 15 * time.Second
+// DefaultPoll is how often Run checks the catalogue version.
+const DefaultPoll = 15 * time.Second
 
-// NewCatalogHolder builds a holder with an empty catalogue; call Load before
-// serving. A zero interval means DefaultCatalogPoll; metrics may be nil.
-func NewCatalogHolder(src CatalogSource, log *slog.Logger, metrics *Metrics, interval time.Duration) *CatalogHolder {
+// NewHolder builds a holder with an empty catalogue; call Load before
+// serving. A zero interval means DefaultPoll; metrics may be nil.
+func NewHolder(src Source, log *slog.Logger, metrics *Metrics, interval time.Duration) *Holder {
 	if src == nil || log == nil {
-		panic("query.NewCatalogHolder: nil source or logger")
+		panic("active.NewHolder: nil source or logger")
 	}
 	if interval <= 0 {
-		interval = DefaultCatalogPoll
+		interval = DefaultPoll
 	}
-	h := &CatalogHolder{src: src, log: log, metrics: metrics, interval: interval}
+	h := &Holder{src: src, log: log, metrics: metrics, interval: interval}
 	h.cur.Store(NewCatalog(nil, -1))
 	return h
 }
 
 // Current is the catalogue now held. It is never nil.
-func (h *CatalogHolder) Current() *Catalog { return h.cur.Load() }
+func (h *Holder) Current() *Catalog { return h.cur.Load() }
 
 // Scoring is the scoring table of the catalogue now held (what the write
 // side predicts and the learner folds with). It is never nil.
-func (h *CatalogHolder) Scoring() *match.Catalog { return h.cur.Load().Catalog }
+func (h *Holder) Scoring() *match.Catalog { return h.cur.Load().Catalog }
 
 // Load reads the whole catalogue now, whatever its version.
-func (h *CatalogHolder) Load(ctx context.Context) error {
+func (h *Holder) Load(ctx context.Context) error {
 	// The version is read first: a change made while the schools load gives a
 	// newer version than the one recorded, so the next poll loads again.
 	v, err := h.src.CatalogVersion(ctx)
@@ -101,8 +114,8 @@ func (h *CatalogHolder) Load(ctx context.Context) error {
 	c := NewCatalog(schools, v)
 	h.cur.Store(c)
 	if h.metrics != nil {
-		h.metrics.CatalogSchools.Set(float64(c.Len()))
-		h.metrics.CatalogVersion.Set(float64(v))
+		h.metrics.schools.Set(float64(c.Len()))
+		h.metrics.version.Set(float64(v))
 	}
 	h.log.InfoContext(ctx, "school catalogue loaded", "schools", c.Len(), "catalog_version", v)
 	return nil
@@ -110,7 +123,7 @@ func (h *CatalogHolder) Load(ctx context.Context) error {
 
 // Refresh reloads the catalogue when the store's version differs from the
 // one held, and reports whether it did.
-func (h *CatalogHolder) Refresh(ctx context.Context) (bool, error) {
+func (h *Holder) Refresh(ctx context.Context) (bool, error) {
 	v, err := h.src.CatalogVersion(ctx)
 	if err != nil {
 		return false, err
@@ -123,7 +136,7 @@ func (h *CatalogHolder) Refresh(ctx context.Context) (bool, error) {
 
 // Run refreshes the catalogue every interval until ctx ends. Failures are
 // logged and counted; the catalogue held keeps serving.
-func (h *CatalogHolder) Run(ctx context.Context) {
+func (h *Holder) Run(ctx context.Context) {
 	t := time.NewTicker(h.interval)
 	defer t.Stop()
 	for {
@@ -134,10 +147,34 @@ func (h *CatalogHolder) Run(ctx context.Context) {
 		}
 		if _, err := h.Refresh(ctx); err != nil && ctx.Err() == nil {
 			if h.metrics != nil {
-				h.metrics.CatalogRefreshErrors.Inc()
+				h.metrics.refreshErrors.Inc()
 			}
 			h.log.WarnContext(ctx, "school catalogue refresh failed; serving the catalogue held",
 				"catalog_version", h.Current().Version, "err", err)
 		}
 	}
+}
+
+// Metrics are the holder's gauges and counter.
+type Metrics struct {
+	schools       prometheus.Gauge
+	version       prometheus.Gauge
+	refreshErrors prometheus.Counter
+}
+
+// NewMetrics creates the holder's metrics and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		schools: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "matching_catalog_schools", Help: "Active schools in the in-memory catalogue.",
+		}),
+		version: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "matching_catalog_version", Help: "Catalogue version held in memory.",
+		}),
+		refreshErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matching_catalog_refresh_errors_total", Help: "Failed background catalogue refreshes.",
+		}),
+	}
+	reg.MustRegister(m.schools, m.version, m.refreshErrors)
+	return m
 }

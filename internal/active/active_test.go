@@ -1,4 +1,4 @@
-package query_test
+package active_test
 
 import (
 	"context"
@@ -7,18 +7,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/domain"
-	"github.com/collegematch/matching/internal/query"
+	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
 )
 
 // flakySource is the store, failing while fail is set.
 type flakySource struct {
-	src  query.CatalogSource
+	src  active.Source
 	fail atomic.Bool
 }
 
@@ -36,16 +38,52 @@ func (f *flakySource) CatalogVersion(ctx context.Context) (int64, error) {
 	return f.src.CatalogVersion(ctx)
 }
 
+// env is a holder over a fresh database with n generated schools.
+type env struct {
+	Store    *store.Store
+	Catalog  *active.Holder
+	Registry *prometheus.Registry
+	Metrics  *active.Metrics
+}
+
+func newEnv(t *testing.T, n int) *env {
+	t.Helper()
+	db := store.New(testutil.NewDB(t))
+	_, err := db.UpsertSchools(context.Background(), catalog.Generate(n, 7))
+	require.NoError(t, err)
+	e := &env{Store: db, Registry: prometheus.NewRegistry()}
+	e.Metrics = active.NewMetrics(e.Registry)
+	e.Catalog = active.NewHolder(db, testutil.Logger(t), e.Metrics, time.Hour)
+	require.NoError(t, e.Catalog.Load(context.Background()))
+	return e
+}
+
+// gauge is the value of an unlabelled gauge or counter of reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			if c := f.GetMetric()[0].GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
 func TestCatalogHolderLoadAndRefresh(t *testing.T) {
-	e := newEnv(t, 40, 0)
+	e := newEnv(t, 40)
 	ctx := context.Background()
 	c := e.Catalog.Current()
 	require.Equal(t, 40, c.Len())
 	v, err := e.Store.CatalogVersion(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, v, c.Version)
-	assert.EqualValues(t, 40, counter(t, e.Registry, "matching_catalog_schools", nil))
-	assert.EqualValues(t, v, counter(t, e.Registry, "matching_catalog_version", nil))
+	assert.EqualValues(t, 40, gauge(t, e.Registry, "matching_catalog_schools"))
+	assert.EqualValues(t, v, gauge(t, e.Registry, "matching_catalog_version"))
 
 	changed, err := e.Catalog.Refresh(ctx)
 	require.NoError(t, err)
@@ -70,11 +108,11 @@ func TestCatalogHolderLoadAndRefresh(t *testing.T) {
 }
 
 func TestCatalogHolderKeepsServingWhenRefreshFails(t *testing.T) {
-	e := newEnv(t, 30, 0)
+	e := newEnv(t, 30)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	src := &flakySource{src: e.Store}
-	h := query.NewCatalogHolder(src, testutil.Logger(t), e.Metrics, 10*time.Millisecond)
+	h := active.NewHolder(src, testutil.Logger(t), e.Metrics, 10*time.Millisecond)
 	assert.Equal(t, 0, h.Current().Len(), "empty before the first load")
 	assert.EqualValues(t, -1, h.Current().Version)
 	require.NoError(t, h.Load(ctx))
@@ -87,7 +125,7 @@ func TestCatalogHolderKeepsServingWhenRefreshFails(t *testing.T) {
 	done := make(chan struct{})
 	go func() { h.Run(ctx); close(done) }()
 	require.Eventually(t, func() bool {
-		return counter(t, e.Registry, "matching_catalog_refresh_errors_total", nil) >= 2
+		return gauge(t, e.Registry, "matching_catalog_refresh_errors_total") >= 2
 	}, 5*time.Second, 5*time.Millisecond, "failed refreshes are counted")
 	assert.Same(t, held, h.Current(), "and the catalogue held keeps serving")
 
