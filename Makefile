@@ -19,7 +19,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 export TEST_DATABASE_URL TEST_REDIS_URL
 
-.PHONY: help run test test-topologies lint migrate seed catalogue bench build tidy fmt up down clean clean-test-db loadtest
+.PHONY: help run test test-topologies test-hostile fuzz lint migrate seed catalogue bench build tidy fmt up down clean clean-test-db loadtest
 
 # The demo and docs pages (web/, built into internal/demo/dist and committed).
 NPM_CI := npm ci --ignore-scripts --no-audit --no-fund
@@ -39,6 +39,24 @@ demo: ## make run plus the demo page and API docs on 127.0.0.1:8081 (a fresh stu
 test: ## start PostgreSQL and Redis if needed, then go test -race ./...
 	@DATABASE_URL='$(TEST_DATABASE_URL)' REDIS_URL='$(TEST_REDIS_URL)' scripts/services.sh
 	$(GO) test -race -count=1 ./...
+
+# The request decoders' fuzz targets (internal/httpapi/fuzz_test.go); make
+# test runs their seeds and kept inputs only.
+FUZZ_TARGETS := FuzzShape FuzzBodyStudentID FuzzReadProfile FuzzReadPage FuzzReadSwipe FuzzReadFeedback \
+	FuzzReadCategorySwipe FuzzReadContinuous FuzzReadBatchSchools FuzzReadSyncPush FuzzReadSyncPull
+FUZZTIME ?= 30s
+
+test-hostile: ## hostile-input drills without -race: 100,000 mutated bodies, every endpoint's 1 MiB bodies x 20 concurrent
+	@DATABASE_URL='$(TEST_DATABASE_URL)' REDIS_URL='$(TEST_REDIS_URL)' scripts/services.sh
+	MUTATION_REQUESTS=$${MUTATION_REQUESTS:-100000} $(GO) test -count=1 -v \
+		-run 'TestMutatedBodies|TestMemoryUnderLargestBodies|TestHostileBodies' ./internal/httpapi
+	$(GO) test -count=1 -v -run 'TestMadeUpMethodsMintNoSeries|TestSlowClientsLeaveOthersUnaffected' ./cmd/api
+
+fuzz: ## run each request decoder's fuzz target for FUZZTIME (default 30s); new failing inputs land in testdata/fuzz
+	@for target in $(FUZZ_TARGETS); do \
+		echo "fuzz $$target"; $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/httpapi || exit 1; \
+	done
+	$(GO) test -run '^$$' -fuzz '^FuzzParseMajor$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/domain
 
 test-topologies: ## only the tests on a Redis Cluster, Sentinel and PgBouncer (servers started by scripts/)
 	@DATABASE_URL='$(TEST_DATABASE_URL)' REDIS_URL='$(TEST_REDIS_URL)' scripts/services.sh

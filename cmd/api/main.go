@@ -22,6 +22,7 @@ import (
 	"github.com/collegematch/matching/internal/config"
 	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/httpapi"
+	"github.com/collegematch/matching/internal/memlimit"
 	"github.com/collegematch/matching/internal/metrics"
 	"github.com/collegematch/matching/internal/ops"
 	"github.com/collegematch/matching/internal/query"
@@ -47,6 +48,12 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("service", "api")
 	log.InfoContext(ctx, "starting", "version", buildinfo.Version, "config", cfg)
+	// A soft memory limit under the container's (docs/security.md).
+	if res, err := memlimit.Apply(cfg.GoMemLimitSet, memlimit.Default); err != nil {
+		log.WarnContext(ctx, "cannot read the container's memory limit; no soft memory limit set", "err", err)
+	} else {
+		log.InfoContext(ctx, "memory limit", "from", res.From, "limit_bytes", res.Limit, "container_bytes", res.Container)
+	}
 
 	pool, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -62,8 +69,13 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	defer rdb.Close()
 	log.InfoContext(ctx, "redis", "topology", topology.String())
 
+	if len(cfg.AuthInsecure) > 0 {
+		log.WarnContext(ctx, "AUTH_ALLOW_INSECURE=1: unsafe authentication settings are active; never run this way in production",
+			"settings", cfg.AuthInsecure)
+	}
 	verifier, err := auth.NewVerifier(ctx, auth.VerifierOptions{
 		JWKSURL: cfg.JWKSURL, HS256Secret: cfg.HS256Secret, Issuer: cfg.Issuer, Audience: cfg.Audience, Log: log,
+		MaxLifetime: cfg.MaxTokenLifetime,
 	})
 	if err != nil {
 		return err

@@ -99,6 +99,12 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		"bad log level": {map[string]string{"AUTH_HS256_SECRET": secret, "LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 		"bad fail flag": {map[string]string{"AUTH_HS256_SECRET": secret, "RATE_LIMIT_FAIL_CLOSED": "yes"}, "RATE_LIMIT_FAIL_CLOSED"},
 		"bad cors":      {map[string]string{"AUTH_HS256_SECRET": secret, "CORS_ALLOWED_ORIGINS": "not a url"}, "CORS_ALLOWED_ORIGINS"},
+		"secret beside jwks": {map[string]string{"AUTH_HS256_SECRET": secret, "AUTH_JWKS_URL": "https://id.example.com/jwks.json",
+			"AUTH_ISSUER": "https://id.example.com/", "AUTH_AUDIENCE": "matching"}, "AUTH_HS256_SECRET: the development secret must not be set together with AUTH_JWKS_URL"},
+		"plain http jwks": {map[string]string{"AUTH_JWKS_URL": "http://id.example.com/jwks.json",
+			"AUTH_ISSUER": "https://id.example.com/", "AUTH_AUDIENCE": "matching"}, "AUTH_JWKS_URL: must be https"},
+		"jwks without audience": {map[string]string{"AUTH_JWKS_URL": "https://id.example.com/jwks.json",
+			"AUTH_ISSUER": "https://id.example.com/"}, "AUTH_AUDIENCE: must be set with AUTH_JWKS_URL"},
 		"postgres down": {map[string]string{"AUTH_HS256_SECRET": secret, "DATABASE_URL": "postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=2"}, "postgres"},
 	}
 	for name, tc := range cases {

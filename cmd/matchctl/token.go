@@ -36,6 +36,9 @@ func runToken(_ context.Context, e env, args []string) error {
 	if *ttl <= 0 {
 		return usageErr("--ttl must be positive")
 	}
+	if *ttl > e.cfg.MaxTokenLifetime {
+		return usageErr("--ttl must be at most %s, the longest lifetime the API accepts (AUTH_MAX_TOKEN_LIFETIME)", e.cfg.MaxTokenLifetime)
+	}
 	if len(e.cfg.HS256Secret) == 0 {
 		return errors.New("AUTH_HS256_SECRET is not set; development tokens are signed with it")
 	}

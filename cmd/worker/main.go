@@ -26,6 +26,7 @@ import (
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/config"
 	"github.com/collegematch/matching/internal/handover"
+	"github.com/collegematch/matching/internal/memlimit"
 	"github.com/collegematch/matching/internal/metrics"
 	"github.com/collegematch/matching/internal/ops"
 	"github.com/collegematch/matching/internal/query"
@@ -102,6 +103,12 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("service", "worker")
 	log.InfoContext(ctx, "starting", "version", buildinfo.Version, "config", cfg, "webhook_endpoints", len(endpoints))
+	// A soft memory limit under the container's (docs/security.md).
+	if res, err := memlimit.Apply(cfg.GoMemLimitSet, memlimit.Default); err != nil {
+		log.WarnContext(ctx, "cannot read the container's memory limit; no soft memory limit set", "err", err)
+	} else {
+		log.InfoContext(ctx, "memory limit", "from", res.From, "limit_bytes", res.Limit, "container_bytes", res.Container)
+	}
 
 	pool, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {

@@ -2,15 +2,16 @@ package auth
 
 import (
 	"context"
+	"crypto"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/MicahParks/jwkset"
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
@@ -40,21 +41,32 @@ type VerifierOptions struct {
 	HTTPClient          *http.Client
 	Log                 *slog.Logger
 
+	// MaxLifetime is the longest token lifetime accepted (default
+	// DefaultMaxLifetime): a token whose exp is further than that after its
+	// iat, or after now, is refused, so a leaked long-lived token cannot be
+	// used for months.
+	MaxLifetime time.Duration
+
 	// CacheSize bounds the verified-token cache (default 100,000 tokens).
 	CacheSize int
 	Now       func() time.Time // for tests
 }
 
+// DefaultMaxLifetime is the longest token lifetime accepted by default.
+const DefaultMaxLifetime = 24 * time.Hour
+
 // Verifier checks tokens and caches verified claims until they expire, so
-// a client reusing its token pays for the signature check once.
+// a client reusing its token pays for the signature check once. A cached
+// token signed with a key of the JWKS stays valid only while the key set
+// still publishes that key under that kid: a refresh that removes or
+// replaces it makes the token fail at once.
 type Verifier struct {
-	opts    VerifierOptions
-	jwks    keyfunc.Keyfunc
-	parser  *jwt.Parser
-	now     func() time.Time
-	mu      sync.RWMutex
-	cache   map[[32]byte]Claims
-	maxSize int
+	opts   VerifierOptions
+	jwks   keyfunc.Keyfunc
+	keys   *jwkset.MemoryJWKSet // the key set as last fetched (read without fetching)
+	parser *jwt.Parser
+	now    func() time.Time
+	cache  *tokenCache
 }
 
 // NewVerifier builds a verifier; with a JWKS URL it fetches the key set now
@@ -67,12 +79,15 @@ func NewVerifier(ctx context.Context, o VerifierOptions) (*Verifier, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	v := &Verifier{opts: o, now: o.Now, cache: map[[32]byte]Claims{}, maxSize: o.CacheSize}
+	if o.MaxLifetime <= 0 {
+		o.MaxLifetime = DefaultMaxLifetime
+	}
+	if o.CacheSize <= 0 {
+		o.CacheSize = 100_000
+	}
+	v := &Verifier{opts: o, now: o.Now, cache: newTokenCache(o.CacheSize)}
 	if v.now == nil {
 		v.now = time.Now
-	}
-	if v.maxSize <= 0 {
-		v.maxSize = 100_000
 	}
 	var methods []string
 	if len(o.HS256Secret) > 0 {
@@ -88,26 +103,16 @@ func NewVerifier(ctx context.Context, o VerifierOptions) (*Verifier, error) {
 		if every <= 0 {
 			every = time.Minute
 		}
-		kf, err := keyfunc.NewDefaultOverrideCtx(ctx, []string{o.JWKSURL}, keyfunc.Override{
-			Client:            o.HTTPClient,
-			HTTPTimeout:       5 * time.Second,
-			RefreshInterval:   refresh,
-			RefreshUnknownKID: rate.NewLimiter(rate.Every(every), 1),
-			RateLimitWaitMax:  2 * time.Second,
-			RefreshErrorHandlerFunc: func(u string) func(context.Context, error) {
-				return func(ctx context.Context, err error) {
-					o.Log.WarnContext(ctx, "JWKS refresh failed", "url", u, "err", err)
-				}
-			},
-		})
+		kf, keys, err := newJWKS(ctx, o, refresh, every)
 		if err != nil {
 			return nil, fmt.Errorf("auth: JWKS %s: %w", o.JWKSURL, err)
 		}
-		v.jwks = kf
+		v.jwks, v.keys = kf, keys
 	}
 	popts := []jwt.ParserOption{
 		jwt.WithValidMethods(methods),
 		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
 		jwt.WithLeeway(Leeway),
 		jwt.WithTimeFunc(v.now),
 	}
@@ -126,11 +131,51 @@ type tokenClaims struct {
 	Scope string `json:"scope,omitempty"`
 }
 
+// newJWKS builds the key set client: the keys are fetched now (a failing
+// first fetch is logged and retried on use), every refresh in the
+// background and on an unknown kid at most once per every. It returns the
+// in-memory key set the fetches fill, which the cache reads without ever
+// causing a fetch.
+func newJWKS(ctx context.Context, o VerifierOptions, refresh, every time.Duration) (keyfunc.Keyfunc, *jwkset.MemoryJWKSet, error) {
+	keys := jwkset.NewMemoryStorage()
+	store, err := jwkset.NewStorageFromHTTP(o.JWKSURL, jwkset.HTTPClientStorageOptions{
+		Client:                    o.HTTPClient,
+		Ctx:                       ctx,
+		HTTPTimeout:               5 * time.Second,
+		NoErrorReturnFirstHTTPReq: true,
+		RefreshInterval:           refresh,
+		RefreshErrorHandler: func(ctx context.Context, err error) {
+			o.Log.WarnContext(ctx, "JWKS refresh failed", "url", o.JWKSURL, "err", err)
+		},
+		Storage: keys,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
+		HTTPURLs:          map[string]jwkset.Storage{o.JWKSURL: store},
+		RateLimitWaitMax:  2 * time.Second,
+		RefreshUnknownKID: rate.NewLimiter(rate.Every(every), 1),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	kf, err := keyfunc.New(keyfunc.Options{Ctx: ctx, Storage: client})
+	return kf, keys, err
+}
+
+// signer is the key a token was verified with: its kid and public key,
+// both empty for the HS256 secret.
+type signer struct {
+	kid string
+	key crypto.PublicKey
+}
+
 // keyFor picks the key by the token's algorithm: the shared secret for
-// HS256, the JWKS for the asymmetric ones. The parser has already refused
-// any algorithm not configured, so an HS256 token can never be checked
-// against a public key.
-func (v *Verifier) keyFor(ctx context.Context) jwt.Keyfunc {
+// HS256, the JWKS for the asymmetric ones, and records the JWKS key used in
+// used. The parser has already refused any algorithm not configured, so an
+// HS256 token can never be checked against a public key.
+func (v *Verifier) keyFor(ctx context.Context, used *signer) jwt.Keyfunc {
 	return func(t *jwt.Token) (any, error) {
 		if t.Method.Alg() == "HS256" {
 			if len(v.opts.HS256Secret) == 0 {
@@ -141,28 +186,53 @@ func (v *Verifier) keyFor(ctx context.Context) jwt.Keyfunc {
 		if v.jwks == nil {
 			return nil, fmt.Errorf("%s tokens are not accepted", t.Method.Alg())
 		}
-		if _, ok := t.Header["kid"].(string); !ok {
+		kid, ok := t.Header["kid"].(string)
+		if !ok {
 			return nil, errors.New("token has no kid")
 		}
-		return v.jwks.KeyfuncCtx(ctx)(t)
+		key, err := v.jwks.KeyfuncCtx(ctx)(t)
+		if err != nil {
+			return nil, err
+		}
+		*used = signer{kid: kid, key: key}
+		return key, nil
 	}
+}
+
+// stillPublished reports whether the key set as last fetched still holds
+// the key a cached token was verified with, under the same kid.
+func (v *Verifier) stillPublished(ctx context.Context, s signer) bool {
+	if s.kid == "" {
+		return true // the HS256 secret, which cannot change while the API runs
+	}
+	jwk, err := v.keys.KeyRead(ctx, s.kid)
+	if err != nil {
+		return false
+	}
+	key := jwk.Key()
+	if pk, ok := key.(interface{ Public() crypto.PublicKey }); ok {
+		key = pk.Public()
+	}
+	cur, ok := key.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && cur.Equal(s.key)
 }
 
 // Verify checks raw and returns its claims. Every failure is a
 // KindUnauthenticated *domain.Error with a message that names the problem
 // without echoing the token.
 func (v *Verifier) Verify(ctx context.Context, raw string) (Claims, error) {
-	key := sha256.Sum256([]byte(raw))
+	key := sha256Sum(raw)
 	now := v.now()
-	v.mu.RLock()
-	c, ok := v.cache[key]
-	v.mu.RUnlock()
-	if ok && now.Before(c.ExpiresAt.Add(Leeway)) {
-		return c, nil
+	if e, ok := v.cache.get(key); ok {
+		if now.Before(e.claims.ExpiresAt.Add(Leeway)) && v.stillPublished(ctx, e.signer) {
+			return e.claims, nil
+		}
+		v.cache.remove(key)
 	}
 
 	var tc tokenClaims
-	_, err := v.parser.ParseWithClaims(raw, &tc, v.keyFor(ctx))
+	var used signer
+	_, err := v.parser.ParseWithClaims(raw, &tc, v.keyFor(ctx, &used))
 	if err != nil {
 		return Claims{}, &domain.Error{Kind: domain.KindUnauthenticated, Code: domain.CodeUnauthorized,
 			Message: "invalid token: " + reason(err), Err: err}
@@ -170,31 +240,33 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Claims, error) {
 	if tc.Subject == "" {
 		return Claims{}, domain.Errorf(domain.KindUnauthenticated, "invalid token: sub is required")
 	}
-	c = Claims{Subject: tc.Subject, Scopes: strings.Fields(tc.Scope), ExpiresAt: tc.ExpiresAt.Time}
+	if p := v.lifetimeProblem(tc, now); p != "" {
+		return Claims{}, domain.Errorf(domain.KindUnauthenticated, "invalid token: %s", p)
+	}
+	c := Claims{Subject: tc.Subject, Scopes: strings.Fields(tc.Scope), ExpiresAt: tc.ExpiresAt.Time}
 	// Tokens not valid yet (nbf in the leeway) are not cached, so nbf is
 	// checked again on their next use.
 	if tc.NotBefore == nil || !tc.NotBefore.After(now) {
-		v.mu.Lock()
-		if len(v.cache) >= v.maxSize {
-			v.evictExpired(now)
-		}
-		v.cache[key] = c
-		v.mu.Unlock()
+		v.cache.put(key, cacheEntry{claims: c, signer: used})
 	}
 	return c, nil
 }
 
-// evictExpired drops expired entries, and everything when that is not
-// enough. The caller holds the write lock.
-func (v *Verifier) evictExpired(now time.Time) {
-	for k, c := range v.cache {
-		if !now.Before(c.ExpiresAt.Add(Leeway)) {
-			delete(v.cache, k)
-		}
+func sha256Sum(raw string) [32]byte { return sha256.Sum256([]byte(raw)) }
+
+// lifetimeProblem says why a verified token lives too long, "" when it
+// does not: exp may be at most MaxLifetime after iat (when the token has
+// one) and after now (with the leeway).
+func (v *Verifier) lifetimeProblem(tc tokenClaims, now time.Time) string {
+	limit := v.opts.MaxLifetime
+	exp := tc.ExpiresAt.Time
+	if tc.IssuedAt != nil && exp.Sub(tc.IssuedAt.Time) > limit {
+		return "lifetime (exp - iat) is longer than the " + limit.String() + " accepted"
 	}
-	if len(v.cache) >= v.maxSize {
-		clear(v.cache)
+	if exp.Sub(now) > limit+Leeway {
+		return "expires more than " + limit.String() + " from now, longer than accepted"
 	}
+	return ""
 }
 
 func reason(err error) string {
@@ -207,6 +279,8 @@ func reason(err error) string {
 		return "expired"
 	case errors.Is(err, jwt.ErrTokenNotValidYet):
 		return "not valid yet"
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "issued in the future (iat)"
 	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
 		return "wrong issuer"
 	case errors.Is(err, jwt.ErrTokenInvalidAudience):

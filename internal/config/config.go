@@ -91,6 +91,18 @@ type Config struct {
 	HS256Secret []byte
 	Issuer      string
 	Audience    string
+	// MaxTokenLifetime is the longest token lifetime the API accepts
+	// (exp - iat, and exp - now); AUTH_MAX_TOKEN_LIFETIME.
+	MaxTokenLifetime time.Duration
+	// AuthInsecure lists the unsafe authentication settings that
+	// AUTH_ALLOW_INSECURE=1 let through (the API logs them at start-up);
+	// without that variable Load refuses each of them.
+	AuthInsecure []string
+
+	// GoMemLimitSet reports whether GOMEMLIMIT is set: the Go runtime has
+	// applied it, and the binaries leave the memory limit alone. Without
+	// it they derive one from the container's memory limit (memlimit).
+	GoMemLimitSet bool
 
 	FeedCacheTTL time.Duration
 	FeedCooldown time.Duration
@@ -137,6 +149,7 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 		Audience:             getenv("AUTH_AUDIENCE"),
 		WebhookEndpointsFile: getenv("WEBHOOK_ENDPOINTS_FILE"),
 		PProf:                getenv("PPROF") == "1",
+		GoMemLimitSet:        getenv("GOMEMLIMIT") != "",
 	}
 	if c.OpsAddr == "" {
 		c.OpsAddr = DefaultOpsAddr
@@ -172,6 +185,32 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 	}
 	if n := len(c.HS256Secret); n > 0 && n < 32 {
 		bad("AUTH_HS256_SECRET", fmt.Errorf("must be at least 32 bytes, got %d", n))
+	}
+	c.MaxTokenLifetime = DefaultMaxTokenLifetime
+	if v := getenv("AUTH_MAX_TOKEN_LIFETIME"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Minute || d > 30*24*time.Hour {
+			bad("AUTH_MAX_TOKEN_LIFETIME", fmt.Errorf("%q is not a duration from 1m to 720h", v))
+		} else {
+			c.MaxTokenLifetime = d
+		}
+	}
+	allowInsecure := false
+	switch v := getenv("AUTH_ALLOW_INSECURE"); v {
+	case "", "0", "false":
+	case "1", "true":
+		allowInsecure = true
+	default:
+		bad("AUTH_ALLOW_INSECURE", fmt.Errorf("%q must be 0 or 1", v))
+	}
+	if role == RoleAPI {
+		for _, p := range authHazards(c) {
+			if allowInsecure {
+				c.AuthInsecure = append(c.AuthInsecure, p.variable+": "+p.problem)
+				continue
+			}
+			bad(p.variable, errors.New(p.problem+" (AUTH_ALLOW_INSECURE=1 allows it, for development only)"))
+		}
 	}
 
 	dur := func(name, def string) time.Duration {
@@ -246,6 +285,49 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 	return c, joinLine(errs)
 }
 
+// DefaultMaxTokenLifetime is the longest token lifetime the API accepts
+// unless AUTH_MAX_TOKEN_LIFETIME says otherwise.
+const DefaultMaxTokenLifetime = 24 * time.Hour
+
+// hazard is an unsafe authentication setting: the variable to change and why.
+type hazard struct{ variable, problem string }
+
+// authHazards lists the settings under which the API would accept tokens
+// it should not:
+//   - the development secret beside a key set: anyone holding the secret
+//     (every developer, matchctl) could mint a token for any student of a
+//     production deployment;
+//   - a key set fetched over plain http from another machine: whoever sits
+//     on the path can substitute keys;
+//   - a key set without AUTH_ISSUER and AUTH_AUDIENCE: a token the identity
+//     provider issued to any other application would be accepted.
+func authHazards(c Config) []hazard {
+	var out []hazard
+	if c.JWKSURL != "" && len(c.HS256Secret) > 0 {
+		out = append(out, hazard{"AUTH_HS256_SECRET", "the development secret must not be set together with AUTH_JWKS_URL: anyone holding it could sign tokens for any student"})
+	}
+	if u, err := url.Parse(c.JWKSURL); c.JWKSURL != "" && err == nil && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		out = append(out, hazard{"AUTH_JWKS_URL", "must be https (plain http is accepted only on a loopback host such as 127.0.0.1 or localhost)"})
+	}
+	if c.JWKSURL != "" && c.Issuer == "" {
+		out = append(out, hazard{"AUTH_ISSUER", "must be set with AUTH_JWKS_URL, or tokens of any issuer signed with those keys would be accepted"})
+	}
+	if c.JWKSURL != "" && c.Audience == "" {
+		out = append(out, hazard{"AUTH_AUDIENCE", "must be set with AUTH_JWKS_URL, or tokens the identity provider issued to other applications would be accepted"})
+	}
+	return out
+}
+
+// loopbackHost reports whether host names this machine only: localhost or
+// a loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // joinLine reports every problem on one line, so a refused start says all
 // that is wrong at once without scrolling.
 func joinLine(errs []error) error {
@@ -278,6 +360,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("auth_hs256", len(c.HS256Secret) > 0),
 		slog.String("auth_issuer", c.Issuer),
 		slog.String("auth_audience", c.Audience),
+		slog.Duration("auth_max_token_lifetime", c.MaxTokenLifetime),
+		slog.Any("auth_insecure", c.AuthInsecure),
 		slog.Duration("feed_cache_ttl", c.FeedCacheTTL),
 		slog.Duration("feed_cooldown", c.FeedCooldown),
 		slog.String("rate_limits", fmt.Sprintf("recommendations=%s swipes=%s batch=%s default=%s fail_closed=%t",

@@ -110,3 +110,87 @@ func TestLogValueRedactsSecrets(t *testing.T) {
 	assert.False(t, strings.Contains(s, "hunter2"), s)
 	assert.False(t, strings.Contains(s, secret), s)
 }
+
+// Unsafe authentication settings stop the API at start-up, each naming
+// its variable; AUTH_ALLOW_INSECURE=1 lets them through and lists them.
+func TestAuthHazardsAreRefused(t *testing.T) {
+	const jwks, iss, aud = "https://id.example.com/.well-known/jwks.json", "https://id.example.com/", "matching"
+	safe := map[string]map[string]string{
+		"hs256 only":               {"AUTH_HS256_SECRET": secret},
+		"jwks with iss and aud":    {"AUTH_JWKS_URL": jwks, "AUTH_ISSUER": iss, "AUTH_AUDIENCE": aud},
+		"http jwks on 127.0.0.1":   {"AUTH_JWKS_URL": "http://127.0.0.1:8443/jwks.json", "AUTH_ISSUER": iss, "AUTH_AUDIENCE": aud},
+		"http jwks on localhost":   {"AUTH_JWKS_URL": "http://localhost/jwks.json", "AUTH_ISSUER": iss, "AUTH_AUDIENCE": aud},
+		"http jwks on [::1]":       {"AUTH_JWKS_URL": "http://[::1]:9000/jwks", "AUTH_ISSUER": iss, "AUTH_AUDIENCE": aud},
+		"http jwks on 127.0.0.200": {"AUTH_JWKS_URL": "http://127.0.0.200/jwks", "AUTH_ISSUER": iss, "AUTH_AUDIENCE": aud},
+	}
+	for name, e := range safe {
+		t.Run("accepts "+name, func(t *testing.T) {
+			c, err := config.Load(env(e), config.RoleAPI)
+			require.NoError(t, err)
+			assert.Empty(t, c.AuthInsecure)
+		})
+	}
+	unsafe := map[string]struct {
+		env  map[string]string
+		want []string // variables named
+	}{
+		"secret beside jwks": {map[string]string{"AUTH_JWKS_URL": jwks, "AUTH_ISSUER": iss, "AUTH_AUDIENCE": aud,
+			"AUTH_HS256_SECRET": secret}, []string{"AUTH_HS256_SECRET"}},
+		"plain http jwks": {map[string]string{"AUTH_JWKS_URL": "http://id.example.com/jwks.json", "AUTH_ISSUER": iss,
+			"AUTH_AUDIENCE": aud}, []string{"AUTH_JWKS_URL"}},
+		"plain http jwks on a private address": {map[string]string{"AUTH_JWKS_URL": "http://10.0.0.5/jwks.json",
+			"AUTH_ISSUER": iss, "AUTH_AUDIENCE": aud}, []string{"AUTH_JWKS_URL"}},
+		"plain http jwks on a name ending in localhost": {map[string]string{"AUTH_JWKS_URL": "http://evil-localhost.example/jwks",
+			"AUTH_ISSUER": iss, "AUTH_AUDIENCE": aud}, []string{"AUTH_JWKS_URL"}},
+		"jwks without audience": {map[string]string{"AUTH_JWKS_URL": jwks, "AUTH_ISSUER": iss}, []string{"AUTH_AUDIENCE"}},
+		"jwks without issuer":   {map[string]string{"AUTH_JWKS_URL": jwks, "AUTH_AUDIENCE": aud}, []string{"AUTH_ISSUER"}},
+		"everything at once": {map[string]string{"AUTH_JWKS_URL": "http://id.example.com/jwks", "AUTH_HS256_SECRET": secret},
+			[]string{"AUTH_HS256_SECRET", "AUTH_JWKS_URL", "AUTH_ISSUER", "AUTH_AUDIENCE"}},
+	}
+	for name, tc := range unsafe {
+		t.Run("refuses "+name, func(t *testing.T) {
+			_, err := config.Load(env(tc.env), config.RoleAPI)
+			require.Error(t, err)
+			for _, v := range tc.want {
+				assert.Contains(t, err.Error(), v+": ")
+			}
+			assert.Contains(t, err.Error(), "AUTH_ALLOW_INSECURE=1")
+
+			allowed := map[string]string{"AUTH_ALLOW_INSECURE": "1"}
+			for k, v := range tc.env {
+				allowed[k] = v
+			}
+			c, err := config.Load(env(allowed), config.RoleAPI)
+			require.NoError(t, err, "the development override lets it through")
+			require.Len(t, c.AuthInsecure, len(tc.want))
+			assert.Contains(t, c.LogValue().String(), "auth_insecure")
+
+			_, err = config.Load(env(tc.env), config.RoleWorker)
+			require.NoError(t, err, "the worker checks no tokens")
+		})
+	}
+	_, err := config.Load(env(map[string]string{"AUTH_HS256_SECRET": secret, "AUTH_ALLOW_INSECURE": "yes"}), config.RoleAPI)
+	require.ErrorContains(t, err, "AUTH_ALLOW_INSECURE")
+}
+
+func TestMaxTokenLifetime(t *testing.T) {
+	c, err := config.Load(env(map[string]string{"AUTH_HS256_SECRET": secret}), config.RoleAPI)
+	require.NoError(t, err)
+	assert.Equal(t, 24*time.Hour, c.MaxTokenLifetime)
+	c, err = config.Load(env(map[string]string{"AUTH_HS256_SECRET": secret, "AUTH_MAX_TOKEN_LIFETIME": "2h"}), config.RoleAPI)
+	require.NoError(t, err)
+	assert.Equal(t, 2*time.Hour, c.MaxTokenLifetime)
+	for _, v := range []string{"soon", "0s", "30s", "-1h", "8760h"} {
+		_, err := config.Load(env(map[string]string{"AUTH_HS256_SECRET": secret, "AUTH_MAX_TOKEN_LIFETIME": v}), config.RoleAPI)
+		assert.ErrorContains(t, err, "AUTH_MAX_TOKEN_LIFETIME", v)
+	}
+}
+
+func TestGoMemLimitSet(t *testing.T) {
+	c, err := config.Load(env(nil), config.RoleWorker)
+	require.NoError(t, err)
+	assert.False(t, c.GoMemLimitSet)
+	c, err = config.Load(env(map[string]string{"GOMEMLIMIT": "400MiB"}), config.RoleWorker)
+	require.NoError(t, err)
+	assert.True(t, c.GoMemLimitSet)
+}

@@ -2,6 +2,7 @@ package domain_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,6 +60,39 @@ func TestParseMajor(t *testing.T) {
 	}
 	_, ok := domain.ParseMajor("alchemy")
 	assert.False(t, ok)
+
+	// decisions.md, "Input that people send": key, display name, common
+	// alias or plural, or a CIP code of 2, 4 or 6 digits with or without
+	// the dot.
+	for in, want := range map[string]domain.Major{
+		"Communications": "communication", "communication": "communication", "COMMUNICATION": "communication",
+		"Comp Sci": "computer", "comp-sci": "computer", "CompSci": "computer", "Computer Sciences": "computer",
+		"Computer and Information Sciences": "computer", "computer & information sciences": "computer",
+		"Business, Management & Marketing": "business_marketing", "business_marketing": "business_marketing",
+		"Pre-Med": "biological", "pre med": "biological", "Biology": "biological", "biologies": "biological",
+		"Maths": "mathematics", "Arts": "visual_performing", "Theatre": "visual_performing",
+		"Economics": "social_science", "Engineering Technologies": "engineering_technology",
+		"engineering technology": "engineering_technology", "Multi/Interdisciplinary Studies": "multidiscipline",
+		"Psychology": "psychology", "psych": "psychology", "Political Science": "social_science",
+		"Women's Studies": "ethnic_cultural_gender", "  nursing  ": "health",
+		"11": "computer", "11.07": "computer", "1107": "computer", "11.0701": "computer", "110701": "computer",
+		"09": "communication", "09.0100": "communication", "090100": "communication", "51.3801": "health",
+		"PCIP52": "business_marketing", "pcip14": "engineering",
+	} {
+		got, ok := domain.ParseMajor(in)
+		if assert.True(t, ok, "%q is a major", in) {
+			assert.Equal(t, want, got, in)
+		}
+	}
+	for _, in := range []string{
+		"", "   ", "c", "x", "underwater basket weaving", "computers and stuff",
+		"1", "111", "11.1", "11.07011", "1107011", "14.", "11..07", "11.07.01", ".1107", "11-07", "1 1",
+		"02", "28.0101", "60", "99", // CIP families the Scorecard reports no programs for
+		"PCIP", "PCIP1", "pcip99", strings.Repeat("a", 1000),
+	} {
+		_, ok := domain.ParseMajor(in)
+		assert.False(t, ok, "%q is not a major", in)
+	}
 	assert.Equal(t, "Engineering", domain.MajorName("engineering"))
 	assert.Len(t, domain.Majors, 38)
 }

@@ -1,6 +1,9 @@
 package domain
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+)
 
 // Major is a field of study: the two-digit CIP families the College
 // Scorecard reports program shares for, keyed by the Scorecard's names.
@@ -52,41 +55,176 @@ var Majors = []struct {
 	{"history", "PCIP54", "History"},
 }
 
-var majorAliases = map[string]Major{
-	"computer science": "computer", "cs": "computer", "computing": "computer", "information technology": "computer",
-	"biology": "biological", "pre-med": "biological", "premed": "biological",
-	"business": "business_marketing", "marketing": "business_marketing", "finance": "business_marketing",
-	"accounting": "business_marketing", "economics": "social_science", "political science": "social_science",
-	"sociology": "social_science", "nursing": "health", "health sciences": "health",
-	"math": "mathematics", "statistics": "mathematics", "physics": "physical_science",
-	"chemistry": "physical_science", "art": "visual_performing", "music": "visual_performing",
-	"theater": "visual_performing", "film": "visual_performing", "journalism": "communication",
-	"law": "legal", "pre-law": "legal", "teaching": "education", "philosophy": "philosophy_religious",
-	"criminal justice": "security_law_enforcement", "environmental science": "resources",
-	"languages": "language", "literature": "english", "liberal arts": "humanities",
-	"kinesiology": "parks_recreation_fitness", "social work": "public_administration_social_service",
+// majorAliases are the names students type for a field, beyond its key and
+// display name: common majors, abbreviations and older names, each filed
+// under its CIP family (CIP 2020). They are written normalized (see
+// normalizeMajor); plurals need no entry of their own.
+var majorAliases = map[Major][]string{
+	"agriculture": {"agricultural science", "agribusiness", "animal science", "agronomy", "horticulture"},
+	"resources": {"environmental science", "environmental studies", "natural resources", "forestry", "conservation",
+		"wildlife biology", "fisheries", "sustainability"},
+	"architecture": {"urban planning", "city planning", "landscape architecture", "architectural studies"},
+	"ethnic_cultural_gender": {"gender studies", "women s studies", "womens studies", "ethnic studies", "african american studies",
+		"black studies", "american studies", "asian studies", "latin american studies"},
+	"communication": {"comms", "journalism", "public relations", "pr", "advertising", "media studies", "mass communication",
+		"mass media", "broadcasting", "digital media"},
+	"computer": {"computer science", "comp sci", "compsci", "cs", "cis", "computing", "information technology", "it",
+		"information systems", "information science", "software development", "programming", "cybersecurity",
+		"cyber security", "data science", "artificial intelligence"},
+	"personal_culinary": {"culinary arts", "culinary", "cosmetology"},
+	"education": {"teaching", "teacher education", "early childhood education", "elementary education",
+		"secondary education", "special education"},
+	"engineering": {"mechanical engineering", "electrical engineering", "civil engineering", "chemical engineering",
+		"aerospace engineering", "biomedical engineering", "computer engineering", "software engineering",
+		"industrial engineering", "environmental engineering"},
+	"language": {"foreign language", "linguistics", "spanish", "french", "german", "chinese", "japanese", "italian",
+		"arabic", "russian", "latin", "classics"},
+	"family_consumer_science": {"human development", "child development", "family studies"},
+	"legal":                   {"law", "pre law", "prelaw", "paralegal", "legal studies"},
+	"english":                 {"literature", "english literature", "creative writing", "writing", "rhetoric"},
+	"humanities":              {"liberal arts", "general studies", "liberal studies"},
+	"library":                 {"library and information science"},
+	"biological": {"biology", "bio", "biological science", "biomedical science", "life science", "pre med", "premed",
+		"pre medicine", "biochemistry", "neuroscience", "microbiology", "molecular biology", "marine biology", "ecology",
+		"genetics", "zoology"},
+	"mathematics":                 {"math", "applied math", "applied mathematics", "statistics", "stats"},
+	"military":                    {"military technology"},
+	"multidiscipline":             {"interdisciplinary studies", "multidisciplinary studies"},
+	"parks_recreation_fitness":    {"kinesiology", "exercise science", "sports management", "sport management", "recreation", "fitness"},
+	"philosophy_religious":        {"philosophy", "religion", "religious studies"},
+	"theology_religious_vocation": {"theology", "ministry", "divinity"},
+	"physical_science": {"physics", "chemistry", "astronomy", "geology", "earth science", "geoscience", "meteorology",
+		"atmospheric science"},
+	"psychology": {"psych"},
+	"security_law_enforcement": {"criminal justice", "law enforcement", "homeland security", "forensic science",
+		"fire science", "emergency management"},
+	"public_administration_social_service": {"social work", "public administration", "public policy", "human services"},
+	"social_science": {"economics", "econ", "political science", "poli sci", "polisci", "politics", "government",
+		"international relations", "sociology", "anthropology", "geography", "criminology", "urban studies"},
+	"transportation": {"aviation", "professional pilot"},
+	"visual_performing": {"art", "fine arts", "studio art", "art history", "music", "theater", "theatre", "drama", "dance",
+		"film", "film studies", "cinema", "graphic design", "design", "photography", "animation", "fashion design"},
+	"health": {"nursing", "pre nursing", "health science", "public health", "pharmacy", "pre pharmacy", "nutrition",
+		"dietetics", "physical therapy", "occupational therapy", "physician assistant", "pre dental", "dental hygiene",
+		"medicine", "pre health", "speech pathology", "athletic training"},
+	"business_marketing": {"business", "business administration", "business management", "management", "marketing",
+		"finance", "accounting", "entrepreneurship", "international business", "human resources", "supply chain",
+		"real estate", "hospitality management", "mba"},
 }
 
-var majorByKey = func() map[string]Major {
-	m := make(map[string]Major, len(Majors)*2+len(majorAliases))
+// majorByName maps every normalized key, display name and alias to its
+// major, and majorByCIP each two-digit CIP family to its major.
+var majorByName, majorByCIP = func() (map[string]Major, map[string]Major) {
+	names := map[string]Major{}
+	cip := make(map[string]Major, len(Majors))
 	for _, mj := range Majors {
-		m[string(mj.Key)] = mj.Key
-		m[strings.ToLower(mj.Name)] = mj.Key
+		names[normalizeMajor(string(mj.Key))] = mj.Key
+		names[normalizeMajor(mj.Name)] = mj.Key
+		cip[strings.TrimPrefix(mj.PCIP, "PCIP")] = mj.Key
 	}
-	for k, v := range majorAliases {
-		m[k] = v
+	for m, aliases := range majorAliases {
+		for _, a := range aliases {
+			names[normalizeMajor(a)] = m
+		}
 	}
-	return m
+	return names, cip
 }()
 
-// ParseMajor resolves a major by key, display name or a common alias, case-insensitively.
+// ParseMajor resolves what a student typed as a major: its key
+// ("computer"), display name ("Computer and Information Sciences"), a
+// common alias ("Comp Sci", "nursing"), any of these in the plural or
+// singular ("Communications"), case, punctuation and spacing aside; or a
+// CIP code of 2, 4 or 6 digits, with or without the dot ("11", "11.07",
+// "1107", "11.0701"), resolved by its two-digit family. A CIP family the
+// College Scorecard does not report programs for is not a major here.
 func ParseMajor(s string) (Major, bool) {
-	k := strings.ToLower(strings.TrimSpace(s))
-	if m, ok := majorByKey[k]; ok {
+	if m, ok := parseCIP(strings.TrimSpace(s)); ok {
 		return m, true
 	}
-	m, ok := majorByKey[strings.ReplaceAll(k, " ", "_")]
+	n := normalizeMajor(s)
+	if n == "" || len(n) > 100 {
+		return "", false
+	}
+	forms := []string{n}
+	if len(n) >= 4 { // "c" is not "cs"
+		forms = numberForms(n)
+	}
+	for _, form := range forms {
+		if m, ok := majorByName[form]; ok {
+			return m, true
+		}
+	}
+	return "", false
+}
+
+// parseCIP reads a CIP code: dd, dd.dd, dddd, dd.dddd or dddddd (also
+// "PCIPdd", the Scorecard's column name).
+func parseCIP(s string) (Major, bool) {
+	s = strings.TrimPrefix(strings.ToUpper(s), "PCIP")
+	family, rest, dotted := strings.Cut(s, ".")
+	if !dotted {
+		if len(s) != 2 && len(s) != 4 && len(s) != 6 {
+			return "", false
+		}
+		family, rest = s[:2], s[2:]
+	}
+	if len(family) != 2 || (dotted && len(rest) != 2 && len(rest) != 4) || !allDigits(family+rest) {
+		return "", false
+	}
+	m, ok := majorByCIP[family]
 	return m, ok
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// normalizeMajor lowercases s, spells "&" as "and" and turns every run of
+// other characters than letters and digits into one space, so
+// "Business, Management & Marketing", "business_marketing" and
+// "Pre-Med" compare as "business management and marketing",
+// "business marketing" and "pre med".
+func normalizeMajor(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range strings.ToLower(strings.ReplaceAll(s, "&", " and ")) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if space && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			space = false
+			b.WriteRune(r)
+			continue
+		}
+		space = true
+	}
+	return b.String()
+}
+
+// numberForms are n and the singular and plural forms of its last word
+// ("communications" also as "communication", "science" as "sciences").
+func numberForms(n string) []string {
+	forms := []string{n}
+	switch {
+	case strings.HasSuffix(n, "ies"):
+		forms = append(forms, strings.TrimSuffix(n, "ies")+"y")
+	case strings.HasSuffix(n, "s"):
+		forms = append(forms, strings.TrimSuffix(n, "s"))
+		if strings.HasSuffix(n, "es") {
+			forms = append(forms, strings.TrimSuffix(n, "es"))
+		}
+	default:
+		forms = append(forms, n+"s")
+		if strings.HasSuffix(n, "y") {
+			forms = append(forms, strings.TrimSuffix(n, "y")+"ies")
+		}
+	}
+	return forms
 }
 
 // MajorName is the display name of a major key.

@@ -109,17 +109,21 @@ type categorySwipeResponse struct {
 	PreferenceWeights map[string]float64 `json:"preference_weights"`
 }
 
+// readCategorySwipe decodes and validates POST /v2/onboarding/category-swipe.
+func readCategorySwipe(r *http.Request) (categoryID, direction string, err error) {
+	req, err := decode[categorySwipeRequest](r, categorySwipeBody)
+	if err != nil {
+		return "", "", err
+	}
+	return req.check()
+}
+
 // handleCategorySwipe answers POST /v2/onboarding/category-swipe: it stores
 // the swipe, drops the student's stored feed (the next recommendations are
 // ranked with the new prior) and returns the prior weights now.
 func handleCategorySwipe(log *slog.Logger, s CategorySwipes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[categorySwipeRequest](r)
-		if err != nil {
-			respondErr(w, r, log, err)
-			return
-		}
-		categoryID, direction, err := req.check()
+		categoryID, direction, err := readCategorySwipe(r)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return

@@ -82,13 +82,13 @@ func (q continuousRequest) parse(idemKey string) (int, []command.SwipeInput, map
 	if len(q.Swipes) == 0 {
 		return limit, nil, problems
 	}
-	var raw []json.RawMessage
-	if string(q.Swipes) == "null" || json.Unmarshal(q.Swipes, &raw) != nil {
-		problems["swipes"] = "must be an array of swipes"
-		return limit, nil, problems
-	}
-	if len(raw) > query.MaxContinuousSwipes {
+	raw, tooMany, ok := elements(q.Swipes, query.MaxContinuousSwipes)
+	switch {
+	case tooMany:
 		problems["swipes"] = "must have at most " + strconv.Itoa(query.MaxContinuousSwipes) + " entries"
+		return limit, nil, problems
+	case !ok:
+		problems["swipes"] = "must be an array of swipes"
 		return limit, nil, problems
 	}
 	swipes := make([]command.SwipeInput, len(raw))
@@ -144,6 +144,20 @@ func (q continuousRequest) parse(idemKey string) (int, []command.SwipeInput, map
 	return limit, swipes, problems
 }
 
+// readContinuous decodes and validates POST /continuous-feed: the limit
+// and the swipes sent along, in order.
+func readContinuous(r *http.Request) (int, []command.SwipeInput, error) {
+	req, err := decode[continuousRequest](r, continuousBody)
+	if err != nil {
+		return 0, nil, err
+	}
+	limit, swipes, problems := req.parse(strings.TrimSpace(r.Header.Get("Idempotency-Key")))
+	if len(problems) > 0 {
+		return 0, nil, domain.Invalid(summarize(problems), problems)
+	}
+	return limit, swipes, nil
+}
+
 // handleContinuousFeed answers POST /continuous-feed: it records the swipes
 // sent along, in order, as POST /swipe would (the write side), then answers
 // the next items of the student's feed in the envelope of POST
@@ -154,14 +168,9 @@ func handleContinuousFeed(log *slog.Logger, rec CarriedSwipes, c ContinuousFeed)
 		return notImplemented(log)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[continuousRequest](r)
+		limit, swipes, err := readContinuous(r)
 		if err != nil {
 			respondErr(w, r, log, err)
-			return
-		}
-		limit, swipes, problems := req.parse(strings.TrimSpace(r.Header.Get("Idempotency-Key")))
-		if len(problems) > 0 {
-			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
 			return
 		}
 		student := studentFrom(r.Context())

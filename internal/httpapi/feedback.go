@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/collegematch/matching/internal/command"
@@ -54,8 +55,12 @@ func (q feedbackRequest) parse() (command.FeedbackInput, map[string]string) {
 	in.Reason = reason
 	if len(q.Comment) > 0 {
 		c, p := stringField(q.Comment)
-		if p == "" && utf8.RuneCountInString(c) > command.MaxCommentLength {
+		switch {
+		case p != "":
+		case utf8.RuneCountInString(c) > command.MaxCommentLength:
 			p = "must be at most " + strconv.Itoa(command.MaxCommentLength) + " characters"
+		case strings.ContainsRune(c, 0):
+			p = "must not contain NUL characters" // text PostgreSQL cannot store
 		}
 		if p != "" {
 			problems["comment"] = p
@@ -74,17 +79,25 @@ type feedbackResponse struct {
 	UpdatedWeights    bool               `json:"updated_weights"`
 }
 
+// readFeedback decodes and validates POST /feedback.
+func readFeedback(r *http.Request) (command.FeedbackInput, error) {
+	req, err := decode[feedbackRequest](r, feedbackBody)
+	if err != nil {
+		return command.FeedbackInput{}, err
+	}
+	in, problems := req.parse()
+	if len(problems) > 0 {
+		return command.FeedbackInput{}, domain.Invalid(summarize(problems), problems)
+	}
+	return in, nil
+}
+
 // handleFeedback answers POST /feedback.
 func handleFeedback(log *slog.Logger, fb FeedbackRecorder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[feedbackRequest](r)
+		in, err := readFeedback(r)
 		if err != nil {
 			respondErr(w, r, log, err)
-			return
-		}
-		in, problems := req.parse()
-		if len(problems) > 0 {
-			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
 			return
 		}
 		in.StudentID = studentFrom(r.Context())

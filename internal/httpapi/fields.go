@@ -2,9 +2,12 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"math"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -20,11 +23,29 @@ type fields struct {
 }
 
 // objectFields splits a JSON object into its raw fields. known lists the
-// accepted names; any other name is a problem.
+// accepted names; any other name is a problem, as is a name given twice.
+// Only known fields are kept and at most maxReported unknown ones are
+// reported, so what an object costs is bounded by known, not by the body.
 func objectFields(prefix string, b json.RawMessage, known []string, problems map[string]string) (*fields, bool) {
-	f := &fields{prefix: prefix, problems: problems}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&f.raw); err != nil || f.raw == nil {
+	f := &fields{prefix: prefix, problems: problems, raw: map[string]json.RawMessage{}}
+	var unknown []string
+	nUnknown := 0
+	ok := members(b, func(rawKey, value []byte) bool {
+		i := knownIndex(known, rawKey)
+		switch {
+		case i < 0:
+			nUnknown++
+			if len(unknown) < maxReported {
+				unknown = append(unknown, keyString(rawKey))
+			}
+		case f.raw[known[i]] != nil:
+			f.bad(known[i], "is given more than once")
+		default:
+			f.raw[known[i]] = value
+		}
+		return true
+	})
+	if !ok {
 		name := strings.TrimSuffix(prefix, ".")
 		if name == "" {
 			name = "body"
@@ -32,17 +53,28 @@ func objectFields(prefix string, b json.RawMessage, known []string, problems map
 		problems[name] = "must be a JSON object"
 		return f, false
 	}
-	var unknown []string
-	for k := range f.raw {
-		if !contains(known, k) {
-			unknown = append(unknown, k)
-		}
-	}
 	sort.Strings(unknown)
 	for _, k := range unknown {
-		problems[prefix+k] = "is not a known field"
+		problems[prefix+clip(k, 64)] = "is not a known field"
+	}
+	if nUnknown > len(unknown) {
+		problems[cmp.Or(strings.TrimSuffix(prefix, "."), "body")] = strconv.Itoa(nUnknown-len(unknown)) + " more unknown fields are not listed"
 	}
 	return f, true
+}
+
+// knownIndex is the index in known of the raw (still escaped) JSON key,
+// -1 when it is none of them; it copies nothing unless the key is escaped.
+func knownIndex(known []string, rawKey []byte) int {
+	if hasEscape(rawKey) {
+		return slices.Index(known, keyString(rawKey))
+	}
+	for i, k := range known {
+		if len(rawKey) == len(k) && string(rawKey) == k {
+			return i
+		}
+	}
+	return -1
 }
 
 func contains(list []string, s string) bool {
@@ -132,13 +164,19 @@ func (f *fields) StringArray(name string, maxLen int) domain.Field[[]string] {
 	if !set || null {
 		return domain.Field[[]string]{Set: set, Null: null}
 	}
-	var v []string
-	if json.Unmarshal(raw, &v) != nil {
-		f.bad(name, "must be an array of strings")
+	elems, tooMany, ok := elements(raw, maxLen)
+	if tooMany {
+		f.bad(name, "must have at most "+fmtNum(float64(maxLen))+" entries")
 		return domain.Field[[]string]{}
 	}
-	if len(v) > maxLen {
-		f.bad(name, "must have at most "+fmtNum(float64(maxLen))+" entries")
+	v := make([]string, len(elems))
+	for i, e := range elems {
+		if json.Unmarshal(e, &v[i]) != nil {
+			ok = false
+		}
+	}
+	if !ok {
+		f.bad(name, "must be an array of strings")
 		return domain.Field[[]string]{}
 	}
 	return domain.Val(v)

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -86,8 +86,39 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// standardMethods are the methods of RFC 9110 (and PATCH): the only
+// values the method label of metrics and logs takes besides OTHER.
+var standardMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace}
+
+// methodLabel is the method as metrics and logs record it: a standard
+// method, or OTHER for anything a client made up, so no client input
+// becomes a label (decisions.md, "HTTP").
+func methodLabel(m string) string {
+	if slices.Contains(standardMethods, m) {
+		return m
+	}
+	return "OTHER"
+}
+
+// maxLoggedPath is how much of a request's path a log line or an error
+// message carries; the rest is cut (a path may be up to 64 KiB).
+const maxLoggedPath = 256
+
+// clip cuts s to at most n bytes (on a rune boundary), marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
+}
+
 // observe logs each request as one JSON line and records its metrics under
-// the route pattern (not the raw path, which would explode cardinality).
+// the route pattern and the method label (methodLabel): never the raw
+// path or method, which would let clients mint series.
 func observe(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -102,8 +133,9 @@ func observe(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler 
 			if route == "" {
 				route = "unmatched"
 			}
-			m.Requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
-			m.Duration.WithLabelValues(route, r.Method).Observe(took.Seconds())
+			method := methodLabel(r.Method)
+			m.Requests.WithLabelValues(route, method, strconv.Itoa(sw.status)).Inc()
+			m.Duration.WithLabelValues(route, method).Observe(took.Seconds())
 			level := slog.LevelInfo
 			switch {
 			case sw.status == http.StatusServiceUnavailable:
@@ -113,9 +145,9 @@ func observe(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler 
 			}
 			log.LogAttrs(r.Context(), level, "request",
 				slog.String("request_id", RequestIDFrom(r.Context())),
-				slog.String("method", r.Method),
+				slog.String("method", method),
 				slog.String("route", route),
-				slog.String("path", r.URL.Path),
+				slog.String("path", clip(r.URL.Path, maxLoggedPath)),
 				slog.Int("status", sw.status),
 				slog.Int("bytes", sw.bytes),
 				slog.Float64("ms", float64(took.Microseconds())/1000),
@@ -219,21 +251,26 @@ func studentFrom(ctx context.Context) string {
 	return id
 }
 
-// limitedBody marks a body already read under MaxBodyBytes.
-type limitedBody struct{ *bytes.Reader }
+// limitedBody is a body already read under MaxBodyBytes: b, replayed.
+type limitedBody struct {
+	*bytes.Reader
+	b []byte
+}
 
 func (limitedBody) Close() error { return nil }
 
 // actingStudent finds the student a request acts on (the student_id path
 // parameter, else the body's student_id field), refuses a student token
 // acting for someone else with 403, and stores the id for the rate limiter
-// and handlers. The body is read once, under the size cap, and replayed.
+// and handlers. The body is read once, under the size cap, and replayed;
+// one that breaks its route's array or depth limits is refused at once
+// (bodyShapes).
 func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id := chi.URLParam(r, "student_id")
 			if id == "" && r.Body != nil && r.Body != http.NoBody {
-				b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+				b, err := readLimited(w, r)
 				if err != nil {
 					var mbe *http.MaxBytesError
 					if errors.As(err, &mbe) {
@@ -243,7 +280,13 @@ func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Ha
 					respondErr(w, r, log, domain.Invalid("could not read the request body", map[string]string{"body": "unreadable"}))
 					return
 				}
-				r.Body = limitedBody{bytes.NewReader(b)}
+				r.Body = limitedBody{bytes.NewReader(b), b}
+				if s := bodyShapes[chi.RouteContext(r.Context()).RoutePattern()]; s != nil && r.Method == http.MethodPost {
+					if p := scanShape(b, s); p.fatal {
+						respondErr(w, r, log, p.err())
+						return
+					}
+				}
 				var repeated bool
 				if id, repeated = bodyStudentID(b); repeated {
 					respondErr(w, r, log, domain.Invalid("student_id is given more than once",
@@ -275,29 +318,34 @@ func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Ha
 // a string. Every key encoding/json would match to student_id counts (it
 // compares names case-insensitively); repeated reports more than one, which
 // the caller refuses: decoders disagree on which one wins, and the id that
-// is authorized must be the id the handler acts on.
+// is authorized must be the id the handler acts on. The body is walked in
+// place (members): nothing but the id is copied.
 func bodyStudentID(b []byte) (id string, repeated bool) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return "", false
-	}
 	seen := 0
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return "", false
-		}
-		if key, _ := tok.(string); strings.EqualFold(key, "student_id") {
+	ok := members(b, func(key, value []byte) bool {
+		if isStudentIDKey(key) {
 			seen++
 			id = ""
-			_ = json.Unmarshal(v, &id)
+			_ = json.Unmarshal(value, &id)
 		}
+		return true
+	})
+	if !ok {
+		return "", false
 	}
 	return id, seen > 1
+}
+
+// isStudentIDKey reports whether a raw JSON key matches student_id as
+// encoding/json matches names (escapes decoded, case folded).
+func isStudentIDKey(key []byte) bool {
+	switch {
+	case len(key) > 64: // student_id spelled with every letter escaped is 60 bytes
+		return false
+	case hasEscape(key):
+		return strings.EqualFold(keyString(key), "student_id")
+	}
+	return bytes.EqualFold(key, []byte("student_id"))
 }
 
 // Limiter counts a request against a group's allowance for key.

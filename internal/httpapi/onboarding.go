@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/mail"
@@ -26,9 +25,16 @@ var (
 	zipRe  = regexp.MustCompile(`^[0-9]{5}(-[0-9]{4})?$`)
 )
 
-var onboardingFields = []string{"student_id", "name", "email", "graduation_year", "gpa", "test_scores",
-	"home", "state", "zip", "max_distance_miles", "budget", "family_income", "intended_majors",
-	"preferred_size", "preferred_setting"}
+// onboardingScalarFields are the onboarding fields whose values are not
+// objects or arrays; onboardingFields are all of them.
+var (
+	onboardingScalarFields = []string{"student_id", "name", "email", "graduation_year", "gpa", "state", "zip",
+		"max_distance_miles", "budget", "family_income", "preferred_size", "preferred_setting"}
+	onboardingFields = append([]string{"test_scores", "home", "intended_majors"}, onboardingScalarFields...)
+)
+
+// maxIntendedMajors is the most intended_majors a profile holds.
+const maxIntendedMajors = 10
 
 // parseProfile validates an onboarding body into a patch; problems maps
 // each offending (dotted) field to what is wrong with it.
@@ -102,12 +108,13 @@ func parseProfile(body []byte) (studentID string, p domain.ProfilePatch, problem
 	p.MaxDistanceMiles = f.Int("max_distance_miles", 1, 5000)
 	p.Budget = f.Int("budget", 0, 1_000_000)
 	p.FamilyIncome = f.Int("family_income", 0, 100_000_000)
-	if majors := f.StringArray("intended_majors", 10); majors.Set {
+	if majors := f.StringArray("intended_majors", maxIntendedMajors); majors.Set {
 		var out []domain.Major
 		for i, m := range majors.Value {
 			mj, ok := domain.ParseMajor(m)
 			if !ok {
-				f.bad("intended_majors["+itoa(i)+"]", "is not a known major; use a key such as computer, engineering, business_marketing, biological or health")
+				f.bad("intended_majors["+itoa(i)+"]", "is not a known major; use a key such as computer, engineering, business_marketing, "+
+					"biological or health, a name such as Computer Science or Communications, or a CIP code such as 11.0701")
 				continue
 			}
 			if !slices.Contains(out, mj) {
@@ -190,6 +197,30 @@ func toProfileJSON(s domain.Student) profileJSON {
 	return p
 }
 
+// readProfile decodes and validates POST /v2/onboarding/minimal: the
+// body's student_id ("" when absent) and the profile patch.
+func readProfile(r *http.Request) (string, domain.ProfilePatch, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return "", domain.ProfilePatch{}, err
+	}
+	// Only what stops the reading (depth, array lengths) is answered from
+	// the shape: every other problem, unknown and repeated fields
+	// included, is reported at once by parseProfile.
+	if p := scanShape(body, onboardingBody); p.fatal {
+		return "", domain.ProfilePatch{}, p.err()
+	}
+	if !json.Valid(body) {
+		var v any
+		return "", domain.ProfilePatch{}, decodeError(json.Unmarshal(body, &v))
+	}
+	id, patch, problems := parseProfile(body)
+	if len(problems) > 0 {
+		return "", domain.ProfilePatch{}, domain.Invalid(summarize(problems), problems)
+	}
+	return id, patch, nil
+}
+
 // handleOnboardingMinimal creates (201) or updates (200) the profile of the
 // token's student, or of body.student_id for a service token.
 func handleOnboardingMinimal(log *slog.Logger, o Onboarding) http.Handler {
@@ -200,23 +231,9 @@ func handleOnboardingMinimal(log *slog.Logger, o Onboarding) http.Handler {
 		Missing         []string    `json:"missing"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := checkContentType(r); err != nil {
-			respondErr(w, r, log, err)
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBodyBytes))
+		id, patch, err := readProfile(r)
 		if err != nil {
-			respondErr(w, r, log, decodeError(err))
-			return
-		}
-		if !json.Valid(body) {
-			var v any
-			respondErr(w, r, log, decodeError(json.Unmarshal(body, &v)))
-			return
-		}
-		id, patch, problems := parseProfile(body)
-		if len(problems) > 0 {
-			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
+			respondErr(w, r, log, err)
 			return
 		}
 		claims, _ := auth.ClaimsFrom(r.Context())

@@ -43,7 +43,7 @@ func TestOnboardingCreateThenUpdate(t *testing.T) {
 	body["gpa"] = 3.85
 	body["test_scores"] = map[string]any{"sat": 1380}
 	body["state"] = "ca"
-	body["intended_majors"] = []string{"Computer Science", "engineering", "cs"}
+	body["intended_majors"] = []string{"Computer Science", "engineering", "cs", "Communications", "Comp Sci", "52.0201", "2601"}
 	body["preferred_size"] = "Medium"
 	body["budget"] = 20000
 	res = api.do(t, "POST", "/v2/onboarding/minimal", tok, body)
@@ -54,7 +54,7 @@ func TestOnboardingCreateThenUpdate(t *testing.T) {
 	assert.Equal(t, 3.85, profile["gpa"])
 	assert.Equal(t, map[string]any{"sat": 1380.0, "act": nil}, profile["test_scores"])
 	assert.Equal(t, "CA", profile["state"])
-	assert.Equal(t, []any{"computer", "engineering"}, profile["intended_majors"])
+	assert.Equal(t, []any{"computer", "engineering", "communication", "business_marketing", "biological"}, profile["intended_majors"])
 	assert.Equal(t, "medium", profile["preferred_size"])
 
 	// Absent fields keep their value; null clears.

@@ -77,18 +77,28 @@ func intField(raw json.RawMessage, lo, hi, def int) (int, string) {
 	return int(f), ""
 }
 
+// readPage decodes and validates the body of POST /recommendations and
+// POST /v2/recommendations: the page asked for.
+func readPage(r *http.Request) (limit, offset int, err error) {
+	req, err := decode[recommendationsRequest](r, recommendationsBody)
+	if err != nil {
+		return 0, 0, err
+	}
+	limit, _ = intField(req.Limit, 1, maxLimit, defaultLimit)
+	offset, _ = intField(req.Offset, 0, math.MaxInt32, 0)
+	return limit, offset, nil
+}
+
 // handleRecommendations answers POST /recommendations: one page of the
 // student's ranked feed in the union envelope of decisions.md, from the
 // stored feed's bytes when it can (query.Service.StoredRecommendations).
 func handleRecommendations(log *slog.Logger, q Queries) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[recommendationsRequest](r)
+		limit, offset, err := readPage(r)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
 		}
-		limit, _ := intField(req.Limit, 1, maxLimit, defaultLimit)
-		offset, _ := intField(req.Offset, 0, math.MaxInt32, 0)
 		if body, ok := q.StoredRecommendations(r.Context(), studentFrom(r.Context()), limit, offset, false); ok {
 			writeJSON(w, http.StatusOK, body)
 			return
@@ -166,27 +176,51 @@ func etagMatches(header, etag string) bool {
 // maxBatchSchools is the most ids POST /m/batch/schools takes (decisions.md).
 const maxBatchSchools = 100
 
-// batchSchoolsRequest is the body of POST /m/batch/schools.
+// batchSchoolsRequest is the body of POST /m/batch/schools. The array is
+// kept raw and read element by element, at most maxBatchSchools of them.
 type batchSchoolsRequest struct {
-	SchoolIDs []json.RawMessage `json:"school_ids"`
+	SchoolIDs json.RawMessage `json:"school_ids"`
 }
 
-func (q batchSchoolsRequest) Valid() map[string]string {
+// parse returns the ids, lower-cased, in request order; every problem is
+// reported, each id's under its index.
+func (q batchSchoolsRequest) parse() ([]string, map[string]string) {
 	problems := map[string]string{}
-	switch {
-	case q.SchoolIDs == nil:
+	if len(q.SchoolIDs) == 0 || string(q.SchoolIDs) == "null" {
 		problems["school_ids"] = "is required"
-	case len(q.SchoolIDs) > maxBatchSchools:
-		problems["school_ids"] = "must have at most " + strconv.Itoa(maxBatchSchools) + " entries"
-	default:
-		for i, raw := range q.SchoolIDs {
-			var id string
-			if json.Unmarshal(raw, &id) != nil || !isUUID(id) {
-				problems["school_ids["+strconv.Itoa(i)+"]"] = "must be a UUID"
-			}
-		}
+		return nil, problems
 	}
-	return problems
+	elems, tooMany, ok := elements(q.SchoolIDs, maxBatchSchools)
+	switch {
+	case tooMany:
+		problems["school_ids"] = "must have at most " + strconv.Itoa(maxBatchSchools) + " entries"
+		return nil, problems
+	case !ok:
+		problems["school_ids"] = "must be an array of school ids"
+		return nil, problems
+	}
+	ids := make([]string, len(elems))
+	for i, raw := range elems {
+		if json.Unmarshal(raw, &ids[i]) != nil || !isUUID(ids[i]) {
+			problems["school_ids["+strconv.Itoa(i)+"]"] = "must be a UUID"
+		}
+		ids[i] = strings.ToLower(ids[i])
+	}
+	return ids, problems
+}
+
+// readBatchSchools decodes and validates POST /m/batch/schools: the ids,
+// lower-cased, in request order.
+func readBatchSchools(r *http.Request) ([]string, error) {
+	req, err := decode[batchSchoolsRequest](r, batchSchoolsBody)
+	if err != nil {
+		return nil, err
+	}
+	ids, problems := req.parse()
+	if len(problems) > 0 {
+		return nil, domain.Invalid(summarize(problems), problems)
+	}
+	return ids, nil
 }
 
 // handleBatchSchools answers POST /m/batch/schools from the in-memory
@@ -194,15 +228,10 @@ func (q batchSchoolsRequest) Valid() map[string]string {
 // ids not served in missing.
 func handleBatchSchools(log *slog.Logger, q Queries) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[batchSchoolsRequest](r)
+		ids, err := readBatchSchools(r)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
-		}
-		ids := make([]string, len(req.SchoolIDs))
-		for i, raw := range req.SchoolIDs {
-			_ = json.Unmarshal(raw, &ids[i]) // checked by Valid
-			ids[i] = strings.ToLower(ids[i])
 		}
 		encode(w, http.StatusOK, q.Schools(r.Context(), ids))
 	})

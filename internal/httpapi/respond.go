@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,7 +55,7 @@ func respondErr(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	}
 	var de *domain.Error
 	if !errors.As(err, &de) || de.Kind == domain.KindInternal {
-		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
+		log.ErrorContext(r.Context(), "request failed", "method", methodLabel(r.Method), "path", clip(r.URL.Path, maxLoggedPath),
 			"request_id", RequestIDFrom(r.Context()), "err", err)
 		writeError(w, http.StatusInternalServerError, domain.CodeInternal,
 			"internal error; quote request id "+RequestIDFrom(r.Context())+" when reporting it", nil)
@@ -65,7 +66,7 @@ func respondErr(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	case domain.KindUnauthenticated:
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 	case domain.KindUnavailable:
-		log.WarnContext(r.Context(), "dependency unavailable", "path", r.URL.Path,
+		log.WarnContext(r.Context(), "dependency unavailable", "path", clip(r.URL.Path, maxLoggedPath),
 			"request_id", RequestIDFrom(r.Context()), "err", err)
 		if w.Header().Get("Retry-After") == "" {
 			w.Header().Set("Retry-After", "1")
@@ -109,12 +110,14 @@ type validator interface {
 	Valid() map[string]string
 }
 
-// decode reads one JSON object into T strictly: unknown fields, wrong types,
-// trailing data, empty and oversize bodies are all 400 INVALID_REQUEST with
-// the offending field named.
-func decode[T any](r *http.Request) (T, error) {
+// decode reads the request's JSON body into T: the body is checked
+// against its shape s first (checkShape: depth, array lengths, unknown and
+// repeated fields), then decoded strictly: wrong types, trailing data,
+// empty and oversize bodies are all 400 INVALID_REQUEST with the offending
+// field named.
+func decode[T any](r *http.Request, s *shape) (T, error) {
 	var v T
-	if err := decodeInto(r, &v); err != nil {
+	if err := decodeInto(r, s, &v); err != nil {
 		return v, err
 	}
 	if vv, ok := any(v).(validator); ok {
@@ -125,23 +128,64 @@ func decode[T any](r *http.Request) (T, error) {
 	return v, nil
 }
 
-func decodeInto(r *http.Request, v any) error {
-	if err := checkContentType(r); err != nil {
+func decodeInto(r *http.Request, s *shape, v any) error {
+	b, err := readBody(r)
+	if err != nil {
 		return err
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, MaxBodyBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	return decodeBytes(b, s, v)
+}
+
+// decodeBytes is decodeInto for a body already read. The shape has
+// refused every name but the exact names of v's fields, so encoding/json
+// (which matches names case-insensitively) sees no other.
+func decodeBytes(b []byte, s *shape, v any) error {
+	p := scanShape(b, s)
+	if err := p.err(); err != nil {
+		return err
+	}
+	if p.trailing {
+		return errTrailingData
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return decodeError(io.EOF)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
 		return decodeError(err)
 	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return decodeError(err)
-		}
-		return domain.Invalid("request body must hold exactly one JSON object", map[string]string{"body": "unexpected data after the JSON object"})
-	}
 	return nil
+}
+
+var errTrailingData = domain.Invalid("request body must hold exactly one JSON object",
+	map[string]string{"body": "unexpected data after the JSON object"})
+
+// readBody returns the request's body (at most MaxBodyBytes) once its
+// Content-Type is checked. A body actingStudent has read is not copied
+// again.
+func readBody(r *http.Request) ([]byte, error) {
+	if err := checkContentType(r); err != nil {
+		return nil, err
+	}
+	if lb, ok := r.Body.(limitedBody); ok {
+		return lb.b, nil
+	}
+	b, err := readLimited(nil, r)
+	if err != nil {
+		return nil, decodeError(err)
+	}
+	return b, nil
+}
+
+// readLimited reads r's body, failing with *http.MaxBytesError past
+// MaxBodyBytes. The buffer is sized from Content-Length when the request
+// gives one, so a large body is not copied over and over as it grows.
+func readLimited(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= MaxBodyBytes {
+		buf.Grow(int(n) + bytes.MinRead) // room for the read that finds the end
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	return buf.Bytes(), err
 }
 
 func decodeError(err error) error {

@@ -68,16 +68,26 @@ func NewServer(d Deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(requestID, observe(d.Log, d.Metrics), recoverer(d.Log, d.Metrics), cors(d.CORS))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, domain.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path, nil)
+		writeError(w, http.StatusNotFound, domain.CodeNotFound, "no such endpoint: "+echoMethod(r.Method)+" "+clip(r.URL.Path, maxLoggedPath), nil)
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		if allow := allowedMethods(r, req.URL.Path); allow != "" {
 			w.Header().Set("Allow", allow)
 		}
-		writeError(w, http.StatusMethodNotAllowed, domain.CodeMethodNotAllowed, req.Method+" is not allowed on "+req.URL.Path, nil)
+		writeError(w, http.StatusMethodNotAllowed, domain.CodeMethodNotAllowed,
+			echoMethod(req.Method)+" is not allowed on "+clip(req.URL.Path, maxLoggedPath), nil)
 	})
 	addRoutes(r, d)
 	return r
+}
+
+// echoMethod is a request's method as an error message quotes it: a
+// standard one as is, anything else cut to 32 bytes.
+func echoMethod(m string) string {
+	if methodLabel(m) != "OTHER" {
+		return m
+	}
+	return clip(m, 32)
 }
 
 // allowedMethods lists the methods routes has for path, for the Allow

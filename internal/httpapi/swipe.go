@@ -114,30 +114,39 @@ func SwipeResponse(r command.SwipeResult) any {
 // swipe (the first answer, repeated).
 const IdempotentReplayedHeader = "Idempotent-Replayed"
 
+// readSwipe decodes and validates POST /swipe: the body, and the
+// Idempotency-Key header when the body has no swipe_id.
+func readSwipe(r *http.Request) (command.SwipeInput, error) {
+	req, err := decode[swipeRequest](r, swipeBody)
+	if err != nil {
+		return command.SwipeInput{}, err
+	}
+	in, problems := req.parse()
+	if in.ClientID == "" {
+		if key, ok := r.Header[http.CanonicalHeaderKey("Idempotency-Key")]; ok {
+			switch {
+			case len(key) != 1 || key[0] == "":
+				problems["Idempotency-Key"] = "must be given once, with a value"
+			case command.ClientIDProblem(key[0]) != "":
+				problems["Idempotency-Key"] = command.ClientIDProblem(key[0])
+			default:
+				in.ClientID = key[0]
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return command.SwipeInput{}, domain.Invalid(summarize(problems), problems)
+	}
+	return in, nil
+}
+
 // handleSwipe answers POST /swipe. The client id that makes a retry
 // harmless is the body's swipe_id, else the Idempotency-Key header.
 func handleSwipe(log *slog.Logger, swipes Swipes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[swipeRequest](r)
+		in, err := readSwipe(r)
 		if err != nil {
 			respondErr(w, r, log, err)
-			return
-		}
-		in, problems := req.parse()
-		if in.ClientID == "" {
-			if key, ok := r.Header[http.CanonicalHeaderKey("Idempotency-Key")]; ok {
-				switch {
-				case len(key) != 1 || key[0] == "":
-					problems["Idempotency-Key"] = "must be given once, with a value"
-				case command.ClientIDProblem(key[0]) != "":
-					problems["Idempotency-Key"] = command.ClientIDProblem(key[0])
-				default:
-					in.ClientID = key[0]
-				}
-			}
-		}
-		if len(problems) > 0 {
-			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
 			return
 		}
 		in.StudentID = studentFrom(r.Context())

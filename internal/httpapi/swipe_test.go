@@ -463,11 +463,12 @@ func TestFeedback(t *testing.T) {
 		body  map[string]any
 		field string
 	}{
-		"reason":       {map[string]any{"student_id": id, "school_id": schools[0].ID, "reason": "too_far"}, "reason"},
-		"no reason":    {map[string]any{"student_id": id, "school_id": schools[0].ID}, "reason"},
-		"long comment": {map[string]any{"student_id": id, "school_id": schools[0].ID, "reason": "too_expensive", "comment": strings.Repeat("é", 1001)}, "comment"},
-		"null comment": {map[string]any{"student_id": id, "school_id": schools[0].ID, "reason": "too_expensive", "comment": nil}, "comment"},
-		"school":       {map[string]any{"student_id": id, "school_id": 7, "reason": "too_expensive"}, "school_id"},
+		"reason":         {map[string]any{"student_id": id, "school_id": schools[0].ID, "reason": "too_far"}, "reason"},
+		"no reason":      {map[string]any{"student_id": id, "school_id": schools[0].ID}, "reason"},
+		"long comment":   {map[string]any{"student_id": id, "school_id": schools[0].ID, "reason": "too_expensive", "comment": strings.Repeat("é", 1001)}, "comment"},
+		"null comment":   {map[string]any{"student_id": id, "school_id": schools[0].ID, "reason": "too_expensive", "comment": nil}, "comment"},
+		"NUL in comment": {map[string]any{"student_id": id, "school_id": schools[0].ID, "reason": "too_expensive", "comment": "a\u0000b"}, "comment"},
+		"school":         {map[string]any{"student_id": id, "school_id": 7, "reason": "too_expensive"}, "school_id"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := api.do(t, "POST", "/feedback", tok, c.body)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -27,8 +28,8 @@ type SyncPull interface {
 // syncPushRequest is the body of POST /m/sync/push. Each change is read on
 // its own, so a bad change is rejected alone rather than failing the batch.
 type syncPushRequest struct {
-	StudentID json.RawMessage   `json:"student_id"`
-	Changes   []json.RawMessage `json:"changes"`
+	StudentID json.RawMessage `json:"student_id"`
+	Changes   json.RawMessage `json:"changes"`
 }
 
 // syncPullRequest is the body of POST /m/sync/pull.
@@ -47,29 +48,55 @@ func checkStudentID(raw json.RawMessage, problems map[string]string) {
 	}
 }
 
+// parse checks the push as a whole and reads each change on its own (a
+// bad change is rejected alone, by Push).
+func (q syncPushRequest) parse() ([]command.Change, map[string]string) {
+	problems := map[string]string{}
+	checkStudentID(q.StudentID, problems)
+	var elems [][]byte
+	if len(q.Changes) == 0 || string(q.Changes) == "null" {
+		problems["changes"] = "is required (an array of at most " + strconv.Itoa(command.MaxChanges) + " changes)"
+	} else {
+		var tooMany, ok bool
+		elems, tooMany, ok = elements(q.Changes, command.MaxChanges)
+		switch {
+		case tooMany:
+			problems["changes"] = "must hold at most " + strconv.Itoa(command.MaxChanges) + " changes"
+		case !ok:
+			problems["changes"] = "must be an array of changes"
+		}
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	changes := make([]command.Change, len(elems))
+	for i, raw := range elems {
+		changes[i] = parseChange(raw)
+	}
+	return changes, nil
+}
+
+// readSyncPush decodes and validates POST /m/sync/push as a whole; each
+// change carries its own problem, if any.
+func readSyncPush(r *http.Request) ([]command.Change, error) {
+	req, err := decode[syncPushRequest](r, syncPushBody)
+	if err != nil {
+		return nil, err
+	}
+	changes, problems := req.parse()
+	if len(problems) > 0 {
+		return nil, domain.Invalid(summarize(problems), problems)
+	}
+	return changes, nil
+}
+
 // handleSyncPush answers POST /m/sync/push.
 func handleSyncPush(log *slog.Logger, sync SyncPush) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[syncPushRequest](r)
+		changes, err := readSyncPush(r)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
-		}
-		problems := map[string]string{}
-		checkStudentID(req.StudentID, problems)
-		switch {
-		case req.Changes == nil:
-			problems["changes"] = "is required (an array of at most 500 changes)"
-		case len(req.Changes) > command.MaxChanges:
-			problems["changes"] = "must hold at most " + strconv.Itoa(command.MaxChanges) + " changes, got " + strconv.Itoa(len(req.Changes))
-		}
-		if len(problems) > 0 {
-			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
-			return
-		}
-		changes := make([]command.Change, len(req.Changes))
-		for i, raw := range req.Changes {
-			changes[i] = parseChange(raw)
 		}
 		res, err := sync.Push(r.Context(), studentFrom(r.Context()), changes, -1)
 		if err != nil {
@@ -89,25 +116,43 @@ var changeFields = []string{"id", "type", "school_id", "direction", "interaction
 // kept when it has one, so it is rejected under that id.
 func parseChange(raw json.RawMessage) command.Change {
 	c := command.Change{Set: map[string]bool{}}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+	var problems []string
+	nProblems := 0
+	problem := func(p string) {
+		nProblems++
+		if len(problems) < maxReported {
+			problems = append(problems, p)
+		}
+	}
+	vals := make([][]byte, len(changeFields))
+	ok := members(raw, func(rawKey, value []byte) bool {
+		i := knownIndex(changeFields, rawKey)
+		switch {
+		case i < 0:
+			nProblems++
+			if len(problems) < maxReported {
+				problems = append(problems, clip(keyString(rawKey), 64)+" is not a known field")
+			}
+		case vals[i] != nil:
+			problem(changeFields[i] + " is given more than once")
+		default:
+			vals[i] = value
+		}
+		return true
+	})
+	if !ok {
 		c.Problem = "a change must be a JSON object"
 		return c
 	}
-	var problems []string
-	for k := range m {
-		if !contains(changeFields, k) {
-			problems = append(problems, k+" is not a known field")
-		}
-	}
+	get := func(name string) []byte { return vals[slices.Index(changeFields, name)] }
 	str := func(name string, dst *string) {
-		v, ok := m[name]
-		if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		v := get(name)
+		if v == nil || bytes.Equal(v, []byte("null")) {
 			return
 		}
 		c.Set[name] = true
 		if json.Unmarshal(v, dst) != nil {
-			problems = append(problems, name+" must be a string")
+			problem(name + " must be a string")
 		}
 	}
 	str("id", &c.ID)
@@ -118,43 +163,52 @@ func parseChange(raw json.RawMessage) command.Change {
 	str("reason", &c.Reason)
 	str("comment", &c.Comment)
 	str("occurred_at", &c.OccurredAt)
-	if v, ok := m["time_spent"]; ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+	if v := get("time_spent"); v != nil && !bytes.Equal(v, []byte("null")) {
 		c.Set["time_spent"] = true
 		var f float64
 		if json.Unmarshal(v, &f) != nil {
-			problems = append(problems, "time_spent must be a number")
+			problem("time_spent must be a number")
 		} else {
 			c.TimeSpent = &f
 		}
 	}
-	if len(problems) > 0 {
+	if nProblems > 0 {
 		sort.Strings(problems)
 		c.Problem = problems[0]
-		if len(problems) > 1 {
-			c.Problem += " (and " + strconv.Itoa(len(problems)-1) + " more problems)"
+		if nProblems > 1 {
+			c.Problem += " (and " + strconv.Itoa(nProblems-1) + " more problems)"
 		}
 	}
 	return c
 }
 
+// readSyncPull decodes and validates POST /m/sync/pull: the cursor, ""
+// for none.
+func readSyncPull(r *http.Request) (string, error) {
+	req, err := decode[syncPullRequest](r, syncPullBody)
+	if err != nil {
+		return "", err
+	}
+	problems := map[string]string{}
+	checkStudentID(req.StudentID, problems)
+	var cursor string
+	if len(req.Cursor) > 0 && string(req.Cursor) != "null" {
+		if json.Unmarshal(req.Cursor, &cursor) != nil {
+			problems["cursor"] = "must be a string (the cursor of the previous pull)"
+		}
+	}
+	if len(problems) > 0 {
+		return "", domain.Invalid(summarize(problems), problems)
+	}
+	return cursor, nil
+}
+
 // handleSyncPull answers POST /m/sync/pull.
 func handleSyncPull(log *slog.Logger, sync SyncPull) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[syncPullRequest](r)
+		cursor, err := readSyncPull(r)
 		if err != nil {
 			respondErr(w, r, log, err)
-			return
-		}
-		problems := map[string]string{}
-		checkStudentID(req.StudentID, problems)
-		var cursor string
-		if len(req.Cursor) > 0 && string(req.Cursor) != "null" {
-			if json.Unmarshal(req.Cursor, &cursor) != nil {
-				problems["cursor"] = "must be a string (the cursor of the previous pull)"
-			}
-		}
-		if len(problems) > 0 {
-			respondErr(w, r, log, domain.Invalid(summarize(problems), problems))
 			return
 		}
 		res, err := sync.Pull(r.Context(), studentFrom(r.Context()), cursor)

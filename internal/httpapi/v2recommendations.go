@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"log/slog"
-	"math"
 	"net/http"
 )
 
@@ -11,13 +10,11 @@ import (
 // complete profile or not.
 func handleRecommendationsV2(log *slog.Logger, q Queries) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[recommendationsRequest](r)
+		limit, offset, err := readPage(r)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
 		}
-		limit, _ := intField(req.Limit, 1, maxLimit, defaultLimit)
-		offset, _ := intField(req.Offset, 0, math.MaxInt32, 0)
 		if body, ok := q.StoredRecommendations(r.Context(), studentFrom(r.Context()), limit, offset, true); ok {
 			writeJSON(w, http.StatusOK, body)
 			return

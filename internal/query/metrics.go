@@ -14,7 +14,6 @@ type Metrics struct {
 	// FeedWrites counts feed writes by result: stored, kept_newer (a newer
 	// feed was already there) or error.
 	FeedWrites *prometheus.CounterVec
-
 }
 
 // NewMetrics creates and registers the read side's metrics on reg.
