@@ -123,17 +123,27 @@ end
 return f[1] .. ' ' .. f[2] .. ' ' .. f[3] .. '\n' .. f[4] .. '\n' .. table.concat(out, ',')
 `)
 
-// PageScript is the script a page read runs, for a caller that queues it
-// in a pipeline of its own (with PageKeys and PageArgs) and reads the
-// answer with ParsePage; Exec-style callers load it again on NOSCRIPT.
-func PageScript() *redis.Script { return pageRead }
+// PageCall is a page read for a caller that runs it in a pipeline of its
+// own (by its hash: on NOSCRIPT, read again with Feeds.Page, which loads
+// it) and reads the answer with ParsePage.
+type PageCall struct {
+	Script *redis.Script
+	Keys   []string
+	Args   []any
+}
 
-// PageKeys are the keys of a page read of studentID's feed.
-func PageKeys(studentID string) []string { return []string{FeedKey(studentID), ProbesKey(studentID)} }
+// PageCall is the read of items [offset, offset+limit) of studentID's feed
+// at nowMillis (see Page).
+func (s *Feeds) PageCall(studentID string, offset, limit int, nowMillis int64) PageCall {
+	return PageCall{Script: pageRead, Keys: pageKeys(studentID), Args: pageArgs(offset, limit, nowMillis, s.ttl.Milliseconds())}
+}
 
-// PageArgs are the arguments of a page read: items [offset, offset+limit)
+// pageKeys are the keys of a page read of studentID's feed.
+func pageKeys(studentID string) []string { return []string{FeedKey(studentID), ProbesKey(studentID)} }
+
+// pageArgs are the arguments of a page read: items [offset, offset+limit)
 // at nowMillis, probes remembered for probeTTL milliseconds.
-func PageArgs(offset, limit int, nowMillis, probeTTL int64) []any {
+func pageArgs(offset, limit int, nowMillis, probeTTL int64) []any {
 	return []any{offset, limit, nowMillis, probeTTL, maxProbes}
 }
 
@@ -183,15 +193,16 @@ func ParsePage(raw []byte) (StoredPage, error) {
 }
 
 // Page reads items [offset, offset+limit) of a student's feed as the
-// standard envelope shows them, remembering its probes as served, in one
-// round trip. ErrNotBuilt when the feed is not there or the page reaches
-// past the described items.
-func (s *Feeds) Page(ctx context.Context, studentID string, offset, limit int, probeTTLMillis, nowMillis int64) (StoredPage, error) {
+// standard envelope shows them, remembering its probes as served (for the
+// feed TTL), in one round trip. ErrNotBuilt when the feed is not there or
+// the page reaches past the described items.
+func (s *Feeds) Page(ctx context.Context, studentID string, offset, limit int, nowMillis int64) (StoredPage, error) {
 	var p StoredPage
 	err := s.call(ctx, "read a page", func(ctx context.Context) error {
 		var cmd *redis.Cmd
 		err := handover.Exec(ctx, s.rdb, []*redis.Script{pageRead}, func(pipe redis.Pipeliner) error {
-			cmd = pageRead.EvalSha(ctx, pipe, PageKeys(studentID), PageArgs(offset, limit, nowMillis, probeTTLMillis)...)
+			c := s.PageCall(studentID, offset, limit, nowMillis)
+			cmd = pageRead.EvalSha(ctx, pipe, c.Keys, c.Args...)
 			return nil
 		})
 		if err != nil && !errors.Is(err, redis.Nil) {

@@ -422,11 +422,11 @@ func prefetchedFrom(ctx context.Context) ratelimit.Fetched {
 // failure policy is rateLimit's; a read that did not answer leaves the
 // handler to read (or compute) the value itself.
 func rateLimitPrefetch(log *slog.Logger, l PrefetchLimiter, m *metrics.HTTP, group ratelimit.Group, failClosed bool,
-	fetch func(studentID string) ratelimit.Fetch) func(http.Handler) http.Handler {
+	fetch func(r *http.Request, studentID string) ratelimit.Fetch) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			student := studentFrom(r.Context())
-			d, got, err := l.AllowFetch(r.Context(), group, student, fetch(student))
+			d, got, err := l.AllowFetch(r.Context(), group, student, fetch(r, student))
 			if !admit(w, r, log, m, group, failClosed, d, err) {
 				return
 			}

@@ -194,9 +194,11 @@ func (oaNoQueries) RecommendationsV2(context.Context, string, int, int) (query.R
 	return query.RecommendationsPage{}, errors.New("not used")
 }
 
-func (oaNoQueries) StoredRecommendations(context.Context, string, int, int, bool) ([]byte, bool) {
+func (oaNoQueries) StoredRecommendations(context.Context, string, int, int, bool, query.Prefetched) ([]byte, bool) {
 	return nil, false
 }
+
+func (oaNoQueries) PageCall(string, int, int) query.PageCall { return query.PageCall{} }
 
 func (oaNoQueries) MatchDetail(context.Context, string, string) (query.MatchDetailView, error) {
 	return query.MatchDetailView{}, errors.New("not used")

@@ -20,7 +20,8 @@ import (
 type Queries interface {
 	Recommendations(ctx context.Context, studentID string, limit, offset int) (query.RecommendationsPage, error)
 	RecommendationsV2(ctx context.Context, studentID string, limit, offset int) (query.RecommendationsPage, error)
-	StoredRecommendations(ctx context.Context, studentID string, limit, offset int, anyProfile bool) ([]byte, bool)
+	StoredRecommendations(ctx context.Context, studentID string, limit, offset int, anyProfile bool, pf query.Prefetched) ([]byte, bool)
+	PageCall(studentID string, limit, offset int) query.PageCall
 	MatchDetail(ctx context.Context, studentID, schoolID string) (query.MatchDetailView, error)
 	CompactFeedLocation(studentID string) (key, field string)
 	CompactFeed(ctx context.Context, studentID string, pf query.Prefetched) (query.CompactPage, error)
@@ -99,7 +100,8 @@ func handleRecommendations(log *slog.Logger, q Queries) http.Handler {
 			respondErr(w, r, log, err)
 			return
 		}
-		if body, ok := q.StoredRecommendations(r.Context(), studentFrom(r.Context()), limit, offset, false); ok {
+		if body, ok := q.StoredRecommendations(r.Context(), studentFrom(r.Context()), limit, offset, false,
+			prefetched(r.Context())); ok {
 			writeJSON(w, http.StatusOK, body)
 			return
 		}
@@ -110,6 +112,13 @@ func handleRecommendations(log *slog.Logger, q Queries) http.Handler {
 		}
 		encode(w, http.StatusOK, page)
 	})
+}
+
+// prefetched is what the rate limiter read for the handler, as the read
+// side takes it.
+func prefetched(ctx context.Context) query.Prefetched {
+	pf := prefetchedFrom(ctx)
+	return query.Prefetched{Done: pf.Done, Found: pf.Found, Raw: pf.Value}
 }
 
 // handleMatchDetail answers GET /match/{student_id}/{school_id}.
@@ -136,9 +145,7 @@ func handleMatchDetail(log *slog.Logger, q Queries) http.Handler {
 func handleCompactRecommendations(log *slog.Logger, q Queries, ttl time.Duration) http.Handler {
 	cacheControl := "private, max-age=" + strconv.Itoa(int(ttl.Seconds()))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		pf := prefetchedFrom(r.Context())
-		page, err := q.CompactFeed(r.Context(), studentFrom(r.Context()),
-			query.Prefetched{Done: pf.Done, Found: pf.Found, Raw: pf.Value})
+		page, err := q.CompactFeed(r.Context(), studentFrom(r.Context()), prefetched(r.Context()))
 		if err != nil {
 			respondErr(w, r, log, err)
 			return

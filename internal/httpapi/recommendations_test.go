@@ -347,6 +347,38 @@ func TestCompactCachedReadIsOneRoundTrip(t *testing.T) {
 	assert.Equal(t, loads, api.Students.calls.Load(), "and no PostgreSQL")
 }
 
+// So is a cached page of POST /recommendations and /v2/recommendations:
+// the count and the page read (which remembers the page's probes) in one
+// round trip, the stored bytes written as they are, no PostgreSQL, and the
+// same body the full path writes.
+func TestRecommendationsCachedPageIsOneRoundTrip(t *testing.T) {
+	api := newTestAPI(t)
+	api.seedSchools(t, 200)
+	id, tok := api.newStudent(t, completeProfile())
+	body := map[string]any{"student_id": id, "limit": 20, "offset": 10}
+	first := api.do(t, "POST", "/recommendations", tok, body)
+	require.Equal(t, http.StatusOK, first.Status, "%s", first.Raw)
+	loads := api.Students.calls.Load()
+
+	calls := &redisCalls{}
+	api.Redis.(*redis.Client).AddHook(calls)
+	for _, path := range []string{"/recommendations", "/v2/recommendations", "/recommendations"} {
+		res := api.do(t, "POST", path, tok, body)
+		require.Equal(t, http.StatusOK, res.Status)
+		assert.Equal(t, first.Raw, res.Raw, path)
+		assert.NotEmpty(t, res.Header.Get("X-RateLimit-Remaining"))
+	}
+	assert.EqualValues(t, 3, calls.n.Load(), "one round trip per cached page")
+	assert.Equal(t, loads, api.Students.calls.Load(), "and no PostgreSQL")
+	assert.Positive(t, counterValue(t, api.Registry, "matching_feed_cache_reads_total",
+		map[string]string{"endpoint": "recommendations", "result": "hit"}))
+
+	// A page deeper than the stored bytes takes the full path.
+	res := api.do(t, "POST", "/recommendations", tok, map[string]any{"student_id": id, "limit": 20, "offset": 60})
+	require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
+	assert.Len(t, res.Body["recommendations"], 20)
+}
+
 // With Redis unreachable the read side computes from PostgreSQL: 200, never
 // a 500.
 func TestReadsWhenRedisIsDown(t *testing.T) {

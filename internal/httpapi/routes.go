@@ -19,20 +19,31 @@ func addRoutes(r chi.Router, d Deps) {
 	todo := notImplemented(d.Log)
 	// The cached compact feed is read in the round trip that counts the
 	// request, when the limiter can pipeline (architecture.md, the hot path).
-	compactLimit := recs
+	// So is a cached page of POST /recommendations (and /v2): the page read
+	// (a script that also remembers its probes) goes with the count.
+	compactLimit, pageLimit := recs, recs
 	if pl, ok := d.Limiter.(PrefetchLimiter); ok {
 		compactLimit = rateLimitPrefetch(d.Log, pl, d.Metrics, ratelimit.GroupRecommendations, d.RateLimits.FailClosed,
-			func(student string) ratelimit.Fetch {
+			func(_ *http.Request, student string) ratelimit.Fetch {
 				key, field := d.Queries.CompactFeedLocation(student)
 				return ratelimit.Fetch{Key: key, Field: field}
+			})
+		pageLimit = rateLimitPrefetch(d.Log, pl, d.Metrics, ratelimit.GroupRecommendations, d.RateLimits.FailClosed,
+			func(r *http.Request, student string) ratelimit.Fetch {
+				limit, offset, err := readPage(r)
+				if err != nil {
+					return ratelimit.Fetch{} // the handler answers the error
+				}
+				c := d.Queries.PageCall(student, limit, offset)
+				return ratelimit.Fetch{Script: c.Script, Keys: c.Keys, Args: c.Args}
 			})
 	}
 
 	r.Group(func(r chi.Router) {
 		r.Use(requireAuth(d.Log, d.Verifier, d.Metrics), actingStudent(d.Log, d.Metrics))
 
-		r.With(recs).Method(http.MethodPost, "/recommendations", handleRecommendations(d.Log, d.Queries))
-		r.With(recs).Method(http.MethodPost, "/v2/recommendations", handleRecommendationsV2(d.Log, d.Queries))
+		r.With(pageLimit).Method(http.MethodPost, "/recommendations", handleRecommendations(d.Log, d.Queries))
+		r.With(pageLimit).Method(http.MethodPost, "/v2/recommendations", handleRecommendationsV2(d.Log, d.Queries))
 		r.With(recs).Method(http.MethodPost, "/continuous-feed", handleContinuousFeed(d.Log, d.Carried, d.Continuous))
 		r.With(recs).Method(http.MethodGet, "/match/{student_id}/{school_id}", handleMatchDetail(d.Log, d.Queries))
 		r.With(compactLimit).Method(http.MethodGet, "/m/recommendations/{student_id}",

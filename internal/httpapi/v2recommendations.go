@@ -15,7 +15,8 @@ func handleRecommendationsV2(log *slog.Logger, q Queries) http.Handler {
 			respondErr(w, r, log, err)
 			return
 		}
-		if body, ok := q.StoredRecommendations(r.Context(), studentFrom(r.Context()), limit, offset, true); ok {
+		if body, ok := q.StoredRecommendations(r.Context(), studentFrom(r.Context()), limit, offset, true,
+			prefetched(r.Context())); ok {
 			writeJSON(w, http.StatusOK, body)
 			return
 		}

@@ -37,7 +37,7 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 	ctx := context.Background()
 	st := e.save(t, completeStudent())
 
-	_, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false)
+	_, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{})
 	require.False(t, ok, "nothing stored yet")
 	first := fullPage(t, e, st.ID, 20, 0, false) // builds and stores the feed
 
@@ -46,7 +46,7 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 	check := func(label string, described int) {
 		t.Helper()
 		for _, pg := range pages {
-			body, ok := e.Service.StoredRecommendations(ctx, st.ID, pg[0], pg[1], false)
+			body, ok := e.Service.StoredRecommendations(ctx, st.ID, pg[0], pg[1], false, query.Prefetched{})
 			if pg[0]+pg[1] > described {
 				assert.False(t, ok, "%s: limit %d offset %d is past the described items", label, pg[0], pg[1])
 				continue
@@ -54,16 +54,27 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 			require.True(t, ok, "%s: limit %d offset %d", label, pg[0], pg[1])
 			assert.Equal(t, string(fullPage(t, e, st.ID, pg[0], pg[1], false)), string(body),
 				"%s: limit %d offset %d", label, pg[0], pg[1])
-			v2, ok := e.Service.StoredRecommendations(ctx, st.ID, pg[0], pg[1], true)
+			v2, ok := e.Service.StoredRecommendations(ctx, st.ID, pg[0], pg[1], true, query.Prefetched{})
 			require.True(t, ok)
 			assert.Equal(t, string(body), string(v2), "v2 shows the same page of a complete profile")
 		}
-		_, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, described-5, false)
+		_, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, described-5, false, query.Prefetched{})
 		assert.False(t, ok, "%s: a page past the described items takes the full path", label)
 	}
 	check("as built", query.DescribedItems)
-	stored, _ := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false)
+	stored, _ := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{})
 	assert.Equal(t, string(first), string(stored))
+
+	// The same read made by a caller in a round trip of its own (the rate
+	// limiter's) and handed back.
+	c := e.Service.PageCall(st.ID, 20, 0)
+	raw, err := c.Script.Run(ctx, e.Redis, c.Keys, c.Args...).Text()
+	require.NoError(t, err)
+	pre, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{Done: true, Found: true, Raw: []byte(raw)})
+	require.True(t, ok)
+	assert.Equal(t, string(first), string(pre))
+	_, ok = e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{Done: true})
+	assert.False(t, ok, "a prefetched miss takes the full path")
 
 	// The page's probes are remembered as served.
 	var page query.RecommendationsPage
@@ -76,9 +87,10 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 	}
 	require.NotEmpty(t, probes)
 	require.NoError(t, e.Redis.Del(ctx, cache.ProbesKey(st.ID)).Err())
-	_, ok = e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false)
+	var remembered []string
+	_, ok = e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{})
 	require.True(t, ok)
-	remembered, err := e.Redis.ZRange(ctx, cache.ProbesKey(st.ID), 0, -1).Result()
+	remembered, err = e.Redis.ZRange(ctx, cache.ProbesKey(st.ID), 0, -1).Result()
 	require.NoError(t, err)
 	assert.ElementsMatch(t, probes, remembered)
 
@@ -91,13 +103,13 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: st.ID, Version: f.StudentVersion + 1,
 		SwipeCount: f.TotalSwipes + 1, Swiped: []string{head}}))
 	check("after a swipe's patch", query.DescribedItems-1)
-	after, _ := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false)
+	after, _ := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{})
 	assert.NotContains(t, string(after), head)
 	assert.Contains(t, string(after), `"total_swipes":1}`)
 
 	// A feed built on another catalogue version is not served from bytes.
 	require.NoError(t, e.Redis.HSet(ctx, cache.FeedKey(st.ID), "cv", f.CatalogVersion+1).Err())
-	_, ok = e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false)
+	_, ok = e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{})
 	assert.False(t, ok)
 }
 
@@ -110,10 +122,10 @@ func TestStoredRecommendationsIncompleteProfile(t *testing.T) {
 	s.SAT, s.GPA = nil, nil
 	st := e.save(t, s)
 	v2 := fullPage(t, e, st.ID, 20, 0, true)
-	body, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, true)
+	body, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, true, query.Prefetched{})
 	require.True(t, ok)
 	assert.Equal(t, string(v2), string(body))
-	_, ok = e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false)
+	_, ok = e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{})
 	assert.False(t, ok)
 	_, err := e.Service.Recommendations(ctx, st.ID, 20, 0)
 	require.Error(t, err)

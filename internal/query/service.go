@@ -51,8 +51,8 @@ type FeedStore interface {
 	Invalidate(ctx context.Context, studentID string, version int64) error
 	Delete(ctx context.Context, studentID string) error
 	CompactLocation(studentID string) (key, field string)
-	Page(ctx context.Context, studentID string, offset, limit int, probeTTLMillis, nowMillis int64) (cache.StoredPage, error)
-	TTL() time.Duration
+	Page(ctx context.Context, studentID string, offset, limit int, nowMillis int64) (cache.StoredPage, error)
+	PageCall(studentID string, offset, limit int, nowMillis int64) cache.PageCall
 }
 
 // ProbeRecorder remembers the schools served to a student as probes
@@ -398,15 +398,25 @@ func (s *Service) recommendations(ctx context.Context, endpoint, studentID strin
 // built on another catalogue or ranking, the page deeper than the
 // described items, an incomplete profile POST /recommendations refuses, or
 // Redis unavailable. The page's probes are remembered as served in the
-// same round trip.
-func (s *Service) StoredRecommendations(ctx context.Context, studentID string, limit, offset int, anyProfile bool) (body []byte, ok bool) {
+// same round trip. pf is the page read already made (PageCall), if any.
+func (s *Service) StoredRecommendations(ctx context.Context, studentID string, limit, offset int, anyProfile bool, pf Prefetched) (body []byte, ok bool) {
 	endpoint := "recommendations"
 	if anyProfile {
 		endpoint = "v2_recommendations"
 	}
 	cat := s.catalogs.Current()
-	now := s.now()
-	p, err := s.feeds.Page(ctx, studentID, offset, limit, s.feeds.TTL().Milliseconds(), now.UnixMilli())
+	var (
+		p   cache.StoredPage
+		err error
+	)
+	switch {
+	case pf.Done && !pf.Found:
+		err = cache.ErrNotBuilt
+	case pf.Done:
+		p, err = cache.ParsePage(pf.Raw)
+	default:
+		p, err = s.feeds.Page(ctx, studentID, offset, limit, s.now().UnixMilli())
+	}
 	switch {
 	case errors.Is(err, cache.ErrNotBuilt):
 		return nil, false // the full path counts the read
@@ -418,6 +428,16 @@ func (s *Service) StoredRecommendations(ctx context.Context, studentID string, l
 	}
 	s.m.FeedReads.WithLabelValues(endpoint, "hit").Inc()
 	return PageBody(p), true
+}
+
+// PageCall is a page read of the stored feed (cache.PageCall).
+type PageCall = cache.PageCall
+
+// PageCall is the read StoredRecommendations makes, for a caller that
+// runs it in a round trip of its own and hands the answer back
+// (Prefetched).
+func (s *Service) PageCall(studentID string, limit, offset int) PageCall {
+	return s.feeds.PageCall(studentID, offset, limit, s.now().UnixMilli())
 }
 
 // PageBody is the envelope of POST /recommendations around a stored page's

@@ -14,9 +14,15 @@ import (
 )
 
 // Fetch names a value to read in the same round trip as the count: an
-// HGET of Field on Key, or a GET of Key when Field is empty.
+// HGET of Field on Key, a GET of Key when Field is empty, or, when Script
+// is set, the script run (by its hash) on Keys and Args, whose string
+// answer is the value (false or nil: not found). The zero Fetch reads
+// nothing.
 type Fetch struct {
 	Key, Field string
+	Script     *redis.Script
+	Keys       []string
+	Args       []any
 }
 
 // Fetched is what a Fetch found.
@@ -65,18 +71,25 @@ func (p *Pipelined) AllowFetch(ctx context.Context, group Group, key string, f F
 	pipe := p.rdb.Pipeline()
 	count := pipe.EvalSha(callCtx, gcra.Hash(), keys, args...)
 	var read interface{ Bytes() ([]byte, error) }
-	if f.Field != "" {
+	switch {
+	case f.Script != nil:
+		read = scriptBytes{pipe.EvalSha(callCtx, f.Script.Hash(), f.Keys, f.Args...)}
+	case f.Field != "":
 		read = pipe.HGet(callCtx, f.Key, f.Field)
-	} else {
+	case f.Key != "":
 		read = pipe.Get(callCtx, f.Key)
 	}
 	_, _ = pipe.Exec(callCtx) // errors are per command, below
 
 	var fetched Fetched
-	if v, err := read.Bytes(); err == nil {
-		fetched = Fetched{Done: true, Found: true, Value: v}
-	} else if errors.Is(err, redis.Nil) {
-		fetched = Fetched{Done: true}
+	if read != nil {
+		// A script Redis does not know (after a restart) leaves Done false:
+		// the handler reads by itself, loading it.
+		if v, err := read.Bytes(); err == nil {
+			fetched = Fetched{Done: true, Found: true, Value: v}
+		} else if errors.Is(err, redis.Nil) {
+			fetched = Fetched{Done: true}
+		}
 	}
 
 	res, err := count.Result()
@@ -221,3 +234,11 @@ end
 local retry_after = -1
 return {cost, remaining, tostring(retry_after), tostring(reset_after)}
 `)
+
+// scriptBytes reads a script's string answer as bytes.
+type scriptBytes struct{ *redis.Cmd }
+
+func (c scriptBytes) Bytes() ([]byte, error) {
+	s, err := c.Text()
+	return []byte(s), err
+}
