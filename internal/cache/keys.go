@@ -26,14 +26,15 @@ func studentTag(studentID string) string {
 //	ls  the student version the learned state covers (decimal; 0 when not known)
 //	h   header: when and how it was built, weights, the scoring view of the profile
 //	i   the ranked items, fixed-size binary records
-//	l   the learned model it was ranked with, serialised
+//	l   the learned model it was ranked with, in its binary form (match.Model.MarshalBinary)
 //	x   the schools swipes took off the top since the build, 16 bytes each
 //	mi  the compact first page's items, one JSON object a line
 //	m   the compact first page: "<cv> <algorithm version> <etag>\n" + JSON body
 //	j   the first items as POST /recommendations shows them, one a line (pages.go)
 //	e   what that envelope says besides the counts (pages.go)
 //
-// A tombstone (written by Invalidate) has sv, lv and cv only.
+// A tombstone (written by Invalidate) has sv, lv and cv only; one a swipe's
+// patch leaves also keeps h and l, for the next swipe's prediction.
 func FeedKey(studentID string) string { return prefix + studentTag(studentID) + ":feed" }
 
 // Field names of the feed hash.

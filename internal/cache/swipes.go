@@ -89,7 +89,10 @@ return out
 // the feed was built as (query: Service.deeper). Otherwise (a school further down,
 // a repeat swipe on a school no longer listed) a patch would put probes in
 // the wrong places: the feed is dropped for a tombstone of the new version
-// instead, and the next read builds it (2).
+// instead, and the next read builds it (2). The tombstone keeps the
+// header and the model (the profile and the learned model, which a swipe
+// does not change), so the next swipe is still predicted from Redis
+// rather than PostgreSQL; readers see no feed until one is built.
 var patchFeed = redis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'sv', 'i', 'mi', 't', 'm')
 if not cur[1] or tonumber(cur[1]) >= tonumber(ARGV[1]) then
@@ -122,8 +125,12 @@ if ok then
   end
 end
 if not ok then
+  local keep = redis.call('HMGET', KEYS[1], 'h', 'l')
   redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'lv', '0', 'cv', '0')
+  if keep[1] and keep[2] then
+    redis.call('HSET', KEYS[1], 'h', keep[1], 'l', keep[2])
+  end
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return 2
 end

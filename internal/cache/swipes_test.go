@@ -114,6 +114,19 @@ func TestAfterWritePatchesTheStoredFeed(t *testing.T) {
 		Swiped: []string{f.Items[10].SchoolID.String()}}))
 	_, err = feeds.Feed(ctx, student)
 	require.ErrorIs(t, err, cache.ErrNotBuilt)
+	_, err = feeds.Header(ctx, student)
+	require.ErrorIs(t, err, cache.ErrNotBuilt)
+	_, found, err := feeds.LearnedVersion(ctx, student)
+	require.NoError(t, err)
+	assert.False(t, found)
+	// The tombstone keeps the profile and the model: the next swipe is
+	// still predicted from Redis.
+	v, err := trips.BeforeSwipe(ctx, student, f.Items[11].SchoolID.String())
+	require.NoError(t, err)
+	assert.True(t, v.Found)
+	assert.Equal(t, f.Profile, v.Profile)
+	assert.Equal(t, f.Model, v.Model)
+	assert.Equal(t, []string{""}, v.Slots, "but no items")
 	stale := feedWithPage(student, 5, 2)
 	stale.StudentVersion = 12
 	ok, err = feeds.Put(ctx, stale)

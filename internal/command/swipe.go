@@ -260,7 +260,11 @@ func viewModel(v cache.SwipeView) (match.Profile, match.Model, bool) {
 		p match.Profile
 		m match.Model
 	)
-	if !v.Found || json.Unmarshal(v.Profile, &p) != nil || json.Unmarshal(v.Model, &m) != nil {
+	if !v.Found || json.Unmarshal(v.Profile, &p) != nil {
+		return p, m, false
+	}
+	m, err := match.DecodeModel(v.Model)
+	if err != nil {
 		return p, m, false
 	}
 	return p, m, true

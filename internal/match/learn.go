@@ -2,6 +2,7 @@ package match
 
 import (
 	"math"
+	"sync"
 )
 
 // The learner: an online Bayesian logistic model of a student's swipes.
@@ -149,7 +150,47 @@ func isLevel(j int) bool { return j == pSelectivity || j == pSize }
 // with the level's prior variance, centred so that its mean is w (within
 // the range the grid can hold).
 func levelPrior(l int, w float64) [levelBins]float64 {
-	w = min(levelValue(levelBins-1)-0.02, max(levelValue(0)+0.02, w))
+	w = clampLevel(w)
+	key := levelPriorKey{l, math.Float64bits(w)}
+	levelPriors.RLock()
+	g, ok := levelPriors.m[key]
+	levelPriors.RUnlock()
+	if !ok {
+		g = computeLevelPrior(l, w)
+		levelPriors.Lock()
+		if len(levelPriors.m) >= maxLevelPriors {
+			clear(levelPriors.m)
+		}
+		levelPriors.m[key] = g
+		levelPriors.Unlock()
+	}
+	return g
+}
+
+// clampLevel keeps a level's prior mean within what its grid can hold.
+func clampLevel(w float64) float64 { return min(levelValue(levelBins-1)-0.02, max(levelValue(0)+0.02, w)) }
+
+// levelPriors memoises levelPrior, which a new model (a student without a
+// learned one, and every decoded model's starting point) computes with
+// some 3,000 exponentials: the prior levels students have repeat (they
+// come from a few profile fields and the onboarding categories), so the
+// same few grids are asked for over and over. At most maxLevelPriors are
+// kept.
+var levelPriors = struct {
+	sync.RWMutex
+	m map[levelPriorKey][levelBins]float64
+}{m: map[levelPriorKey][levelBins]float64{}}
+
+type levelPriorKey struct {
+	level int
+	w     uint64
+}
+
+const maxLevelPriors = 4096
+
+// computeLevelPrior is levelPrior without the memo.
+func computeLevelPrior(l int, w float64) [levelBins]float64 {
+	w = clampLevel(w)
 	sd := math.Sqrt(levelPriorVar[l])
 	var g [levelBins]float64
 	fill := func(mu float64) float64 {

@@ -77,6 +77,12 @@ func (m *Model) UnmarshalJSON(b []byte) error {
 	if in.Version != ModelVersion {
 		return fmt.Errorf("%w %d (want %d)", ErrModelVersion, in.Version, ModelVersion)
 	}
+	*m = in.model()
+	return nil
+}
+
+// model is the Model in holds, checked: see UnmarshalJSON.
+func (in *modelJSON) model() Model {
 	out := NewModel(DefaultWeights())
 	pos := [nParams]int{} // position in the input of each of our parameters, -1 when absent
 	for j, k := range paramKeys {
@@ -142,8 +148,7 @@ func (m *Model) UnmarshalJSON(b []byte) error {
 	}
 	out.floorVariances()
 	out.swipes, out.signals, out.feedback = max(0, in.Swipes), max(0, in.Signals), max(0, in.Feedback)
-	*m = out
-	return nil
+	return out
 }
 
 // positiveDefinite reports whether c has a Cholesky factorisation.

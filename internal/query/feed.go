@@ -103,7 +103,7 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	}
 
 	profile, _ := json.Marshal(in.Profile) // plain numbers and strings: cannot fail
-	model, _ := json.Marshal(in.Model)     // floats the model keeps finite
+	model, _ := in.Model.MarshalBinary()   // cannot fail
 	f := cache.Feed{
 		StudentID:        in.StudentID,
 		StudentVersion:   in.StudentVersion,

@@ -548,8 +548,7 @@ func (s *Service) loadLearner(studentID string, fs *feedState) *learnerState {
 	}
 	_, model, _ := match.Start(st)
 	if raw, err := s.feeds.Model(ctx, studentID); err == nil {
-		var m match.Model
-		if json.Unmarshal(raw, &m) == nil {
+		if m, err := match.DecodeModel(raw); err == nil {
 			model = m // the model the stored items were ranked with
 		}
 	}
