@@ -81,6 +81,7 @@ type options struct {
 	monitor         tasks.WebhookMonitorConfig
 	sweep           tasks.LearnSweepConfig
 	relay           tasks.RelayConfig
+	queueMetrics    tasks.QueueMetricsConfig
 }
 
 func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- string, opt options) error {
@@ -147,8 +148,12 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	// The learn sweep queues again the learn tasks Redis lost; one replica
 	// at a time runs each pass.
 	host, _ := os.Hostname()
-	sweep := tasks.NewLearnSweep(log.With("component", "learn_sweep"), db, queue,
-		handover.NewLeader(rdb, host+"/"+strconv.Itoa(os.Getpid())), reg, opt.sweep)
+	leader := handover.NewLeader(rdb, host+"/"+strconv.Itoa(os.Getpid()))
+	sweep := tasks.NewLearnSweep(log.With("component", "learn_sweep"), db, queue, leader, reg, opt.sweep)
+	// The queues' state (matching_queue_*) is exported once for the fleet,
+	// by the replica that holds the queue-metrics lease.
+	queueMetrics := tasks.NewQueueMetrics(log.With("component", "queue_metrics"),
+		asynq.NewInspectorFromRedisClient(rdb), leader, tasks.Queues(), reg, opt.queueMetrics)
 
 	// Two task servers share the Redis client: the main slots serve
 	// learning and the relay task (and webhook tasks queued by older
@@ -248,6 +253,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		var wg sync.WaitGroup
 		wg.Go(func() { monitor.Run(relayCtx) })
 		wg.Go(func() { sweep.Run(relayCtx) })
+		wg.Go(func() { queueMetrics.Run(relayCtx) })
 		relay.Run(relayCtx)
 		wg.Wait()
 	}()
