@@ -82,6 +82,9 @@ type options struct {
 	sweep           tasks.LearnSweepConfig
 	relay           tasks.RelayConfig
 	queueMetrics    tasks.QueueMetricsConfig
+	// registered, when not nil, is handed the metrics registry once
+	// everything is registered on it (the test of docs/metrics.md).
+	registered func(*metrics.Registry)
 }
 
 func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- string, opt options) error {
@@ -224,6 +227,9 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	defer stopDeps()
 	deps.Start(depsCtx)
 	readiness := &ops.Readiness{}
+	if opt.registered != nil {
+		opt.registered(reg)
+	}
 	opsSrv := ops.Server(cfg.OpsAddr, ops.Handler(reg, readiness, deps, cfg.PProf))
 	ln, err := net.Listen("tcp", cfg.OpsAddr)
 	if err != nil {
