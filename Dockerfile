@@ -2,7 +2,8 @@
 # One image with all three binaries (api, worker, matchctl) in
 # /usr/local/bin; the default command is the API.
 #
-#   docker build --build-arg VERSION=$(git describe --always --dirty) -t collegematch/matching .
+#   docker build --build-arg VERSION=$(git describe --always --dirty) \
+#     --build-arg REVISION=$(git rev-parse HEAD) -t collegematch/matching .
 
 FROM golang:1.26 AS build
 WORKDIR /src
@@ -12,11 +13,13 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     go mod download
 COPY . .
 ARG VERSION=dev
+# The git commit, for matching_build_info (the build context has no .git).
+ARG REVISION=
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     mkdir -p /out && \
     go build -trimpath \
-      -ldflags "-X github.com/collegematch/matching/internal/buildinfo.Version=${VERSION}" \
+      -ldflags "-X github.com/collegematch/matching/internal/buildinfo.Version=${VERSION} -X github.com/collegematch/matching/internal/buildinfo.Revision=${REVISION}" \
       -o /out/ ./cmd/...
 
 # Static binaries, CA certificates and time zones; no shell. Runs as

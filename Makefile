@@ -7,7 +7,8 @@ SHELL := bash
 GO      ?= go
 MODULE  := github.com/collegematch/matching
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X $(MODULE)/internal/buildinfo.Version=$(VERSION)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X $(MODULE)/internal/buildinfo.Version=$(VERSION) -X $(MODULE)/internal/buildinfo.Revision=$(REVISION)
 # Every command under cmd/ (api, worker, matchctl).
 BINARIES := $(notdir $(patsubst %/,%,$(dir $(wildcard cmd/*/main.go))))
 

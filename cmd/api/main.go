@@ -39,6 +39,10 @@ func main() {
 	}
 }
 
+// registered, when not nil, is handed the metrics registry once everything
+// is registered on it (the test of docs/metrics.md reads it).
+var registered func(*metrics.Registry)
+
 // ready, when not nil, receives the bound public and ops addresses once
 // both listeners are open (tests use it with ":0" addresses).
 func run(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- [2]string) error {
@@ -166,6 +170,9 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	deps := ops.NewMonitor(reg, log.With("component", "dependencies"), opsChecks)
 	deps.Start(ctx)
 	readiness := &ops.Readiness{}
+	if registered != nil {
+		registered(reg)
+	}
 
 	public := ops.Server(cfg.HTTPAddr, api)
 	public.WriteTimeout = 35 * time.Second // the reference mobile client gives up after 30 s

@@ -82,6 +82,10 @@ type options struct {
 	monitor         tasks.WebhookMonitorConfig
 	sweep           tasks.LearnSweepConfig
 	relay           tasks.RelayConfig
+	queueMetrics    tasks.QueueMetricsConfig
+	// registered, when not nil, is handed the metrics registry once
+	// everything is registered on it (the test of docs/metrics.md).
+	registered func(*metrics.Registry)
 }
 
 func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- string, opt options) error {
@@ -154,8 +158,12 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	// The learn sweep queues again the learn tasks Redis lost; one replica
 	// at a time runs each pass.
 	host, _ := os.Hostname()
-	sweep := tasks.NewLearnSweep(log.With("component", "learn_sweep"), db, queue,
-		handover.NewLeader(rdb, host+"/"+strconv.Itoa(os.Getpid())), reg, opt.sweep)
+	leader := handover.NewLeader(rdb, host+"/"+strconv.Itoa(os.Getpid()))
+	sweep := tasks.NewLearnSweep(log.With("component", "learn_sweep"), db, queue, leader, reg, opt.sweep)
+	// The queues' state (matching_queue_*) is exported once for the fleet,
+	// by the replica that holds the queue-metrics lease.
+	queueMetrics := tasks.NewQueueMetrics(log.With("component", "queue_metrics"),
+		asynq.NewInspectorFromRedisClient(rdb), leader, tasks.Queues(), reg, opt.queueMetrics)
 
 	// Two task servers share the Redis client: the main slots serve
 	// learning and the relay task (and webhook tasks queued by older
@@ -226,6 +234,9 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	defer stopDeps()
 	deps.Start(depsCtx)
 	readiness := &ops.Readiness{}
+	if opt.registered != nil {
+		opt.registered(reg)
+	}
 	opsSrv := ops.Server(cfg.OpsAddr, ops.Handler(reg, readiness, deps, cfg.PProf))
 	ln, err := net.Listen("tcp", cfg.OpsAddr)
 	if err != nil {
@@ -255,6 +266,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		var wg sync.WaitGroup
 		wg.Go(func() { monitor.Run(relayCtx) })
 		wg.Go(func() { sweep.Run(relayCtx) })
+		wg.Go(func() { queueMetrics.Run(relayCtx) })
 		relay.Run(relayCtx)
 		wg.Wait()
 	}()

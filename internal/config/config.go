@@ -34,6 +34,18 @@ const (
 	maxConcurrency = 10000
 )
 
+// Variables names every environment variable Load reads (TestVariables
+// checks the list against Load). Deploy files may set only these and the Go
+// runtime's own (deploy/deploy_test.go).
+var Variables = []string{
+	"DATABASE_URL", "MIGRATE_DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "OPS_ADDR",
+	"AUTH_JWKS_URL", "AUTH_HS256_SECRET", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_ALLOW_INSECURE", "AUTH_MAX_TOKEN_LIFETIME",
+	"GOMEMLIMIT", "FEED_CACHE_TTL", "FEED_COOLDOWN", "WEBHOOK_ENDPOINTS_FILE",
+	"RATE_LIMIT_RECOMMENDATIONS", "RATE_LIMIT_SWIPES", "RATE_LIMIT_BATCH", "RATE_LIMIT_DEFAULT", "RATE_LIMIT_FAIL_CLOSED",
+	"CORS_ALLOWED_ORIGINS", "IMAGE_BASE_URL", "LOG_LEVEL", "PPROF",
+	"WORKER_CONCURRENCY", "WEBHOOK_CONCURRENCY",
+}
+
 // Rate is an allowance of N requests per Period.
 type Rate struct {
 	N      int

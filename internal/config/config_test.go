@@ -194,3 +194,23 @@ func TestGoMemLimitSet(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, c.GoMemLimitSet)
 }
+
+// Variables is exactly what Load reads, whatever the role and values.
+func TestVariables(t *testing.T) {
+	for _, role := range []config.Role{config.RoleAPI, config.RoleWorker, config.RoleCLI} {
+		read := map[string]bool{}
+		_, _ = config.Load(func(k string) string {
+			read[k] = true
+			if k == "AUTH_HS256_SECRET" {
+				return secret
+			}
+			return ""
+		}, role)
+		want := map[string]bool{}
+		for _, v := range config.Variables {
+			assert.False(t, want[v], "%s listed twice", v)
+			want[v] = true
+		}
+		assert.Equal(t, want, read, "role %d", role)
+	}
+}

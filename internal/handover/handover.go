@@ -221,3 +221,34 @@ func NewLeader(rdb redis.UniversalClient, id string) *Leader {
 func (l *Leader) Lead(ctx context.Context, name string, ttl time.Duration) (bool, error) {
 	return l.rdb.SetNX(ctx, "lead:"+name, l.id, ttl).Result()
 }
+
+// hold takes the lock (KEYS[1]) for ARGV[1] ms when nobody holds it, or
+// extends it when ARGV[2] holds it; 1 when the caller holds it after.
+var hold = redis.NewScript(`
+if redis.call("SET", KEYS[1], ARGV[2], "NX", "PX", ARGV[1]) then return 1 end
+if redis.call("GET", KEYS[1]) == ARGV[2] then
+  redis.call("PEXPIRE", KEYS[1], ARGV[1])
+  return 1
+end
+return 0`)
+
+// release drops the lock (KEYS[1]) when ARGV[1] holds it.
+var release = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end
+return 0`)
+
+// Hold takes the lock named name for ttl when nobody holds it, or extends it
+// by ttl when this replica holds it: unlike Lead's one lead per pass, the
+// lock stays with one replica for as long as it calls Hold within ttl, and
+// passes to another only when it stops (a job whose output should come from
+// one replica at a time, such as the queue metrics).
+func (l *Leader) Hold(ctx context.Context, name string, ttl time.Duration) (bool, error) {
+	n, err := hold.Run(ctx, l.rdb, []string{"lead:" + name}, ttl.Milliseconds(), l.id).Int()
+	return n == 1, err
+}
+
+// Release gives up the lock named name when this replica holds it, so
+// another can take it at once.
+func (l *Leader) Release(ctx context.Context, name string) error {
+	return release.Run(ctx, l.rdb, []string{"lead:" + name}, l.id).Err()
+}

@@ -112,3 +112,40 @@ func TestExecLoadsScriptsRedisForgot(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, queued)
 }
+
+// Hold keeps the lock with the replica that renews it in time; another
+// replica gets it only once the holder releases it or lets it expire.
+func TestLeaderHold(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBHandover)
+	ctx := context.Background()
+	a, b := handover.NewLeader(rdb, "a"), handover.NewLeader(rdb, "b")
+	const ttl = 300 * time.Millisecond
+
+	held, err := a.Hold(ctx, "exporter", ttl)
+	require.NoError(t, err)
+	assert.True(t, held, "nobody held it")
+	for range 3 { // a renews within ttl, past several ttls: b never gets it
+		time.Sleep(ttl / 2)
+		held, err = a.Hold(ctx, "exporter", ttl)
+		require.NoError(t, err)
+		assert.True(t, held, "the holder renews")
+		held, err = b.Hold(ctx, "exporter", ttl)
+		require.NoError(t, err)
+		assert.False(t, held, "another replica waits")
+	}
+	pttl, err := rdb.PTTL(ctx, "lead:exporter").Result()
+	require.NoError(t, err)
+	assert.Greater(t, pttl, time.Duration(0), "the lock expires on its own")
+
+	require.NoError(t, b.Release(ctx, "exporter"), "releasing a lock held by another is a no-op")
+	assert.Equal(t, "a", rdb.Get(ctx, "lead:exporter").Val())
+	require.NoError(t, a.Release(ctx, "exporter"))
+	held, err = b.Hold(ctx, "exporter", ttl)
+	require.NoError(t, err)
+	assert.True(t, held, "released: the next replica takes it at once")
+
+	time.Sleep(ttl + 100*time.Millisecond) // b stops renewing
+	held, err = a.Hold(ctx, "exporter", ttl)
+	require.NoError(t, err)
+	assert.True(t, held, "expired: another replica takes it")
+}

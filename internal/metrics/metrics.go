@@ -5,13 +5,29 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/collegematch/matching/internal/buildinfo"
 )
 
-// NewRegistry returns a registry with the Go runtime and process collectors.
-func NewRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+// NewRegistry returns the registry of a binary: the Go runtime and process
+// collectors and matching_build_info are on it.
+func NewRegistry() *Registry {
+	reg := &Registry{Registry: prometheus.NewRegistry()}
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newBuildInfo())
 	return reg
+}
+
+// newBuildInfo is matching_build_info{version,revision,go_version} 1: which
+// build each replica runs, so a dashboard shows a rollout and a query can
+// join any series with the version behind it.
+func newBuildInfo() prometheus.Collector {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "matching_build_info",
+		Help: "Always 1; the labels name the running build (version, source revision, Go version).",
+	}, []string{"version", "revision", "go_version"})
+	g.WithLabelValues(buildinfo.Info()).Set(1)
+	return g
 }
 
 // HTTP holds the API's request metrics.

@@ -24,7 +24,7 @@ import (
 // requests that answer 503 on their own. /readyz reports the dependencies'
 // last known state (deps, checked in the background, never on the probe's
 // path) in its body, and they show in /health, metrics and logs.
-func Handler(reg *prometheus.Registry, ready *Readiness, deps *Monitor, withPprof bool) http.Handler {
+func Handler(reg prometheus.Gatherer, ready *Readiness, deps *Monitor, withPprof bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -42,7 +42,11 @@ func Handler(reg *prometheus.Registry, ready *Readiness, deps *Monitor, withPpro
 		}
 		_ = json.NewEncoder(w).Encode(body)
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	opts := promhttp.HandlerOpts{}
+	if r, ok := reg.(prometheus.Registerer); ok {
+		opts.Registry = r // promhttp counts its own failures there
+	}
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, opts))
 	if withPprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

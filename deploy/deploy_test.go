@@ -1,0 +1,738 @@
+// Package deploy holds the tests of the deploy files: the Kubernetes
+// manifests decode strictly into the Kubernetes API types and set only
+// variables the binaries read; the alert rules, the Grafana dashboard and
+// the metrics adapter's rules parse and use only metrics the binaries
+// export (docs/metrics.md, itself checked against the binaries' registries).
+package deploy
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	"github.com/collegematch/matching/internal/config"
+	"github.com/collegematch/matching/internal/testutil"
+	"github.com/collegematch/matching/internal/webhook"
+)
+
+// runtimeVariables are read by the Go runtime, not by internal/config.
+var runtimeVariables = []string{"GOMEMLIMIT", "GOMAXPROCS", "GOGC", "GODEBUG"}
+
+// notApplied are manifests kustomization.yaml leaves out on purpose.
+var notApplied = []string{"secret.example.yaml"}
+
+// kustomization is the part of kustomize's Kustomization the deploy files
+// use; anything else is refused.
+type kustomization struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Labels     []struct {
+		Pairs map[string]string `json:"pairs"`
+	} `json:"labels,omitempty"`
+	Resources []string `json:"resources"`
+	Images    []struct {
+		Name   string `json:"name"`
+		NewTag string `json:"newTag"`
+	} `json:"images,omitempty"`
+	Patches []struct {
+		Target struct {
+			Kind string `json:"kind"`
+			Name string `json:"name"`
+		} `json:"target"`
+		Patch string `json:"patch"`
+	} `json:"patches,omitempty"`
+}
+
+// manifests are the decoded objects of deploy/k8s and its overlays.
+type manifests struct {
+	deployments map[string]*appsv1.Deployment
+	jobs        map[string]*batchv1.Job
+	configMaps  map[string]*corev1.ConfigMap
+	secrets     map[string]*corev1.Secret
+	services    []*corev1.Service
+	hpas        []*autoscalingv2.HorizontalPodAutoscaler
+	pdbs        []*policyv1.PodDisruptionBudget
+	namespaces  []*corev1.Namespace
+	kustomize   map[string]kustomization // by directory
+	files       map[string]string        // object "Kind/name" -> file
+}
+
+// documents splits a YAML stream on its "---" lines, leaving out documents
+// with nothing but comments.
+func documents(b []byte) [][]byte {
+	var docs [][]byte
+	for d := range strings.SplitSeq(string(b), "\n---") {
+		d = strings.TrimPrefix(d, "\n")
+		empty := true
+		for l := range strings.SplitSeq(d, "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") && l != "---" {
+				empty = false
+			}
+		}
+		if !empty {
+			docs = append(docs, []byte(d))
+		}
+	}
+	return docs
+}
+
+// strict decodes one YAML document into v, refusing unknown and repeated
+// fields.
+func strict(doc []byte, v any) error { return yaml.UnmarshalStrict(doc, v) }
+
+func newManifests() manifests {
+	return manifests{
+		deployments: map[string]*appsv1.Deployment{}, jobs: map[string]*batchv1.Job{},
+		configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{},
+		kustomize: map[string]kustomization{}, files: map[string]string{},
+	}
+}
+
+// add decodes a YAML stream strictly into m; file names it (relative to
+// deploy/). It returns how many objects it held.
+func (m *manifests) add(t *testing.T, file string, b []byte) int {
+	t.Helper()
+	n := 0
+	for i, doc := range documents(b) {
+		n++
+		where := fmt.Sprintf("deploy/%s (document %d)", file, i+1)
+		var tm metav1.TypeMeta
+		require.NoError(t, yaml.Unmarshal(doc, &tm), where)
+		var obj any
+		switch tm.APIVersion + " " + tm.Kind {
+		case "kustomize.config.k8s.io/v1beta1 Kustomization":
+			var k kustomization
+			if assert.NoError(t, strict(doc, &k), where) {
+				m.kustomize[filepath.Dir(file)] = k
+			}
+			continue
+		case "v1 Namespace":
+			o := &corev1.Namespace{}
+			m.namespaces, obj = append(m.namespaces, o), o
+		case "v1 ConfigMap":
+			obj = &corev1.ConfigMap{}
+		case "v1 Secret":
+			obj = &corev1.Secret{}
+		case "v1 Service":
+			o := &corev1.Service{}
+			m.services, obj = append(m.services, o), o
+		case "apps/v1 Deployment":
+			obj = &appsv1.Deployment{}
+		case "batch/v1 Job":
+			obj = &batchv1.Job{}
+		case "autoscaling/v2 HorizontalPodAutoscaler":
+			o := &autoscalingv2.HorizontalPodAutoscaler{}
+			m.hpas, obj = append(m.hpas, o), o
+		case "policy/v1 PodDisruptionBudget":
+			o := &policyv1.PodDisruptionBudget{}
+			m.pdbs, obj = append(m.pdbs, o), o
+		default:
+			t.Errorf("%s: no test decodes %s %s; add it to manifests.add", where, tm.APIVersion, tm.Kind)
+			continue
+		}
+		if !assert.NoError(t, strict(doc, obj), where) {
+			continue
+		}
+		name := obj.(metav1.Object).GetName()
+		assert.NotEmpty(t, name, "%s: metadata.name", where)
+		switch o := obj.(type) {
+		case *corev1.ConfigMap:
+			m.configMaps[name] = o
+		case *corev1.Secret:
+			m.secrets[name] = o
+		case *appsv1.Deployment:
+			m.deployments[name] = o
+		case *batchv1.Job:
+			m.jobs[name] = o
+		}
+		m.files[tm.Kind+"/"+name] = file
+	}
+	return n
+}
+
+// manifestDirs are the directories of deploy/ that hold Kubernetes
+// manifests: the base and its overlays.
+var manifestDirs = []string{"k8s", "overlays"}
+
+// loadManifests decodes every file of manifestDirs.
+func loadManifests(t *testing.T) manifests {
+	t.Helper()
+	m := newManifests()
+	root := filepath.Join(testutil.RepoRoot(t), "deploy")
+	n := 0
+	for _, dir := range manifestDirs {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			if !strings.HasSuffix(path, ".yaml") {
+				t.Errorf("deploy/%s: only YAML manifests (.yaml) belong here", rel)
+				return nil
+			}
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			n += m.add(t, rel, b)
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	require.Greater(t, n, 10, "deploy/k8s has hardly any manifests")
+	return m
+}
+
+func TestManifestsDecodeStrictly(t *testing.T) {
+	m := loadManifests(t)
+	for _, name := range []string{"matching-api", "matching-worker"} {
+		assert.Contains(t, m.deployments, name)
+	}
+	assert.Contains(t, m.jobs, "matching-migrate")
+	assert.Contains(t, m.configMaps, "matching-config")
+	assert.Contains(t, m.secrets, "matching-secrets")
+
+	// A manifest with an unknown field is refused, not silently dropped.
+	err := strict([]byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\nspec:\n  replica: 2\n"), &appsv1.Deployment{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `unknown field "replica"`)
+	err = strict([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  A: \"1\"\n  A: \"2\"\n"), &corev1.ConfigMap{})
+	require.Error(t, err, "a repeated key is refused")
+}
+
+// Each kustomization lists files that exist, and the base applies every
+// manifest of its directory but the examples.
+func TestKustomizations(t *testing.T) {
+	m := loadManifests(t)
+	root := filepath.Join(testutil.RepoRoot(t), "deploy")
+	require.Contains(t, m.kustomize, "k8s")
+	for dir, k := range m.kustomize {
+		for _, r := range k.Resources {
+			_, err := os.Stat(filepath.Join(root, dir, r))
+			assert.NoError(t, err, "deploy/%s/kustomization.yaml: resource %s", dir, r)
+		}
+		for _, p := range k.Patches {
+			_, ok := m.files[p.Target.Kind+"/"+p.Target.Name]
+			assert.True(t, ok, "deploy/%s/kustomization.yaml patches %s/%s, which no manifest defines", dir, p.Target.Kind, p.Target.Name)
+		}
+		assert.Equal(t, "matching", k.Namespace, "deploy/%s/kustomization.yaml: the overlay's own objects need the namespace too", dir)
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "k8s"))
+	require.NoError(t, err)
+	base := m.kustomize["k8s"]
+	for _, e := range entries {
+		if e.IsDir() || e.Name() == "kustomization.yaml" {
+			continue
+		}
+		listed := slices.Contains(base.Resources, e.Name())
+		assert.Equal(t, !slices.Contains(notApplied, e.Name()), listed, "deploy/k8s/kustomization.yaml and %s", e.Name())
+	}
+	for _, s := range m.secrets {
+		assert.Contains(t, notApplied, filepath.Base(m.files["Secret/"+s.Name]), "a Secret with values belongs in no applied manifest")
+	}
+}
+
+// What kustomize makes of the base and each overlay decodes strictly as
+// well, with every object in the namespace (kubectl kustomize, when
+// kubectl is installed).
+func TestKustomizeBuilds(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		// The manifests themselves are decoded by the tests above; this one
+		// adds kustomize's view where the machine has it.
+		t.Skip("kubectl is not installed")
+	}
+	m := loadManifests(t)
+	root := filepath.Join(testutil.RepoRoot(t), "deploy")
+	for dir := range m.kustomize {
+		out, err := exec.Command(kubectl, "kustomize", filepath.Join(root, dir)).CombinedOutput()
+		require.NoError(t, err, "kubectl kustomize deploy/%s: %s", dir, out)
+		built := newManifests()
+		n := built.add(t, dir+" (built)", out)
+		assert.GreaterOrEqual(t, n, 9, dir)
+		for name, d := range built.deployments {
+			if slices.ContainsFunc(built.hpas, func(h *autoscalingv2.HorizontalPodAutoscaler) bool { return h.Spec.ScaleTargetRef.Name == name }) {
+				assert.Nil(t, d.Spec.Replicas, "deploy/%s: %s is scaled by an HPA and has a replicas field", dir, name)
+			}
+		}
+		var objs []metav1.Object
+		for _, o := range built.deployments {
+			objs = append(objs, o)
+		}
+		for _, o := range built.jobs {
+			objs = append(objs, o)
+		}
+		for _, o := range built.configMaps {
+			objs = append(objs, o)
+		}
+		for _, o := range built.services {
+			objs = append(objs, o)
+		}
+		for _, o := range built.hpas {
+			objs = append(objs, o)
+		}
+		for _, o := range built.pdbs {
+			objs = append(objs, o)
+		}
+		for _, o := range objs {
+			assert.Equal(t, "matching", o.GetNamespace(), "deploy/%s: %s", dir, o.GetName())
+		}
+	}
+}
+
+// podSpecs are the pod templates of every Deployment and Job.
+func (m manifests) podSpecs() map[string]*corev1.PodSpec {
+	out := map[string]*corev1.PodSpec{}
+	for n, d := range m.deployments {
+		out["Deployment/"+n] = &d.Spec.Template.Spec
+	}
+	for n, j := range m.jobs {
+		out["Job/"+n] = &j.Spec.Template.Spec
+	}
+	return out
+}
+
+// Every pod meets the namespace's "restricted" Pod Security Standard and
+// has its memory bounded.
+func TestSecurityContexts(t *testing.T) {
+	m := loadManifests(t)
+	require.Len(t, m.namespaces, 1)
+	assert.Equal(t, "restricted", m.namespaces[0].Labels["pod-security.kubernetes.io/enforce"])
+	for name, spec := range m.podSpecs() {
+		sc := spec.SecurityContext
+		if assert.NotNil(t, sc, name) {
+			assert.Equal(t, ptrTrue, sc.RunAsNonRoot, "%s: runAsNonRoot", name)
+			if assert.NotNil(t, sc.RunAsUser, name) {
+				assert.NotZero(t, *sc.RunAsUser, "%s: runAsUser", name)
+			}
+			if assert.NotNil(t, sc.SeccompProfile, name) {
+				assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, sc.SeccompProfile.Type, name)
+			}
+		}
+		assert.Equal(t, ptrFalse, spec.AutomountServiceAccountToken, "%s: no API token mounted", name)
+		for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+			where := name + " container " + c.Name
+			csc := c.SecurityContext
+			if !assert.NotNil(t, csc, where) {
+				continue
+			}
+			assert.Equal(t, ptrFalse, csc.AllowPrivilegeEscalation, "%s: allowPrivilegeEscalation", where)
+			assert.Equal(t, ptrTrue, csc.ReadOnlyRootFilesystem, "%s: readOnlyRootFilesystem", where)
+			if assert.NotNil(t, csc.Capabilities, where) {
+				assert.Equal(t, []corev1.Capability{"ALL"}, csc.Capabilities.Drop, where)
+				assert.Empty(t, csc.Capabilities.Add, where)
+			}
+			assert.Nil(t, csc.Privileged, where)
+			assert.False(t, c.Resources.Limits.Memory().IsZero(), "%s: a memory limit", where)
+			assert.False(t, c.Resources.Requests.Cpu().IsZero(), "%s: a CPU request", where)
+		}
+	}
+}
+
+var ptrTrue, ptrFalse = new(bool), new(bool)
+
+func init() { *ptrTrue = true }
+
+// env is what a container's environment holds: its env entries and every
+// key of the ConfigMaps and Secrets it imports.
+func (m manifests) env(t *testing.T, where string, c corev1.Container) map[string]corev1.EnvVar {
+	out := map[string]corev1.EnvVar{}
+	for _, src := range c.EnvFrom {
+		switch {
+		case src.ConfigMapRef != nil:
+			cm, ok := m.configMaps[src.ConfigMapRef.Name]
+			if assert.True(t, ok, "%s imports ConfigMap %s, which no manifest defines", where, src.ConfigMapRef.Name) {
+				for k, v := range cm.Data {
+					out[k] = corev1.EnvVar{Name: k, Value: v}
+				}
+			}
+		case src.SecretRef != nil:
+			s, ok := m.secrets[src.SecretRef.Name]
+			if assert.True(t, ok, "%s imports Secret %s, which no example defines", where, src.SecretRef.Name) {
+				for k, v := range s.StringData {
+					out[k] = corev1.EnvVar{Name: k, Value: v}
+				}
+			}
+		}
+		assert.Empty(t, src.Prefix, where)
+	}
+	for _, e := range c.Env {
+		out[e.Name] = e
+	}
+	return out
+}
+
+// Every variable the manifests set is one the binaries read: internal/config
+// reads them all (config.Variables), the Go runtime a few of its own.
+func TestEnvironmentVariablesAreRead(t *testing.T) {
+	m := loadManifests(t)
+	known := slices.Concat(config.Variables, runtimeVariables)
+	checked := 0
+	for name, spec := range m.podSpecs() {
+		for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+			where := name + " container " + c.Name
+			for k := range m.env(t, where, c) {
+				checked++
+				assert.Contains(t, known, k, "%s sets %s, which no binary reads", where, k)
+			}
+		}
+	}
+	for name, cm := range m.configMaps {
+		for k := range cm.Data {
+			assert.Contains(t, known, k, "ConfigMap %s holds %s, which no binary reads", name, k)
+		}
+	}
+	for name, s := range m.secrets {
+		if name == "matching-secrets" {
+			for k := range s.StringData {
+				assert.Contains(t, known, k, "Secret %s holds %s, which no binary reads", name, k)
+			}
+		}
+	}
+	assert.Greater(t, checked, 20)
+}
+
+// What each binary needs, as the manifests give it.
+func TestDeploymentsWorkAsWritten(t *testing.T) {
+	m := loadManifests(t)
+	api, worker := m.deployments["matching-api"], m.deployments["matching-worker"]
+	require.NotNil(t, api)
+	require.NotNil(t, worker)
+	apiC, workerC := api.Spec.Template.Spec.Containers[0], worker.Spec.Template.Spec.Containers[0]
+	apiEnv, workerEnv := m.env(t, "api", apiC), m.env(t, "worker", workerC)
+
+	// Both binaries get what config.Load needs; the API a way to check tokens.
+	for _, env := range []map[string]corev1.EnvVar{apiEnv, workerEnv} {
+		for _, k := range []string{"DATABASE_URL", "REDIS_URL", "OPS_ADDR", "IMAGE_BASE_URL"} {
+			assert.Contains(t, env, k)
+		}
+		assert.Equal(t, "limits.memory", env["GOMEMLIMIT"].ValueFrom.ResourceFieldRef.Resource, "GOMEMLIMIT from the container's limit")
+	}
+	assert.True(t, apiEnv["AUTH_JWKS_URL"].Value != "" || apiEnv["AUTH_HS256_SECRET"].Value != "")
+	assert.Contains(t, m.secrets["matching-secrets"].StringData, "MIGRATE_DATABASE_URL")
+	assert.Contains(t, m.secrets["matching-secrets"].StringData["DATABASE_URL"], "default_query_exec_mode=cache_describe",
+		"the example DATABASE_URL goes through PgBouncer")
+	for _, k := range []string{"WORKER_CONCURRENCY", "WEBHOOK_CONCURRENCY"} {
+		assert.Contains(t, workerEnv, k)
+		assert.NotContains(t, apiEnv, k)
+	}
+
+	// The webhook subscribers: the worker only, from a mounted Secret whose
+	// example the worker would accept.
+	assert.NotContains(t, apiEnv, "WEBHOOK_ENDPOINTS_FILE", "the API writes no webhook deliveries")
+	file := workerEnv["WEBHOOK_ENDPOINTS_FILE"].Value
+	require.NotEmpty(t, file)
+	mounted := false
+	for _, vm := range workerC.VolumeMounts {
+		if strings.HasPrefix(file, vm.MountPath+"/") {
+			mounted = true
+			for _, v := range worker.Spec.Template.Spec.Volumes {
+				if v.Name == vm.Name && assert.NotNil(t, v.Secret) {
+					s := m.secrets[v.Secret.SecretName]
+					require.NotNil(t, s, "the webhook Secret %s has an example", v.Secret.SecretName)
+					body, ok := s.StringData[strings.TrimPrefix(file, vm.MountPath+"/")]
+					require.True(t, ok, "the example Secret holds %s", file)
+					_, err := webhook.Parse([]byte(body))
+					assert.NoError(t, err, "the example endpoints file")
+					assert.Nil(t, v.Secret.Optional, "without the file the worker must not start")
+				}
+			}
+		}
+	}
+	assert.True(t, mounted, "%s is on a volume of the worker", file)
+
+	// Probes on the operations port, which OPS_ADDR, the port and the scrape
+	// annotation agree on.
+	for _, d := range []*appsv1.Deployment{api, worker} {
+		c := d.Spec.Template.Spec.Containers[0]
+		env := m.env(t, d.Name, c)
+		_, port, _ := strings.Cut(env["OPS_ADDR"].Value, ":")
+		assert.Equal(t, port, d.Spec.Template.Annotations["prometheus.io/port"], d.Name)
+		var opsPort string
+		for _, p := range c.Ports {
+			if p.Name == "ops" {
+				opsPort = fmt.Sprint(p.ContainerPort)
+			}
+		}
+		assert.Equal(t, port, opsPort, d.Name)
+		if assert.NotNil(t, c.ReadinessProbe, d.Name) {
+			assert.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path, d.Name)
+			assert.Equal(t, "ops", c.ReadinessProbe.HTTPGet.Port.String(), d.Name)
+		}
+		if assert.NotNil(t, c.LivenessProbe, d.Name) {
+			assert.Equal(t, "/livez", c.LivenessProbe.HTTPGet.Path, d.Name)
+		}
+		assert.NotNil(t, c.StartupProbe, "%s: the catalogue loads before the probes can answer", d.Name)
+	}
+
+	// Production seeds nothing: only matchctl migrate runs in the base's Job.
+	for _, c := range m.jobs["matching-migrate"].Spec.Template.Spec.Containers {
+		assert.Equal(t, []string{"/usr/local/bin/matchctl", "migrate"}, c.Command)
+	}
+	assert.Empty(t, m.jobs["matching-migrate"].Spec.Template.Spec.InitContainers)
+	for name, j := range m.jobs {
+		for _, c := range j.Spec.Template.Spec.Containers {
+			if slices.Contains(c.Command, "seed") {
+				assert.True(t, strings.HasPrefix(m.files["Job/"+name], "overlays/demo/"), "Job %s seeds outside the demo overlay", name)
+			}
+		}
+	}
+
+	// The HPA owns the API's count; each HPA and budget names a Deployment.
+	assert.Nil(t, api.Spec.Replicas, "the API's replica count is the HPA's")
+	for _, h := range m.hpas {
+		d, ok := m.deployments[h.Spec.ScaleTargetRef.Name]
+		if assert.True(t, ok, "HPA %s scales %s", h.Name, h.Spec.ScaleTargetRef.Name) {
+			for _, mt := range h.Spec.Metrics {
+				if mt.Type == autoscalingv2.ResourceMetricSourceType {
+					assert.False(t, d.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().IsZero(),
+						"HPA %s: CPU utilisation is a share of the request", h.Name)
+				}
+			}
+		}
+	}
+	for _, p := range m.pdbs {
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+		require.NoError(t, err)
+		matched := 0
+		for _, d := range m.deployments {
+			if sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+				matched++
+			}
+		}
+		assert.Equal(t, 1, matched, "PodDisruptionBudget %s selects one Deployment", p.Name)
+	}
+	assert.Len(t, m.pdbs, 2)
+	for _, s := range m.services {
+		sel := labels.SelectorFromSet(s.Spec.Selector)
+		for _, d := range m.deployments {
+			if sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+				for _, p := range s.Spec.Ports {
+					assert.True(t, slices.ContainsFunc(d.Spec.Template.Spec.Containers[0].Ports, func(cp corev1.ContainerPort) bool {
+						return cp.Name == p.TargetPort.String()
+					}), "Service %s targets port %s of %s", s.Name, p.TargetPort.String(), d.Name)
+				}
+			}
+		}
+	}
+}
+
+// metricNames are the names a query may use: each documented metric, with
+// _bucket, _sum and _count for histograms.
+func metricNames(t *testing.T) map[string]bool {
+	out := map[string]bool{}
+	for name, d := range testutil.MetricsDoc(t) {
+		out[name] = true
+		if d.Type == "histogram" {
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				out[name+s] = true
+			}
+		}
+	}
+	return out
+}
+
+var promql = parser.NewParser(parser.Options{})
+
+// reporter is what checkQuery reports to: a test, or a recorder.
+type reporter interface {
+	Helper()
+	Errorf(format string, args ...any)
+}
+
+// recorder keeps the failures reported to it.
+type recorder struct{ failures []string }
+
+func (r *recorder) Helper() {}
+func (r *recorder) Errorf(format string, args ...any) {
+	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+
+// checkQuery parses q and requires every metric it selects to exist.
+func checkQuery(t reporter, where, q string, names map[string]bool) {
+	t.Helper()
+	expr, err := promql.ParseExpr(q)
+	if !assert.NoError(t, err, "%s: %s", where, q) {
+		return
+	}
+	selectors := 0
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok {
+			selectors++
+			assert.True(t, names[vs.Name], "%s uses %s, which no binary exports (docs/metrics.md)", where, vs.Name)
+		}
+		return nil
+	})
+	assert.NotZero(t, selectors, "%s selects no metric: %s", where, q)
+}
+
+// anchors are the GitHub anchors of a Markdown file's headings.
+func anchors(t *testing.T, path string) map[string]bool {
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	out := map[string]bool{}
+	drop := regexp.MustCompile(`[^a-z0-9 _-]`)
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if h, ok := strings.CutPrefix(l, "#"); ok {
+			h = strings.TrimSpace(strings.TrimLeft(h, "#"))
+			out[strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(h), ""), " ", "-")] = true
+		}
+	}
+	return out
+}
+
+func TestAlertRules(t *testing.T) {
+	root := testutil.RepoRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "deploy", "prometheus", "alerts.yaml"))
+	require.NoError(t, err)
+	groups, errs := rulefmt.Parse(b, false, model.UTF8Validation, promql, nil)
+	require.Empty(t, errs, "deploy/prometheus/alerts.yaml")
+	names := metricNames(t)
+	runbook := anchors(t, filepath.Join(root, "docs", "operations.md"))
+	alerts := 0
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			require.NotEmpty(t, r.Alert, "every rule is an alert")
+			alerts++
+			checkQuery(t, "alert "+r.Alert, r.Expr, names)
+			assert.Contains(t, []string{"page", "warn", "info"}, r.Labels["severity"], r.Alert)
+			assert.NotEmpty(t, r.Annotations["summary"], r.Alert)
+			link, ok := strings.CutPrefix(r.Annotations["runbook_url"], "docs/operations.md#")
+			if assert.True(t, ok, "%s: runbook_url is an entry of docs/operations.md", r.Alert) {
+				assert.True(t, runbook[link], "%s: docs/operations.md has no heading #%s", r.Alert, link)
+			}
+		}
+	}
+	assert.Greater(t, alerts, 15)
+
+	// A rule using a metric that does not exist fails the check.
+	rec := &recorder{}
+	checkQuery(rec, "test", `sum(rate(matching_no_such_metric_total[5m]))`, names)
+	assert.Len(t, rec.failures, 1)
+	rec = &recorder{}
+	checkQuery(rec, "test", `sum(rate(matching_http_requests_total[5m])`, names)
+	assert.Len(t, rec.failures, 1, "a query that does not parse fails")
+}
+
+// grafanaPanel is the part of a Grafana panel the test reads; rows hold
+// panels of their own.
+type grafanaPanel struct {
+	ID      int            `json:"id"`
+	Type    string         `json:"type"`
+	Title   string         `json:"title"`
+	Panels  []grafanaPanel `json:"panels"`
+	Targets []struct {
+		Expr  string `json:"expr"`
+		RefID string `json:"refId"`
+	} `json:"targets"`
+}
+
+func TestGrafanaDashboard(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "deploy", "grafana", "matching-dashboard.json"))
+	require.NoError(t, err)
+	var dash struct {
+		UID    string         `json:"uid"`
+		Title  string         `json:"title"`
+		Panels []grafanaPanel `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(b, &dash))
+	require.NotEmpty(t, dash.UID)
+	names := metricNames(t)
+	// Grafana's own variables, as Prometheus would see them.
+	vars := strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
+	ids := map[int]bool{}
+	used := map[string]bool{}
+	var walk func(ps []grafanaPanel)
+	walk = func(ps []grafanaPanel) {
+		for _, p := range ps {
+			assert.False(t, ids[p.ID], "panel id %d repeats", p.ID)
+			ids[p.ID] = true
+			walk(p.Panels)
+			if p.Type == "row" {
+				continue
+			}
+			assert.NotEmpty(t, p.Targets, "panel %q has no query", p.Title)
+			for _, tg := range p.Targets {
+				q := vars.Replace(tg.Expr)
+				checkQuery(t, fmt.Sprintf("panel %q", p.Title), q, names)
+				for m := range names {
+					if strings.Contains(q, m) {
+						used[m] = true
+					}
+				}
+			}
+		}
+	}
+	walk(dash.Panels)
+	// The panels the runbook points at.
+	for _, m := range []string{"matching_http_requests_total", "matching_http_request_duration_seconds_bucket", "matching_dependency_up",
+		"matching_queue_latency_seconds", "matching_webhook_deliveries_total", "matching_feed_lag_seconds_bucket",
+		"matching_swipes_total", "matching_feedback_total", "matching_outbox_oldest_unpublished_age_seconds"} {
+		assert.True(t, used[m], "the dashboard shows %s", m)
+	}
+}
+
+// The prometheus-adapter rules that serve the worker's autoscaling metric.
+func TestMetricsAdapterRules(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "deploy", "prometheus", "adapter-config.yaml"))
+	require.NoError(t, err)
+	var cfg struct {
+		ExternalRules []struct {
+			SeriesQuery string `json:"seriesQuery"`
+			Resources   struct {
+				Overrides map[string]struct {
+					Resource string `json:"resource"`
+				} `json:"overrides"`
+			} `json:"resources"`
+			Name struct {
+				Matches string `json:"matches"`
+				As      string `json:"as"`
+			} `json:"name"`
+			MetricsQuery string `json:"metricsQuery"`
+		} `json:"externalRules"`
+	}
+	require.NoError(t, strict(b, &cfg))
+	require.NotEmpty(t, cfg.ExternalRules)
+	names := metricNames(t)
+	served := map[string]bool{}
+	for _, r := range cfg.ExternalRules {
+		series, err := promql.ParseExpr(r.SeriesQuery)
+		require.NoError(t, err, r.SeriesQuery)
+		vs, ok := series.(*parser.VectorSelector)
+		require.True(t, ok, "seriesQuery is a selector: %s", r.SeriesQuery)
+		assert.True(t, names[vs.Name], "seriesQuery uses %s, which no binary exports", vs.Name)
+		// The adapter's template, filled as it would be for the HPA.
+		q := strings.NewReplacer("<<.Series>>", vs.Name, "<<.LabelMatchers>>", `namespace="matching",queue="critical"`,
+			"<<.GroupBy>>", "namespace").Replace(r.MetricsQuery)
+		checkQuery(t, "adapter rule", q, names)
+		served[r.Name.As] = true
+	}
+	// Every external metric an HPA asks for is served.
+	m := loadManifests(t)
+	for _, h := range m.hpas {
+		for _, mt := range h.Spec.Metrics {
+			if mt.External != nil {
+				assert.True(t, served[mt.External.Metric.Name], "HPA %s reads %s, which no adapter rule serves", h.Name, mt.External.Metric.Name)
+			}
+		}
+	}
+}

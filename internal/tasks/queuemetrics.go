@@ -1,0 +1,239 @@
+package tasks
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Lease keeps one replica in charge of a job for as long as it renews the
+// lease in time (handover.Leader's Hold and Release).
+type Lease interface {
+	// Hold takes the lease named name for ttl, or extends it when this
+	// replica holds it; false when another replica does.
+	Hold(ctx context.Context, name string, ttl time.Duration) (bool, error)
+	// Release gives the lease up when this replica holds it.
+	Release(ctx context.Context, name string) error
+}
+
+// QueueInspector reads a queue's state (*asynq.Inspector).
+type QueueInspector interface {
+	Queues() ([]string, error)
+	GetQueueInfo(queue string) (*asynq.QueueInfo, error)
+}
+
+// QueueMetricsConfig tunes the queue metrics; zero fields take the defaults.
+type QueueMetricsConfig struct {
+	Interval time.Duration // between reads of the queues; default 10 s
+	// TTL is how long the lease outlives the last renewal: another replica
+	// takes over this long after the exporting one stops renewing (it
+	// releases the lease when it stops in order). Default 3 × Interval.
+	TTL time.Duration
+}
+
+func (c QueueMetricsConfig) withDefaults() QueueMetricsConfig {
+	if c.Interval <= 0 {
+		c.Interval = 10 * time.Second
+	}
+	if c.TTL <= c.Interval {
+		c.TTL = 3 * c.Interval
+	}
+	return c
+}
+
+// queueMetricsLease is the lease's name (the Redis key lead:queue-metrics).
+const queueMetricsLease = "queue-metrics"
+
+// QueueStates are the task states of matching_queue_tasks, as asynq keeps
+// them.
+var QueueStates = []string{"pending", "active", "scheduled", "retry", "archived", "completed", "aggregating"}
+
+// QueueMetrics exports the state of the asynq queues (tasks by state,
+// latency, processed and failed totals) for the whole worker fleet. The
+// numbers are the queues' own, kept in Redis, so they are the same whichever
+// replica reads them: only the replica that holds the lease exports them
+// (and matching_queue_metrics_leader 1; the others 0), so a fleet of N
+// workers gives one series per queue, not N copies that a sum would count N
+// times and that an external-metric autoscaler would add up. When the
+// exporting replica stops, another takes over within the lease's TTL; a
+// query aggregates with max by (queue), which also covers the moment two
+// replicas overlap.
+//
+// The queues are read in the background every Interval, never on a scrape:
+// one SMEMBERS and two short scripts per queue (asynq's Inspector). A failed
+// read exports nothing until the next one succeeds (a stale queue length
+// would mislead an autoscaler) and counts matching_queue_metrics_errors_total.
+type QueueMetrics struct {
+	log    *slog.Logger
+	in     QueueInspector
+	lease  Lease
+	queues []string
+	cfg    QueueMetricsConfig
+	errors prometheus.Counter
+
+	mu      sync.Mutex
+	leading bool
+	infos   []asynq.QueueInfo // the last read, while leading
+
+	leader, tasks, size, latency, processed, failed, paused, memory *prometheus.Desc
+}
+
+// NewQueueMetrics builds the exporter of queues and registers it on reg;
+// Run reads the queues.
+func NewQueueMetrics(log *slog.Logger, in QueueInspector, lease Lease, queues []string, reg prometheus.Registerer, cfg QueueMetricsConfig) *QueueMetrics {
+	if log == nil || in == nil || lease == nil || reg == nil {
+		panic("tasks.NewQueueMetrics: nil dependency")
+	}
+	q := []string{"queue"}
+	m := &QueueMetrics{log: log, in: in, lease: lease, queues: slices.Sorted(slices.Values(queues)), cfg: cfg.withDefaults(),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matching_queue_metrics_errors_total",
+			Help: "Failed reads of the queues' state by the replica exporting the queue metrics.",
+		}),
+		leader: prometheus.NewDesc("matching_queue_metrics_leader",
+			"1 on the one worker replica that exports the matching_queue_* metrics for the fleet, 0 on the others.", nil, nil),
+		tasks: prometheus.NewDesc("matching_queue_tasks",
+			"Tasks in the queue by state (pending, active, scheduled, retry, archived, completed, aggregating); exported by one replica for the fleet.",
+			[]string{"queue", "state"}, nil),
+		size: prometheus.NewDesc("matching_queue_size",
+			"Tasks in the queue in any state; exported by one replica for the fleet.", q, nil),
+		latency: prometheus.NewDesc("matching_queue_latency_seconds",
+			"Age of the oldest pending task of the queue (0 when none is pending); exported by one replica for the fleet.", q, nil),
+		processed: prometheus.NewDesc("matching_queue_processed_total",
+			"Tasks of the queue the whole fleet has processed, succeeded or failed (asynq's count, kept in Redis); exported by one replica.", q, nil),
+		failed: prometheus.NewDesc("matching_queue_failed_total",
+			"Task runs of the queue that failed, fleet-wide (asynq's count, kept in Redis); exported by one replica.", q, nil),
+		paused: prometheus.NewDesc("matching_queue_paused",
+			"1 when the queue is paused (its tasks are not processed); exported by one replica for the fleet.", q, nil),
+		memory: prometheus.NewDesc("matching_queue_memory_bytes",
+			"Redis memory the queue and its tasks take, estimated by sampling; exported by one replica for the fleet.", q, nil),
+	}
+	reg.MustRegister(m, m.errors)
+	return m
+}
+
+// Describe implements prometheus.Collector.
+func (m *QueueMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.leader, m.tasks, m.size, m.latency, m.processed, m.failed, m.paused, m.memory} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: the last read, when this replica
+// exports the queues.
+func (m *QueueMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	leading, infos := m.leading, m.infos
+	m.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(m.leader, prometheus.GaugeValue, b2f(leading))
+	for _, in := range infos {
+		q := in.Queue
+		for i, n := range []int{in.Pending, in.Active, in.Scheduled, in.Retry, in.Archived, in.Completed, in.Aggregating} {
+			ch <- prometheus.MustNewConstMetric(m.tasks, prometheus.GaugeValue, float64(n), q, QueueStates[i])
+		}
+		ch <- prometheus.MustNewConstMetric(m.size, prometheus.GaugeValue, float64(in.Size), q)
+		ch <- prometheus.MustNewConstMetric(m.latency, prometheus.GaugeValue, in.Latency.Seconds(), q)
+		ch <- prometheus.MustNewConstMetric(m.processed, prometheus.CounterValue, float64(in.ProcessedTotal), q)
+		ch <- prometheus.MustNewConstMetric(m.failed, prometheus.CounterValue, float64(in.FailedTotal), q)
+		ch <- prometheus.MustNewConstMetric(m.paused, prometheus.GaugeValue, b2f(in.Paused), q)
+		ch <- prometheus.MustNewConstMetric(m.memory, prometheus.GaugeValue, float64(in.MemoryUsage), q)
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Run reads the queues at once and then every Interval until ctx ends, then
+// gives the lease up so another replica takes over at its next read.
+func (m *QueueMetrics) Run(ctx context.Context) {
+	tick := time.NewTicker(m.cfg.Interval)
+	defer tick.Stop()
+	for {
+		m.Pass(ctx)
+		select {
+		case <-ctx.Done():
+			m.set(false, nil)
+			rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if err := m.lease.Release(rctx, queueMetricsLease); err != nil {
+				m.log.Debug("queue metrics lease not released; it expires on its own", "err", err)
+			}
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Pass renews (or takes) the lease and, when this replica holds it, reads
+// every queue; it reports whether this replica exports the queues now.
+func (m *QueueMetrics) Pass(ctx context.Context) bool {
+	lead, err := m.lease.Hold(ctx, queueMetricsLease, m.cfg.TTL)
+	if err != nil || !lead {
+		if err != nil && ctx.Err() == nil {
+			m.errors.Inc()
+			m.log.DebugContext(ctx, "queue metrics lease not held", "err", err)
+		}
+		m.set(false, nil)
+		return false
+	}
+	infos, err := m.read()
+	if err != nil {
+		m.errors.Inc()
+		m.log.WarnContext(ctx, "queues not read; queue metrics left out until the next read", "err", err)
+		m.set(true, nil)
+		return true
+	}
+	m.set(true, infos)
+	return true
+}
+
+// read reads every queue of the service; a queue asynq does not know yet
+// (nothing was ever queued in it) is empty.
+func (m *QueueMetrics) read() ([]asynq.QueueInfo, error) {
+	known, err := m.in.Queues()
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]asynq.QueueInfo, 0, len(m.queues))
+	for _, q := range m.queues {
+		if !slices.Contains(known, q) {
+			infos = append(infos, asynq.QueueInfo{Queue: q})
+			continue
+		}
+		in, err := m.in.GetQueueInfo(q)
+		if err != nil {
+			return nil, err
+		}
+		infos = append(infos, *in)
+	}
+	return infos, nil
+}
+
+func (m *QueueMetrics) set(leading bool, infos []asynq.QueueInfo) {
+	m.mu.Lock()
+	m.leading, m.infos = leading, infos
+	m.mu.Unlock()
+}
+
+// Queues lists every queue the worker serves (QueuePriorities and
+// WebhookQueues).
+func Queues() []string {
+	var qs []string
+	for q := range QueuePriorities() {
+		qs = append(qs, q)
+	}
+	for q := range WebhookQueues() {
+		qs = append(qs, q)
+	}
+	slices.Sort(qs)
+	return qs
+}
