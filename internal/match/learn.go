@@ -168,7 +168,9 @@ func levelPrior(l int, w float64) [levelBins]float64 {
 }
 
 // clampLevel keeps a level's prior mean within what its grid can hold.
-func clampLevel(w float64) float64 { return min(levelValue(levelBins-1)-0.02, max(levelValue(0)+0.02, w)) }
+func clampLevel(w float64) float64 {
+	return min(levelValue(levelBins-1)-0.02, max(levelValue(0)+0.02, w))
+}
 
 // levelPriors memoises levelPrior, which a new model (a student without a
 // learned one, and every decoded model's starting point) computes with

@@ -47,10 +47,6 @@ type Catalogs interface {
 	Refresh(ctx context.Context) (bool, error)
 }
 
-// errUnknownSchool stops a fold that met a school the catalogue held does
-// not know: a school added since it was loaded, most likely.
-var errUnknownSchool = errors.New("an event names a school the catalogue does not hold")
-
 // LearnMetrics are the learner's collectors.
 type LearnMetrics struct {
 	// FeedLag is the time from a swipe being stored to the student's feed
