@@ -100,7 +100,8 @@ type runner struct {
 	schools  []string
 
 	mu      sync.Mutex
-	cursors map[string]string // sync pull cursors by student
+	cursors map[string]string   // sync pull cursors by student
+	decks   map[string][]string // the schools of each student's last compact page not swiped yet
 }
 
 func (r *runner) printf(format string, args ...any) { fmt.Fprintf(r.c.Out, format, args...) }
@@ -124,6 +125,7 @@ func (r *runner) prepare(ctx context.Context) error {
 		r.students[i] = uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "loadtest-student-%d", i)).String()
 	}
 	r.cursors = map[string]string{}
+	r.decks = map[string][]string{}
 	start := time.Now()
 	var (
 		mu   sync.Mutex
@@ -171,9 +173,45 @@ func (r *runner) swipeRequest() Request {
 	if rand.IntN(2) == 0 {
 		dir = "right"
 	}
-	body, _ := json.Marshal(map[string]any{"student_id": r.student(), "school_id": r.school(), "direction": dir,
+	s := r.student()
+	body, _ := json.Marshal(map[string]any{"student_id": s, "school_id": r.nextCard(s), "direction": dir,
 		"swipe_id": uuid.NewString(), "time_spent": float64(rand.IntN(20000)) / 1000})
 	return Request{Kind: "POST /swipe", Method: http.MethodPost, Path: "/swipe", Body: body}
+}
+
+// nextCard is the school a student swipes next: the top card of the deck
+// their last compact page dealt, as the app swipes it, else (no page read
+// yet, or all of it swiped) any school.
+func (r *runner) nextCard(student string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if deck := r.decks[student]; len(deck) > 0 {
+		r.decks[student] = deck[1:]
+		return deck[0]
+	}
+	return r.school()
+}
+
+// dealt records the compact page a student was served as their deck.
+func (r *runner) dealt(student string, status int, body []byte) {
+	if status != http.StatusOK {
+		return
+	}
+	var page struct {
+		R []struct {
+			I string `json:"i"`
+		} `json:"r"`
+	}
+	if json.Unmarshal(body, &page) != nil {
+		return
+	}
+	deck := make([]string, len(page.R))
+	for i, it := range page.R {
+		deck[i] = it.I
+	}
+	r.mu.Lock()
+	r.decks[student] = deck
+	r.mu.Unlock()
 }
 
 func (r *runner) pullRequest() Request {
@@ -200,7 +238,9 @@ func (r *runner) pullRequest() Request {
 }
 
 func (r *runner) compactRequest() Request {
-	return Request{Kind: "GET /m/recommendations", Method: http.MethodGet, Path: "/m/recommendations/" + r.student()}
+	s := r.student()
+	return Request{Kind: "GET /m/recommendations", Method: http.MethodGet, Path: "/m/recommendations/" + s,
+		Done: func(status int, body []byte) { r.dealt(s, status, body) }}
 }
 
 func (r *runner) recsRequest() Request {
@@ -213,6 +253,11 @@ func (r *runner) recsRequest() Request {
 // once the worker has folded them and delivered their webhooks.
 func (r *runner) swipe(ctx context.Context) error {
 	r.printf("### POST /swipe against one INSERT per transaction\n\n")
+	// Students swipe what their feed showed them: every feed is built
+	// first, as the app's first read builds it.
+	if _, err := r.warmCompact(ctx); err != nil {
+		return err
+	}
 	if err := ResetStatements(ctx, r.pool); err != nil {
 		return err
 	}
@@ -346,6 +391,9 @@ func (r *runner) mixed(ctx context.Context) error {
 			return r.pullRequest()
 		}
 	}
+	if r.c.Receiver != nil {
+		r.c.Receiver.Reset()
+	}
 	for round := range r.c.Rounds {
 		b := ClosedLoop(ctx, bare, r.c.Clients, r.c.Duration, func(int) Request {
 			return Request{Kind: "bare", Method: http.MethodGet, Path: "/v"}
@@ -379,6 +427,15 @@ func (r *runner) mixed(ctx context.Context) error {
 	}
 	r.printf("\n")
 	r.printCPU("request", cpuUsed, served)
+	// What comes next is measured without this load's tail: the worker
+	// folds and delivers what the mix swiped first.
+	swiped := 0
+	for _, m := range results {
+		if x, ok := m["POST /swipe"]; ok {
+			swiped += x.OK()
+		}
+	}
+	r.waitDrained(ctx, swiped)
 	return nil
 }
 
@@ -393,6 +450,7 @@ func (r *runner) warmCompact(ctx context.Context) (int, error) {
 		wg.Go(func() {
 			for s := range next {
 				status, body := r.api.Do(ctx, Request{Method: http.MethodGet, Path: "/m/recommendations/" + s})
+				r.dealt(s, status, body)
 				if status == http.StatusOK {
 					mu.Lock()
 					size = max(size, len(body))
