@@ -200,7 +200,7 @@ if ARGV[12] ~= '' then
   redis.call('HSET', KEYS[1], 'mi', ARGV[11], 'm', ARGV[12])
 end
 if ARGV[13] ~= '' then
-  redis.call('HSET', KEYS[1], 'j', ARGV[13], 'e', ARGV[14])
+  redis.call('HSET', KEYS[1], 'e', ARGV[13], unpack(ARGV, 14))
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
@@ -213,18 +213,18 @@ return 1
 func (s *Feeds) Put(ctx context.Context, f Feed) (bool, error) {
 	var stored bool
 	err := s.call(ctx, "put feed", func(ctx context.Context) error {
-		var mi, m, j, e []byte
+		var mi, m, e []byte
 		if f.Compact.ETag != "" {
 			mi, m = joinLines(f.CompactItems), encodeCompact(&f)
 		}
 		if len(f.Described) > 0 {
-			j, e = encodeDescribed(f.Described), encodeEnvelope(&f)
+			e = encodeEnvelope(&f)
 		}
-		n, err := putFeed.Run(ctx, s.rdb, []string{FeedKey(f.StudentID)},
-			strconv.FormatInt(f.StudentVersion, 10), strconv.FormatInt(f.LearningVersion, 10),
+		args := append([]any{strconv.FormatInt(f.StudentVersion, 10), strconv.FormatInt(f.LearningVersion, 10),
 			strconv.FormatInt(f.CatalogVersion, 10), s.ttl.Milliseconds(),
 			strconv.Itoa(f.TotalSwipes), strconv.Itoa(f.TotalCount), strconv.FormatInt(f.LearnedVersion, 10),
-			encodeHeader(&f), encodeItems(f.Items), f.Model, mi, m, j, e).Int()
+			encodeHeader(&f), encodeItems(f.Items), f.Model, mi, m, e}, describedFields(f.Described)...)
+		n, err := putFeed.Run(ctx, s.rdb, []string{FeedKey(f.StudentID)}, args...).Int()
 		stored = n == 1
 		return err
 	})

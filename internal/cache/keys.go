@@ -30,7 +30,7 @@ func studentTag(studentID string) string {
 //	x   the schools swipes took off the top since the build, 16 bytes each
 //	mi  the compact first page's items, one JSON object a line
 //	m   the compact first page: "<cv> <algorithm version> <etag>\n" + JSON body
-//	j   the first items as POST /recommendations shows them, one a line (pages.go)
+//	j:k item k of the list as built, as POST /recommendations shows it (pages.go)
 //	e   what that envelope says besides the counts (pages.go)
 //
 // A tombstone (written by Invalidate) has sv, lv and cv only; one a swipe's

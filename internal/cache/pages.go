@@ -14,26 +14,26 @@ import (
 )
 
 // Stored pages of the standard envelope (POST /recommendations and
-// /v2/recommendations). A feed keeps, besides its binary items, the first
-// items of the list as those endpoints show each one, encoded when the
-// feed is built (fieldDescribed), and what the envelope around them says
-// that a swipe's patch does not move (fieldEnvelope). A cached page is then
-// one script call that returns the page's item bytes, which the API wraps
-// in the envelope without decoding them.
+// /v2/recommendations). A feed keeps, besides its binary items, its first
+// items as those endpoints show each one, encoded when the feed is built,
+// and what the envelope around them says that a swipe's patch does not
+// move (fieldEnvelope). A cached page is then one script call that returns
+// the page's item bytes, which the API wraps in the envelope without
+// decoding them.
 //
-// fieldDescribed is one line per item, newline-separated (compact JSON
-// holds no raw newline): "P" and the school id (36 characters) for a probe,
-// "-" for any other item, then the item's JSON object. A swipe's patch
-// drops the lines of the schools it takes off the top, as it drops their
-// items; the lines left are the first items of the patched list.
+// Item k of the list as built is field "j:<k>": "P" and the school id (36
+// characters) for a probe, "-" for any other item, then the item's JSON
+// object. A swipe's patch that takes schools off the top leaves these
+// fields alone: it appends the schools to fieldRemoved, and item k of the
+// patched list is field j:<k + removed>.
 //
 // fieldEnvelope is "<complete> <algorithm version> <weights JSON>":
 // complete is 1 when the profile has everything POST /recommendations
 // needs (0: only /v2 serves it), the weights are the preference weights
 // shown, rounded.
 const (
-	fieldDescribed = "j"
-	fieldEnvelope  = "e"
+	fieldDescribedPrefix = "j:"
+	fieldEnvelope        = "e"
 )
 
 // Described is one item of a feed as the standard envelope shows it.
@@ -43,26 +43,20 @@ type Described struct {
 	JSON     []byte
 }
 
-// encodeDescribed is the value of fieldDescribed.
-func encodeDescribed(items []Described) []byte {
-	n := 0
-	for _, it := range items {
-		n += len(it.JSON) + 38
-	}
-	b := make([]byte, 0, n)
-	for i, it := range items {
-		if i > 0 {
-			b = append(b, '\n')
-		}
+// describedFields are the field-value pairs of items, for HSET.
+func describedFields(items []Described) []any {
+	out := make([]any, 0, 2*len(items))
+	for k, it := range items {
+		v := make([]byte, 0, len(it.JSON)+37)
 		if it.Probe {
-			b = append(b, 'P')
-			b = append(b, it.SchoolID...)
+			v = append(v, 'P')
+			v = append(v, it.SchoolID...)
 		} else {
-			b = append(b, '-')
+			v = append(v, '-')
 		}
-		b = append(b, it.JSON...)
+		out = append(out, fieldDescribedPrefix+strconv.Itoa(k), append(v, it.JSON...))
 	}
-	return b
+	return out
 }
 
 // encodeEnvelope is the value of fieldEnvelope.
@@ -86,30 +80,34 @@ func encodeEnvelope(f *Feed) []byte {
 // past the described items while the list goes on; otherwise
 // "<cv> <n> <t>\n<envelope>\n" and the page's JSON objects joined by
 // commas. The page's probes are remembered as served (Probes), in the same
-// call.
+// call. Only the page's items are read.
 var pageRead = redis.NewScript(`
-local f = redis.call('HMGET', KEYS[1], 'cv', 'n', 't', 'e', 'j')
-if not f[1] or not f[2] or not f[3] or not f[4] or not f[5] then
+local f = redis.call('HMGET', KEYS[1], 'cv', 'n', 't', 'e')
+if not f[1] or not f[2] or not f[3] or not f[4] then
   return false
 end
 local from, limit, total = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(f[3])
-local lines, pos, j = 0, 1, f[5]
-local out, probes = {}, {}
-while pos <= #j and lines < from + limit do
-  local nl = string.find(j, '\n', pos, true) or (#j + 1)
-  if lines >= from then
-    if string.byte(j, pos) == 80 then
-      probes[#probes + 1] = string.sub(j, pos + 1, pos + 36)
-      out[#out + 1] = string.sub(j, pos + 37, nl - 1)
-    else
-      out[#out + 1] = string.sub(j, pos + 1, nl - 1)
-    end
-  end
-  lines = lines + 1
-  pos = nl + 1
+local last = math.min(from + limit, total)
+if last <= from then
+  return f[1] .. ' ' .. f[2] .. ' ' .. f[3] .. '\n' .. f[4] .. '\n'
 end
-if lines < from + limit and lines < total then
-  return false
+local shift = redis.call('HSTRLEN', KEYS[1], 'x') / 16
+local names = {}
+for k = from, last - 1 do
+  names[#names + 1] = 'j:' .. (k + shift)
+end
+local vals = redis.call('HMGET', KEYS[1], unpack(names))
+local out, probes = {}, {}
+for i, v in ipairs(vals) do
+  if not v then
+    return false
+  end
+  if string.byte(v, 1) == 80 then
+    probes[#probes + 1] = string.sub(v, 2, 37)
+    out[i] = string.sub(v, 38)
+  else
+    out[i] = string.sub(v, 2)
+  end
 end
 if #probes > 0 then
   local now = tonumber(ARGV[3])

@@ -82,8 +82,8 @@ return out
 // feed from the top), the patch keeps every later item where the probe
 // rule wants it: the counts move, the items shift up by as many places as
 // the count moved, and those schools leave the items and the compact page
-// (whose ETag changes with its body) and the described items (pages.go);
-// the order stays the one learned
+// (whose ETag changes with its body); the described items (pages.go) are
+// read past them; the order stays the one learned
 // before until the worker's rebuild (1). The schools taken out are kept
 // in order (x), so a page deeper than the stored items extends the list
 // the feed was built as (query: Service.deeper). Otherwise (a school further down,
@@ -157,23 +157,6 @@ if cur[3] and cur[5] then
   local sp = string.find(hl, ' [^ ]*$')
   redis.call('HSET', KEYS[1], 'mi', table.concat(kept, '\n'),
     'm', string.sub(hl, 1, sp) .. '"' .. redis.sha1hex(body) .. '"\n' .. body)
-end
-local j = redis.call('HGET', KEYS[1], 'j')
-if j then
-  local pos = 1
-  for _ = 1, k do
-    local nl = string.find(j, '\n', pos, true)
-    if not nl then
-      pos = #j + 1
-      break
-    end
-    pos = nl + 1
-  end
-  if pos > #j then
-    redis.call('HDEL', KEYS[1], 'j')
-  else
-    redis.call('HSET', KEYS[1], 'j', string.sub(j, pos))
-  end
 end
 return 1
 `)
