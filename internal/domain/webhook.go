@@ -101,6 +101,16 @@ type WebhookAttempt struct {
 	Error      string // "" when delivered
 }
 
+// AttemptRecord is an attempt to record with the delivery's new state
+// (store.RecordWebhookAttempts): see RecordWebhookAttempt for the fields.
+type AttemptRecord struct {
+	DeliveryID int64
+	Attempt    WebhookAttempt
+	Status     string
+	Next       time.Time // zero: no next attempt
+	Replays    int
+}
+
 // StaleDelivery is a pending delivery whose next attempt is overdue.
 type StaleDelivery struct {
 	ID       int64

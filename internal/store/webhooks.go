@@ -109,6 +109,63 @@ SELECT id, attempts, $5, $6, nullif($4, '') FROM upd`
 	return mapErr(err, "webhook delivery")
 }
 
+// RecordWebhookAttempts records many attempts, each as
+// RecordWebhookAttempt records one, in one statement: the worker's
+// delivery slots hand their first attempts' results over together (group
+// commit). It reports which deliveries were recorded: one whose row is not
+// there (not committed yet, or gone) is not. A delivery must appear once.
+func (s *Store) RecordWebhookAttempts(ctx context.Context, recs []domain.AttemptRecord) (map[int64]bool, error) {
+	const q = `
+WITH v AS (
+	SELECT * FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::text[], $5::int[], $6::int[], $7::int[])
+		AS v(id, status, next_at, err, code, latency, replays)
+), upd AS (
+	UPDATE webhook_deliveries d SET
+		attempts = d.attempts + 1,
+		status = CASE WHEN v.status = 'succeeded' THEN v.status WHEN d.status <> 'pending' THEN d.status
+			WHEN d.replays <> v.replays THEN 'pending' ELSE v.status END,
+		next_attempt_at = CASE WHEN v.status = 'succeeded' THEN v.next_at WHEN d.status <> 'pending' THEN d.next_attempt_at
+			WHEN d.replays <> v.replays THEN now() ELSE v.next_at END,
+		last_error = CASE WHEN v.status = 'succeeded' THEN d.last_error ELSE nullif(v.err, '') END,
+		updated_at = now()
+	FROM v WHERE d.id = v.id
+	RETURNING d.id, d.attempts, v.code, v.latency, v.err
+), ins AS (
+	INSERT INTO webhook_attempts (delivery_id, attempt, status_code, latency_ms, error)
+	SELECT id, attempts, code, latency, nullif(err, '') FROM upd
+	RETURNING delivery_id
+)
+SELECT delivery_id FROM ins`
+	n := len(recs)
+	ids, statuses, nexts, errs := make([]int64, n), make([]string, n), make([]*time.Time, n), make([]string, n)
+	codes, latencies, replays := make([]*int32, n), make([]int32, n), make([]int32, n)
+	for i, r := range recs {
+		ids[i], statuses[i], errs[i] = r.DeliveryID, r.Status, r.Attempt.Error
+		if !r.Next.IsZero() {
+			nexts[i] = &recs[i].Next
+		}
+		if r.Attempt.StatusCode != 0 {
+			c := int32(r.Attempt.StatusCode)
+			codes[i] = &c
+		}
+		latencies[i], replays[i] = int32(r.Attempt.Latency.Milliseconds()), int32(r.Replays)
+	}
+	rows, err := s.pool.Query(ctx, q, ids, statuses, nexts, errs, codes, latencies, replays)
+	if err != nil {
+		return nil, mapErr(err, "webhook deliveries")
+	}
+	done := make(map[int64]bool, n)
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, mapErr(err, "webhook deliveries")
+		}
+		done[id] = true
+	}
+	return done, mapErr(rows.Err(), "webhook deliveries")
+}
+
 // SetWebhookDeliveryStatus moves a pending delivery to status without an
 // attempt (its endpoint is disabled or no longer configured).
 func (s *Store) SetWebhookDeliveryStatus(ctx context.Context, deliveryID int64, status, lastError string) error {

@@ -139,3 +139,65 @@ func TestAttemptAfterAReplayKeepsTheReplay(t *testing.T) {
 	assert.Equal(t, 1, after.Attempts)
 	assert.Equal(t, 1, after.Replays)
 }
+
+// Many attempts are recorded in one statement, each exactly as
+// RecordWebhookAttempt records one; a delivery whose row is not there is
+// reported as not recorded.
+func TestRecordWebhookAttemptsInOneStatement(t *testing.T) {
+	ctx := context.Background()
+	db := store.New(testutil.NewDB(t))
+	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded", "swipe.recorded", "swipe.recorded", "swipe.recorded")
+	var deliveries []int64
+	for _, id := range ids {
+		addDelivery(t, db, id)
+		d, err := db.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: id, Endpoint: "https://a.example/h", MessageID: "m"})
+		require.NoError(t, err)
+		deliveries = append(deliveries, d.ID)
+	}
+	// The third was replayed by an operator while its attempt was in flight.
+	_, err := db.ReplayWebhookDelivery(ctx, deliveries[2])
+	require.NoError(t, err)
+	next := time.Now().Add(5 * time.Second).Truncate(time.Millisecond)
+	done, err := db.RecordWebhookAttempts(ctx, []domain.AttemptRecord{
+		{DeliveryID: deliveries[0], Attempt: domain.WebhookAttempt{StatusCode: 200, Latency: 12 * time.Millisecond}, Status: "succeeded"},
+		{DeliveryID: deliveries[1], Attempt: domain.WebhookAttempt{StatusCode: 500, Error: "HTTP 500"}, Status: "pending", Next: next},
+		{DeliveryID: deliveries[2], Attempt: domain.WebhookAttempt{Error: "timeout"}, Status: "parked"},
+		{DeliveryID: deliveries[3] + 1000, Attempt: domain.WebhookAttempt{StatusCode: 200}, Status: "succeeded"},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, map[int64]bool{deliveries[0]: true, deliveries[1]: true, deliveries[2]: true}, done)
+
+	type row struct {
+		status   string
+		attempts int
+		next     *time.Time
+		lastErr  *string
+	}
+	read := func(id int64) row {
+		var r row
+		require.NoError(t, db.Pool().QueryRow(ctx, `SELECT status, attempts, next_attempt_at, last_error FROM webhook_deliveries WHERE id = $1`, id).
+			Scan(&r.status, &r.attempts, &r.next, &r.lastErr))
+		return r
+	}
+	ok := read(deliveries[0])
+	assert.Equal(t, "succeeded", ok.status)
+	assert.Equal(t, 1, ok.attempts)
+	retry := read(deliveries[1])
+	assert.Equal(t, "pending", retry.status)
+	require.NotNil(t, retry.next)
+	assert.WithinDuration(t, next, *retry.next, time.Millisecond)
+	assert.Equal(t, "HTTP 500", *retry.lastErr)
+	replayed := read(deliveries[2])
+	assert.Equal(t, "pending", replayed.status, "the replay's round goes on")
+	assert.Equal(t, "pending", read(deliveries[3]).status, "not touched")
+
+	var attempts []int
+	rows, err := db.Pool().Query(ctx, `SELECT coalesce(status_code, 0) FROM webhook_attempts ORDER BY delivery_id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var c int
+		require.NoError(t, rows.Scan(&c))
+		attempts = append(attempts, c)
+	}
+	assert.Equal(t, []int{200, 500, 0}, attempts)
+}

@@ -62,6 +62,9 @@ func NewHandler(d Deps) *Handler {
 	case 3:
 		h.hooks = &webhooks{log: d.Log.With("component", "webhooks"), store: d.WebhookStore, sender: d.WebhookSender,
 			m: d.WebhookMetrics, cfg: d.WebhookConfig.withDefaults()}
+		if bs, ok := d.WebhookStore.(AttemptBatchStore); ok {
+			h.hooks.batch = newAttemptBatcher(bs)
+		}
 	default:
 		panic(errNoWebhooks)
 	}

@@ -248,6 +248,9 @@ type webhooks struct {
 	sender WebhookSender
 	m      *WebhookMetrics
 	cfg    WebhookConfig
+	// batch records first attempts together when the store can
+	// (attempts.go); nil records each alone.
+	batch *attemptBatcher
 }
 
 // firstAttemptMargin is how much of its lease a first attempt must have
@@ -379,6 +382,13 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 // written again by the relay's next pass, whose task attempts again with
 // the same webhook-id.
 func (w *webhooks) recordFirst(ctx context.Context, id int64, a domain.WebhookAttempt, status string, next time.Time, replays int) error {
+	if w.batch != nil {
+		done, err := w.batch.record(ctx, domain.AttemptRecord{DeliveryID: id, Attempt: a, Status: status, Next: next, Replays: replays})
+		if err != nil || done {
+			return err
+		}
+		// Not recorded: the relay's row is not committed yet.
+	}
 	wait := 10 * time.Millisecond
 	for {
 		err := w.store.RecordWebhookAttempt(ctx, id, a, status, next, replays)
