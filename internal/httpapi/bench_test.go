@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -200,4 +201,32 @@ func TestLoadCompactAgainstBareRedisGet(t *testing.T) {
 		bareSum/rounds, limitedSum/rounds, limitedSum/bareSum, apiSum/rounds, apiSum/bareSum)
 	t.Log(report)
 	fmt.Println(report)
+}
+
+// BenchmarkSwipe is POST /swipe through the whole router, in process:
+// the token, the rate-limit count, the read before the commit (the stored
+// feed's profile and model), the prediction, the one statement, the patch
+// and the learn task. Students take turns; each swipes schools down the
+// catalogue, so after the first the feed is patched or its model kept.
+func BenchmarkSwipe(b *testing.B) {
+	api, _, _ := benchAPI(b, 6500)
+	schools := api.Catalog.Current().Schools
+	type student struct{ id, tok string }
+	students := make([]student, 64)
+	for i := range students {
+		id, tok := api.newStudent(b, completeProfile())
+		res := api.do(b, "GET", "/m/recommendations/"+id, tok, nil)
+		require.Equal(b, http.StatusOK, res.Status)
+		students[i] = student{id, tok}
+	}
+	n := 0
+	serve(b, api.Handler, func() *http.Request {
+		s := students[n%len(students)]
+		body := `{"student_id":"` + s.id + `","school_id":"` + schools[(n*7)%len(schools)].ID + `","direction":"left"}`
+		n++
+		req := httptest.NewRequest("POST", "/swipe", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+s.tok)
+		req.Header.Set("Content-Type", "application/json")
+		return req
+	}, http.StatusOK)
 }
