@@ -145,19 +145,16 @@ func deleteStudent(ctx context.Context, e env, st *store.Store, id string) error
 	if er.AlreadyErased {
 		fmt.Fprintf(w, "student %s was already erased on %s; erased again\n", id, er.ErasedAt.UTC().Format(time.RFC3339))
 	} else {
-		fmt.Fprintf(w, "erased the personal data of student %s at %s\n", id, er.ErasedAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "erased student %s at %s\n", id, er.ErasedAt.UTC().Format(time.RFC3339))
 	}
 	fields := "none left"
 	if len(er.ProfileFields) > 0 {
 		fields = strings.Join(er.ProfileFields, ", ")
 	}
 	fmt.Fprintf(w, "  profile fields erased: %s\n", fields)
-	fmt.Fprintf(w, "  feedback comments erased: %d\n", er.FeedbackComments)
-	fmt.Fprintf(w, "  stored swipe responses erased: %d\n", er.SwipeResponses)
-	fmt.Fprintf(w, "  learned model deleted: %s\n", yesNo(er.LearningState))
-	fmt.Fprintf(w, "  outbox events reduced to ids: %d\n", er.OutboxEvents)
-	fmt.Fprintf(w, "  kept without personal data: %d swipes, %d feedback reasons, %d category preferences\n",
-		er.SwipesKept, er.FeedbackKept, er.CategoryPreferencesKept)
+	fmt.Fprintf(w, "  swipes kept as anonymous statistics (no student, client id or time of day): %d\n", er.SwipesAnonymised)
+	fmt.Fprintf(w, "  deleted: %d feedback, %d category preferences, learned model %s, %d outbox events, %d webhook deliveries\n",
+		er.Feedback, er.CategoryPreferences, yesNo(er.LearningState), er.OutboxEvents, er.WebhookDeliveries)
 
 	n, err := dropStudentKeys(ctx, e.cfg.RedisURL, e.cfg.FeedCacheTTL, id, er.Version)
 	if err != nil {

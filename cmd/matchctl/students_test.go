@@ -149,14 +149,15 @@ func TestStudentsDelete(t *testing.T) {
 	e := newStudentsEnv(t)
 	code, out, errOut := e.run(t, "students", "delete", e.student, "--yes")
 	require.Equal(t, 0, code, "stderr: %s", errOut)
-	assert.Contains(t, out, "erased the personal data of student "+e.student)
+	assert.Contains(t, out, "erased student "+e.student)
 	assert.Contains(t, out, "profile fields erased: name, email, graduation_year, gpa, home_lat, home_lon, state, zip, family_income")
-	assert.Contains(t, out, "feedback comments erased: 1")
-	assert.Contains(t, out, "kept without personal data: 1 swipes, 1 feedback reasons, 1 category preferences")
+	assert.Contains(t, out, "swipes kept as anonymous statistics (no student, client id or time of day): 1")
+	assert.Contains(t, out, "deleted: 1 feedback, 1 category preferences, learned model no, 0 outbox events, 0 webhook deliveries")
 	assert.Contains(t, out, fmt.Sprintf("redis: dropped %d read-model keys tagged {student:%s}", studentKeyCount, e.student))
 	t.Logf("%s", out)
 
-	// Postgres: no personal field left, anonymous statistics kept.
+	// Postgres: no personal field left, nothing of the student's but the
+	// erased row, and the swipe kept as an anonymous statistic.
 	var (
 		name, email, zip, comment *string
 		gpa                       *float32
@@ -177,7 +178,10 @@ FROM students WHERE id = $1`, e.student).Scan(&name, &email, &zip, &gpa, &lat, &
 	assert.Nil(t, income)
 	assert.Nil(t, comment)
 	assert.NotNil(t, deleted)
-	assert.Equal(t, 1, swipes)
+	assert.Zero(t, swipes)
+	var anonymous int
+	require.NoError(t, e.st.Pool().QueryRow(ctx, `SELECT count(*) FROM anonymous_swipes WHERE school_id = $1`, e.school).Scan(&anonymous))
+	assert.Equal(t, 1, anonymous)
 
 	// Redis: the student's keys are gone but for the feed tombstone, which
 	// holds two version numbers and expires; the other student's and shared
@@ -212,8 +216,9 @@ FROM students WHERE id = $1`, e.student).Scan(&name, &email, &zip, &gpa, &lat, &
 	assert.NotNil(t, ex.Profile.DeletedAt)
 	assert.Nil(t, ex.Profile.Name)
 	assert.Nil(t, ex.Profile.Email)
-	assert.Len(t, ex.Swipes, 1)
-	assert.Nil(t, ex.Feedback[0].Comment)
+	assert.Empty(t, ex.Swipes)
+	assert.Empty(t, ex.Feedback)
+	assert.Empty(t, ex.CategoryPreferences)
 	assert.NotContains(t, out, "Marisol")
 
 	// Deleting again is harmless.
@@ -230,7 +235,7 @@ func TestStudentsDeleteWithRedisDown(t *testing.T) {
 	e := newStudentsEnv(t)
 	code, out, errOut := e.runWithRedis(t, "redis://127.0.0.1:1/0", "students", "delete", e.student, "--yes")
 	require.Equal(t, 0, code, "the erasure is done; stderr: %s", errOut)
-	assert.Contains(t, out, "erased the personal data of student "+e.student)
+	assert.Contains(t, out, "erased student "+e.student)
 	assert.Contains(t, out, "expire by their TTL")
 	assert.Contains(t, errOut, "warning: Redis unreachable")
 

@@ -86,6 +86,7 @@ type options struct {
 	// registered, when not nil, is handed the metrics registry once
 	// everything is registered on it (the test of docs/metrics.md).
 	registered func(*metrics.Registry)
+	retention  tasks.RetentionConfig // Deliveries comes from WEBHOOK_RETENTION
 }
 
 func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- string, opt options) error {
@@ -164,6 +165,10 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	// by the replica that holds the queue-metrics lease.
 	queueMetrics := tasks.NewQueueMetrics(log.With("component", "queue_metrics"),
 		asynq.NewInspectorFromRedisClient(rdb), leader, tasks.Queues(), reg, opt.queueMetrics)
+	// Retention deletes ended webhook deliveries after WEBHOOK_RETENTION
+	// (the relay deletes their events); one replica at a time.
+	opt.retention.Deliveries = cfg.WebhookRetention
+	retention := tasks.NewRetention(log.With("component", "retention"), db, leader, reg, opt.retention)
 
 	// Two task servers share the Redis client: the main slots serve
 	// learning and the relay task (and webhook tasks queued by older
@@ -267,6 +272,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		wg.Go(func() { monitor.Run(relayCtx) })
 		wg.Go(func() { sweep.Run(relayCtx) })
 		wg.Go(func() { queueMetrics.Run(relayCtx) })
+		wg.Go(func() { retention.Run(relayCtx) })
 		relay.Run(relayCtx)
 		wg.Wait()
 	}()

@@ -43,7 +43,7 @@ var Variables = []string{
 	"GOMEMLIMIT", "FEED_CACHE_TTL", "FEED_COOLDOWN", "WEBHOOK_ENDPOINTS_FILE",
 	"RATE_LIMIT_RECOMMENDATIONS", "RATE_LIMIT_SWIPES", "RATE_LIMIT_BATCH", "RATE_LIMIT_DEFAULT", "RATE_LIMIT_FAIL_CLOSED",
 	"CORS_ALLOWED_ORIGINS", "IMAGE_BASE_URL", "LOG_LEVEL", "PPROF",
-	"WORKER_CONCURRENCY", "WEBHOOK_CONCURRENCY",
+	"WORKER_CONCURRENCY", "WEBHOOK_CONCURRENCY", "WEBHOOK_RETENTION",
 }
 
 // Rate is an allowance of N requests per Period.
@@ -132,7 +132,16 @@ type Config struct {
 	// worker replica (WORKER_CONCURRENCY, WEBHOOK_CONCURRENCY).
 	WorkerConcurrency  int
 	WebhookConcurrency int
+	// WebhookRetention is how long the worker keeps an ended webhook
+	// delivery (succeeded, parked, disabled) and its attempts
+	// (WEBHOOK_RETENTION, at least MinWebhookRetention).
+	WebhookRetention time.Duration
 }
+
+// MinWebhookRetention is the shortest WEBHOOK_RETENTION: a delivery's
+// retries span about 25.5 h, and a task of it still queued must find its
+// row.
+const MinWebhookRetention = 48 * time.Hour
 
 // Role selects the defaults that differ between binaries.
 type Role int
@@ -235,6 +244,10 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 	}
 	c.FeedCacheTTL = dur("FEED_CACHE_TTL", "5m")
 	c.FeedCooldown = dur("FEED_COOLDOWN", "5m")
+	if c.WebhookRetention = dur("WEBHOOK_RETENTION", "720h"); c.WebhookRetention > 0 && c.WebhookRetention < MinWebhookRetention {
+		bad("WEBHOOK_RETENTION", fmt.Errorf("%q is shorter than %s: a delivery's retries span about 25.5 h", getenv("WEBHOOK_RETENTION"),
+			MinWebhookRetention))
+	}
 
 	rate := func(name, def string) Rate {
 		r, err := ParseRate(cmp.Or(getenv(name), def))
@@ -383,5 +396,6 @@ func (c Config) LogValue() slog.Value {
 		slog.String("log_level", c.LogLevel.String()),
 		slog.Int("worker_concurrency", c.WorkerConcurrency),
 		slog.Int("webhook_concurrency", c.WebhookConcurrency),
+		slog.Duration("webhook_retention", c.WebhookRetention),
 	)
 }

@@ -39,6 +39,20 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:9091", w.OpsAddr)
 	assert.Equal(t, 20, w.WorkerConcurrency)
 	assert.Equal(t, 50, w.WebhookConcurrency)
+	assert.Equal(t, 720*time.Hour, w.WebhookRetention)
+}
+
+func TestWebhookRetention(t *testing.T) {
+	c, err := config.Load(env(map[string]string{"WEBHOOK_RETENTION": "2160h"}), config.RoleWorker)
+	require.NoError(t, err)
+	assert.Equal(t, 90*24*time.Hour, c.WebhookRetention)
+	assert.Contains(t, fmt.Sprint(c.LogValue()), "webhook_retention")
+	for _, v := range []string{"0", "-1h", "a month", "47h"} {
+		_, err := config.Load(env(map[string]string{"WEBHOOK_RETENTION": v}), config.RoleWorker)
+		assert.ErrorContains(t, err, "WEBHOOK_RETENTION", v)
+	}
+	_, err = config.Load(env(map[string]string{"WEBHOOK_RETENTION": "48h"}), config.RoleWorker)
+	assert.NoError(t, err)
 }
 
 func TestPoolerAndWorkerKnobs(t *testing.T) {

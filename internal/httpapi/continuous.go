@@ -161,9 +161,11 @@ func readContinuous(r *http.Request) (int, []command.SwipeInput, error) {
 // handleContinuousFeed answers POST /continuous-feed: it records the swipes
 // sent along, in order, as POST /swipe would (the write side), then answers
 // the next items of the student's feed in the envelope of POST
-// /recommendations (the read side). Without a use case (c nil) the
+// /recommendations (the read side). The swipes cost one unit each of the
+// student's swipes allowance, all or none: when it cannot cover them the
+// request is 429 and nothing is recorded. Without a use case (c nil) the
 // endpoint is not built: 501.
-func handleContinuousFeed(log *slog.Logger, rec CarriedSwipes, c ContinuousFeed) http.Handler {
+func handleContinuousFeed(log *slog.Logger, rec CarriedSwipes, c ContinuousFeed, allowance carriedAllowance) http.Handler {
 	if c == nil || rec == nil {
 		return notImplemented(log)
 	}
@@ -171,6 +173,9 @@ func handleContinuousFeed(log *slog.Logger, rec CarriedSwipes, c ContinuousFeed)
 		limit, swipes, err := readContinuous(r)
 		if err != nil {
 			respondErr(w, r, log, err)
+			return
+		}
+		if !allowance.all(w, r, len(swipes)) {
 			return
 		}
 		student := studentFrom(r.Context())

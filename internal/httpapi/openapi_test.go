@@ -178,6 +178,14 @@ func (oaAllowAll) Allow(context.Context, ratelimit.Group, string) (ratelimit.Dec
 	return ratelimit.Decision{Allowed: true}, nil
 }
 
+func (oaAllowAll) AllowN(_ context.Context, _ ratelimit.Group, _ string, n int) (ratelimit.Decision, error) {
+	return ratelimit.Decision{Allowed: true, Granted: n}, nil
+}
+
+func (oaAllowAll) AllowAtMost(_ context.Context, _ ratelimit.Group, _ string, n int) (ratelimit.Decision, error) {
+	return ratelimit.Decision{Allowed: true, Granted: n}, nil
+}
+
 type oaNoOnboarding struct{}
 
 func (oaNoOnboarding) SaveProfile(context.Context, string, domain.ProfilePatch) (domain.Student, bool, error) {

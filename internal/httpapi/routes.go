@@ -17,6 +17,7 @@ func addRoutes(r chi.Router, d Deps) {
 	recs, swipes, batch, def := limit(ratelimit.GroupRecommendations), limit(ratelimit.GroupSwipes),
 		limit(ratelimit.GroupBatch), limit(ratelimit.GroupDefault)
 	todo := notImplemented(d.Log)
+	carried := newCarriedAllowance(d) // the swipes a request carries cost swipes units
 	// The cached compact feed is read in the round trip that counts the
 	// request, when the limiter can pipeline (architecture.md, the hot path).
 	// So is a cached page of POST /recommendations (and /v2): the page read
@@ -44,7 +45,7 @@ func addRoutes(r chi.Router, d Deps) {
 
 		r.With(pageLimit).Method(http.MethodPost, "/recommendations", handleRecommendations(d.Log, d.Queries))
 		r.With(pageLimit).Method(http.MethodPost, "/v2/recommendations", handleRecommendationsV2(d.Log, d.Queries))
-		r.With(recs).Method(http.MethodPost, "/continuous-feed", handleContinuousFeed(d.Log, d.Carried, d.Continuous))
+		r.With(recs).Method(http.MethodPost, "/continuous-feed", handleContinuousFeed(d.Log, d.Carried, d.Continuous, carried))
 		r.With(recs).Method(http.MethodGet, "/match/{student_id}/{school_id}", handleMatchDetail(d.Log, d.Queries))
 		r.With(compactLimit).Method(http.MethodGet, "/m/recommendations/{student_id}",
 			handleCompactRecommendations(d.Log, d.Queries, d.FeedCacheTTL))
@@ -57,7 +58,7 @@ func addRoutes(r chi.Router, d Deps) {
 		r.With(batch).Method(http.MethodPost, "/m/batch/schools", handleBatchSchools(d.Log, d.Queries))
 		if d.SyncPush != nil && d.SyncPull != nil {
 			r.With(batch).Method(http.MethodPost, "/m/sync/pull", handleSyncPull(d.Log, d.SyncPull))
-			r.With(batch).Method(http.MethodPost, "/m/sync/push", handleSyncPush(d.Log, d.SyncPush))
+			r.With(batch).Method(http.MethodPost, "/m/sync/push", handleSyncPush(d.Log, d.SyncPush, carried))
 		} else {
 			r.With(batch).Method(http.MethodPost, "/m/sync/pull", todo)
 			r.With(batch).Method(http.MethodPost, "/m/sync/push", todo)

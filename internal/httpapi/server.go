@@ -6,6 +6,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -61,6 +62,9 @@ func NewServer(d Deps) http.Handler {
 	case d.Log == nil, d.Metrics == nil, d.Verifier == nil, d.Limiter == nil, d.Onboarding == nil, d.Queries == nil,
 		d.Categories == nil, d.CategorySwipes == nil, d.Swipes == nil, d.Feedback == nil:
 		panic("httpapi.NewServer: missing dependency")
+	}
+	if _, ok := d.Limiter.(SwipeAllowance); !ok {
+		panic(fmt.Sprintf("httpapi.NewServer: the limiter (%T) cannot charge carried swipes (SwipeAllowance)", d.Limiter))
 	}
 	if d.FeedCacheTTL <= 0 {
 		d.FeedCacheTTL = 5 * time.Minute

@@ -90,18 +90,28 @@ func readSyncPush(r *http.Request) ([]command.Change, error) {
 	return changes, nil
 }
 
-// handleSyncPush answers POST /m/sync/push.
-func handleSyncPush(log *slog.Logger, sync SyncPush) http.Handler {
+// handleSyncPush answers POST /m/sync/push. Its counted swipes cost one
+// unit each of the student's swipes allowance: those it cannot cover, in
+// the order sent, are rejected as rate_limited and the answer carries
+// Retry-After.
+func handleSyncPush(log *slog.Logger, sync SyncPush, allowance carriedAllowance) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		changes, err := readSyncPush(r)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
 		}
-		res, err := sync.Push(r.Context(), studentFrom(r.Context()), changes, -1)
+		allowed, retryAfter, ok := allowance.atMost(w, r, command.SwipeChanges(changes))
+		if !ok {
+			return
+		}
+		res, err := sync.Push(r.Context(), studentFrom(r.Context()), changes, allowed)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
+		}
+		if res.RateLimited {
+			w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(retryAfter)))
 		}
 		encode(w, http.StatusOK, res)
 	})

@@ -209,7 +209,7 @@ func TestSyncConcurrentPushesOfOverlappingChangesStoreEachOnce(t *testing.T) {
 }
 
 func TestSyncPushBatchLimitsAndRejections(t *testing.T) {
-	api := newTestAPI(t)
+	api := newTestAPI(t, withWideSwipeAllowance(t)) // more swipes than a minute's allowance
 	schools := api.seedSchools(t, 30)
 	student, tok := api.newStudent(t, completeProfile())
 
@@ -330,7 +330,7 @@ func TestSyncPushCountsTowardPhaseAndHandsOverOneLearnTask(t *testing.T) {
 }
 
 func TestSyncPullReturnsExactlyWhatChanged(t *testing.T) {
-	api := newTestAPI(t)
+	api := newTestAPI(t, withWideSwipeAllowance(t)) // more swipes than a minute's allowance
 	schools := api.seedSchools(t, 200)
 	student, tok := api.newStudent(t, completeProfile())
 	other, otherTok := api.newStudent(t, completeProfile())

@@ -14,11 +14,15 @@ const (
 	GroupDefault         Group = "default"
 )
 
-// Decision is the outcome of counting one request.
+// Decision is the outcome of counting one request (Allow) or several units
+// of an allowance (AllowN, AllowAtMost).
 type Decision struct {
 	Allowed    bool
 	Limit      int
 	Remaining  int
 	ResetAt    time.Time     // when the full allowance is back
-	RetryAfter time.Duration // when Allowed is false: how long until one request is allowed
+	RetryAfter time.Duration // when Allowed is false: how long until one request (AllowN: the n units; AllowAtMost: the rest) is allowed
+	// Granted is how many units AllowN or AllowAtMost spent (Allow leaves
+	// it 0).
+	Granted int
 }

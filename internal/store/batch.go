@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -133,6 +134,15 @@ func (s *Store) RecordBatch(ctx context.Context, studentID string, changes []dom
 		}
 		if !at.IsZero() {
 			occurred[k] = &at
+		}
+	}
+	// A change with a problem is sent as it came, for its outcome, and may
+	// carry a NUL (a comment, an unknown field's name), which PostgreSQL
+	// text cannot hold: it would fail the whole batch. Valid changes hold
+	// none, so dropping them changes nothing that is stored.
+	for _, col := range [][]string{ids, types, schools, dirs, kinds, reasons, comments, problems} {
+		for k, v := range col {
+			col[k] = strings.ReplaceAll(v, "\x00", "")
 		}
 	}
 

@@ -5,12 +5,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
+	"github.com/collegematch/matching/migrations"
 )
 
 func TestMigrateCreatesDatabaseAndIsRepeatable(t *testing.T) {
@@ -40,4 +44,96 @@ func TestMigrateCreatesDatabaseAndIsRepeatable(t *testing.T) {
 		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n), table)
 		assert.Zero(t, n, table)
 	}
+}
+
+// Migration 00006 makes the erasures done before it final: the erased
+// students' swipes become anonymous statistics, and their feedback,
+// category preferences, learned model, events and deliveries go; a live
+// student's rows stay.
+func TestMigrationMakesPastErasuresFinal(t *testing.T) {
+	ctx := context.Background()
+	url := testutil.NewDBURL(t)
+	cfg, err := pgx.ParseConfig(url)
+	require.NoError(t, err)
+	name := cfg.Database + "_m6"
+	dbURL := strings.Replace(url, "/"+cfg.Database+"?", "/"+name+"?", 1)
+	admin, err := pgx.Connect(ctx, testutil.AdminURL())
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	_, err = admin.Exec(ctx, "CREATE DATABASE "+name)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), testutil.AdminURL())
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			_ = c.Close(context.Background())
+		}
+	})
+	db := stdlib.OpenDB(*mustConfig(t, dbURL))
+	defer db.Close()
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithLogger(goose.NopLogger()))
+	require.NoError(t, err)
+	_, err = provider.UpTo(ctx, 5)
+	require.NoError(t, err)
+
+	erased, live, school := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	for _, q := range []string{
+		`INSERT INTO schools (id, name, state, region, source) VALUES ('` + school + `', 'S', 'OH', 'midwest', 'test')`,
+		`INSERT INTO students (id, swipe_count, deleted_at) VALUES ('` + erased + `', 2, now())`,
+		`INSERT INTO students (id, name, swipe_count) VALUES ('` + live + `', 'Live', 1)`,
+	} {
+		_, err := db.ExecContext(ctx, q)
+		require.NoError(t, err, q)
+	}
+	for _, id := range []string{erased, live} {
+		for _, q := range []string{
+			`INSERT INTO swipes (student_id, school_id, direction, counted, client_id, occurred_at)
+			 VALUES ($1::uuid, '` + school + `', 'right', true, $1::text || '-c', '2026-03-04T23:30:00Z')`,
+			`INSERT INTO feedback (student_id, school_id, reason) VALUES ($1, '` + school + `', 'too_expensive')`,
+			`INSERT INTO category_preferences (student_id, category_id, direction) VALUES ($1, 'liberal-arts', 'right')`,
+			`INSERT INTO learning_state (student_id, model, weights) VALUES ($1, '{}', '{}')`,
+			// One event written without its student column, as an older build might have.
+			`INSERT INTO outbox (topic, student_id, payload, published_at) VALUES ('swipe.recorded', NULL,
+			 jsonb_build_object('student_id', $1::text), now())`,
+		} {
+			_, err := db.ExecContext(ctx, q, id)
+			require.NoError(t, err, q)
+		}
+		_, err := db.ExecContext(ctx, `INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event)
+			SELECT id, 'https://a.example/h', 'msg_' || id, 'swipe.recorded' FROM outbox WHERE payload->>'student_id' = $1`, id)
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, attempt, latency_ms)
+			SELECT d.id, 1, 5 FROM webhook_deliveries d JOIN outbox o ON o.id = d.outbox_id WHERE o.payload->>'student_id' = $1`, id)
+		require.NoError(t, err)
+	}
+
+	_, err = provider.Up(ctx)
+	require.NoError(t, err)
+	count := func(q string, args ...any) int {
+		var n int
+		require.NoError(t, db.QueryRowContext(ctx, q, args...).Scan(&n), q)
+		return n
+	}
+	for _, table := range []string{"swipes", "feedback", "category_preferences", "learning_state", "outbox"} {
+		assert.Zero(t, count(`SELECT count(*) FROM `+table+` t WHERE strpos(t::text, $1) > 0`, erased), table)
+		assert.Equal(t, 1, count(`SELECT count(*) FROM `+table+` t WHERE strpos(t::text, $1) > 0`, live), table)
+	}
+	assert.Equal(t, 1, count(`SELECT count(*) FROM outbox WHERE student_id = $1`, live), "the column is filled from the payload")
+	assert.Equal(t, 1, count(`SELECT count(*) FROM webhook_deliveries`))
+	assert.Equal(t, 1, count(`SELECT count(*) FROM webhook_attempts`))
+	assert.Zero(t, count(`SELECT swipe_count FROM students WHERE id = $1`, erased))
+	assert.Equal(t, 1, count(`SELECT swipe_count FROM students WHERE id = $1`, live))
+	assert.Equal(t, 1, count(`SELECT count(*) FROM anonymous_swipes WHERE school_id = $1 AND direction = 'right'
+		AND counted AND occurred_on = '2026-03-04'`, school))
+
+	// And back down again.
+	_, err = provider.DownTo(ctx, 5)
+	require.NoError(t, err)
+}
+
+func mustConfig(t *testing.T, url string) *pgx.ConnConfig {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	require.NoError(t, err)
+	return cfg
 }

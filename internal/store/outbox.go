@@ -154,18 +154,33 @@ func (s *Store) OutboxBacklog(ctx context.Context) (count int, oldest time.Time,
 	return count, oldest, mapErr(err, "outbox")
 }
 
-// DeletePublishedOutbox deletes up to limit rows, oldest id first, that
-// were published more than olderThan ago and that no webhook_deliveries row
-// references, and reports how many it deleted. Callers repeat it until it
-// deletes fewer than limit: each call is one short statement, so retention
-// never holds many locks or one long transaction.
+// deletePublishedOutbox is DeletePublishedOutbox's statement; it reads
+// outbox_published_idx and the deliveries by event.
+const deletePublishedOutbox = `
+DELETE FROM outbox
+WHERE id IN (
+	SELECT o.id FROM outbox o
+	WHERE o.published_at < now() - make_interval(secs => $1)
+	  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.outbox_id = o.id AND d.status <> 'succeeded')
+	ORDER BY o.published_at
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED
+)`
+
+// DeletePublishedOutbox deletes up to limit rows, oldest first, that were
+// published more than olderThan ago and that no webhook delivery which may
+// still be sent refers to, and reports how many it deleted. Callers repeat
+// it until it deletes fewer than limit: each call is one short statement,
+// so retention never holds many locks or one long transaction.
 //
 // A published row has done its work (its tasks are queued and, with the
-// queue's own retention, long done), but a delivery record still points at
-// its event, so that row is kept while one does. Rows another transaction
-// holds (a delivery being recorded for it, a concurrent deletion by another
-// replica) are skipped, not waited for; the next pass takes them. Unpublished
-// rows are never deleted, however old.
+// queue's own retention, long done). A delivery that is pending still needs
+// its event, and so does a parked or disabled one, which an operator may
+// replay until the retention loop deletes it (WEBHOOK_RETENTION); a
+// succeeded delivery does not, and its record outlives the event. Rows
+// another transaction holds (a replay that locked its event, a concurrent
+// deletion by another replica) are skipped, not waited for; the next pass
+// takes them. Unpublished rows are never deleted, however old.
 func (s *Store) DeletePublishedOutbox(ctx context.Context, olderThan time.Duration, limit int) (deleted int, err error) {
 	if limit <= 0 {
 		return 0, fmt.Errorf("store: outbox deletion batch size %d is not positive", limit)
@@ -175,17 +190,7 @@ func (s *Store) DeletePublishedOutbox(ctx context.Context, olderThan time.Durati
 	}
 	// The age is measured against the database clock, which also set
 	// published_at, so the worker's clock cannot shorten the retention.
-	const q = `
-DELETE FROM outbox
-WHERE id IN (
-	SELECT o.id FROM outbox o
-	WHERE o.published_at < now() - make_interval(secs => $1)
-	  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.outbox_id = o.id)
-	ORDER BY o.id
-	LIMIT $2
-	FOR UPDATE SKIP LOCKED
-)`
-	tag, err := s.pool.Exec(ctx, q, olderThan.Seconds(), limit)
+	tag, err := s.pool.Exec(ctx, deletePublishedOutbox, olderThan.Seconds(), limit)
 	if err != nil {
 		return 0, mapErr(err, "outbox")
 	}

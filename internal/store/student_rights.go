@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,9 +136,10 @@ type WebhookAttemptRecord struct {
 	CreatedAt  time.Time `json:"created_at"`
 }
 
-// studentOutboxFilter selects the outbox rows about student $1: its own
-// events and any event whose payload names it.
-const studentOutboxFilter = `(o.student_id = $1::text::uuid OR strpos(lower(o.payload::text), lower($1::text)) > 0)`
+// studentOutboxFilter selects the outbox rows about student $1, through the
+// student_id column (outbox_student_idx); every event the service writes
+// sets it.
+const studentOutboxFilter = `o.student_id = $1::text::uuid`
 
 // ExportStudent returns everything PostgreSQL holds about one student, read
 // in one consistent snapshot. An unknown id is INVALID_STUDENT_ID; an
@@ -238,15 +238,10 @@ ORDER BY w.id`
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (SwipeRecord, error) {
 		var (
 			r        SwipeRecord
-			spent    *float32
 			response []byte
 		)
 		err := row.Scan(&r.ID, &r.SchoolID, &r.SchoolName, &r.Direction, &r.InteractionType, &r.Counted, &r.IsProbe,
-			&spent, &r.ClientID, &response, &r.OccurredAt, &r.CreatedAt)
-		if spent != nil {
-			v := float64(*spent)
-			r.TimeSpent = &v
-		}
+			&r.TimeSpent, &r.ClientID, &response, &r.OccurredAt, &r.CreatedAt)
 		r.Response = rawJSON(response)
 		return r, err
 	})
@@ -290,13 +285,15 @@ FROM learning_state WHERE student_id = $1`
 	return &r, nil
 }
 
-func exportOutbox(ctx context.Context, tx pgx.Tx, id string) ([]OutboxEventRecord, error) {
-	q := `
+// exportOutboxQuery reads the student's events (outbox_student_idx).
+const exportOutboxQuery = `
 SELECT o.id, o.topic, o.payload, o.created_at, o.published_at
 FROM outbox o
 WHERE ` + studentOutboxFilter + `
 ORDER BY o.id`
-	rows, err := tx.Query(ctx, q, id)
+
+func exportOutbox(ctx context.Context, tx pgx.Tx, id string) ([]OutboxEventRecord, error) {
+	rows, err := tx.Query(ctx, exportOutboxQuery, id)
 	if err != nil {
 		return nil, err
 	}
@@ -312,14 +309,18 @@ ORDER BY o.id`
 	return nonNil(out), err
 }
 
-func exportDeliveries(ctx context.Context, tx pgx.Tx, id string) ([]WebhookDeliveryRecord, error) {
-	q := `
+// exportDeliveriesQuery reads the deliveries of the student's events (by
+// event: their unique index). A delivery whose event the outbox's retention
+// deleted holds nothing about the student and is not found.
+const exportDeliveriesQuery = `
 SELECT d.id, d.outbox_id, d.endpoint_url, d.webhook_id, d.event, d.status, d.attempts, d.next_attempt_at,
 	d.last_error, d.created_at, d.updated_at
 FROM webhook_deliveries d JOIN outbox o ON o.id = d.outbox_id
 WHERE ` + studentOutboxFilter + `
 ORDER BY d.id`
-	rows, err := tx.Query(ctx, q, id)
+
+func exportDeliveries(ctx context.Context, tx pgx.Tx, id string) ([]WebhookDeliveryRecord, error) {
+	rows, err := tx.Query(ctx, exportDeliveriesQuery, id)
 	if err != nil {
 		return nil, err
 	}
@@ -400,20 +401,19 @@ type StudentErasure struct {
 	// ProfileFields are the profile fields that held a value and now hold
 	// none.
 	ProfileFields []string `json:"profile_fields"`
-	// FeedbackComments is how many free-text feedback comments were erased.
-	FeedbackComments int `json:"feedback_comments"`
-	// SwipeResponses is how many stored swipe responses (kept for retries;
-	// they carry the student's learning state) were erased.
-	SwipeResponses int `json:"swipe_responses"`
-	// LearningState reports that the learned model was deleted.
-	LearningState bool `json:"learning_state"`
-	// OutboxEvents is how many event payloads were reduced to their ids.
-	OutboxEvents int `json:"outbox_events"`
-	// What stays, without personal data: interactions (school, direction,
-	// kind, times), feedback reasons and category preferences.
-	SwipesKept              int `json:"swipes_kept"`
-	FeedbackKept            int `json:"feedback_kept"`
-	CategoryPreferencesKept int `json:"category_preferences_kept"`
+	// SwipesAnonymised is how many swipes moved to the anonymous statistics
+	// (anonymous_swipes): school, what was done and the day, nothing that
+	// links them to the student.
+	SwipesAnonymised int `json:"swipes_anonymised"`
+	// Deleted rows: feedback (with its comments), category preferences, the
+	// learned model, the student's outbox events and their webhook
+	// deliveries (pending ones included: nothing more is sent about the
+	// student) with their attempts.
+	Feedback            int  `json:"feedback"`
+	CategoryPreferences int  `json:"category_preferences"`
+	LearningState       bool `json:"learning_state"`
+	OutboxEvents        int  `json:"outbox_events"`
+	WebhookDeliveries   int  `json:"webhook_deliveries"`
 }
 
 // personalColumns are the students columns DeleteStudent erases, each with
@@ -439,26 +439,63 @@ var personalColumns = []struct {
 	{"preferred_setting", "NULL", "preferred_setting IS NOT NULL"},
 }
 
-// DeleteStudent erases a student's personal data in one transaction and
-// keeps anonymous statistics:
+// anonymiseSwipes moves the student's swipes to anonymous_swipes: the
+// school, the direction and kind, the flags and time spent, and the day
+// (UTC) it happened; not the student, the client id, the row id or the
+// time of day, which a webhook subscriber holds with the student's id. The
+// rows are written in random order, so their new ids say nothing either.
+const anonymiseSwipes = `
+WITH gone AS (
+	DELETE FROM swipes WHERE student_id = $1
+	RETURNING school_id, direction, interaction_type, counted, is_probe, trigger_feedback, updated_weights,
+		time_spent, occurred_at
+), kept AS (
+	INSERT INTO anonymous_swipes (school_id, direction, interaction_type, counted, is_probe, trigger_feedback,
+		updated_weights, time_spent, occurred_on)
+	SELECT school_id, direction, interaction_type, counted, is_probe, trigger_feedback, updated_weights, time_spent,
+		(occurred_at AT TIME ZONE 'UTC')::date
+	FROM gone ORDER BY random()
+	RETURNING 1
+)
+SELECT count(*) FROM kept`
+
+// deleteEvents deletes the student's outbox events with their webhook
+// deliveries and attempts (the attempts first within the statement, which
+// the foreign keys check at its end).
+const deleteEvents = `
+WITH ev AS (
+	SELECT id FROM outbox WHERE student_id = $1 FOR UPDATE
+), d AS (
+	SELECT id FROM webhook_deliveries WHERE outbox_id IN (SELECT id FROM ev) FOR UPDATE
+), a AS (
+	DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM d)
+), dd AS (
+	DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM d) RETURNING 1
+), de AS (
+	DELETE FROM outbox WHERE id IN (SELECT id FROM ev) RETURNING 1
+)
+SELECT (SELECT count(*) FROM de), (SELECT count(*) FROM dd)`
+
+// DeleteStudent erases a student for good, in one transaction, keeping
+// only anonymous statistics:
 //
 //   - the profile: every personal field (name, email, graduation year, GPA,
 //     test scores, home coordinates, state, ZIP, distance, budget, family
 //     income, intended majors, preferred size and setting) is set to null
 //     (majors to an empty list); the row stays, with deleted_at set, its
-//     swipe count and its version bumped so read models built before are
-//     superseded;
-//   - swipes stay (school, direction, kind, probe, time spent, times,
-//     client id), without the response stored for retries;
-//   - feedback stays (school, reason, times) without its free-text comment;
-//   - category preferences stay;
-//   - the learned model (learning_state) is deleted;
-//   - outbox events about the student keep only their ids: every JSON key
-//     other than "id" and "*_id" is removed from the payload.
+//     swipe count at 0 and its version bumped so read models built before
+//     are superseded;
+//   - swipes move to anonymous_swipes (anonymiseSwipes): nothing there
+//     links them to the student;
+//   - feedback, category preferences and the learned model are deleted;
+//   - the student's outbox events are deleted with their webhook
+//     deliveries and attempts.
 //
-// Erasing an erased student again is harmless and keeps the first
-// erased_at. An unknown id is INVALID_STUDENT_ID. Redis read models are
-// not touched here; the caller drops them (see cmd/matchctl students).
+// So onboarding again with the same id starts an empty profile: no swipe,
+// feedback, learned weight or sync history of before comes back. Erasing
+// an erased student again is harmless and keeps the first erased_at. An
+// unknown id is INVALID_STUDENT_ID. Redis read models are not touched
+// here; the caller drops them (see cmd/matchctl students).
 func (s *Store) DeleteStudent(ctx context.Context, id string) (StudentErasure, error) {
 	er := StudentErasure{StudentID: id, ProfileFields: []string{}}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -478,36 +515,35 @@ FROM students WHERE id = $1 FOR UPDATE`
 		for i, c := range personalColumns {
 			sets[i] = c.name + " = " + c.erased
 		}
-		erase := `UPDATE students SET ` + strings.Join(sets, ", ") + `,
+		erase := `UPDATE students SET ` + strings.Join(sets, ", ") + `, swipe_count = 0,
 	version = version + 1, updated_at = now(), deleted_at = coalesce(deleted_at, now())
 WHERE id = $1
 RETURNING deleted_at, version`
 		if err := tx.QueryRow(ctx, erase, id).Scan(&er.ErasedAt, &er.Version); err != nil {
 			return err
 		}
-
-		tag, err := tx.Exec(ctx, `UPDATE feedback SET comment = NULL WHERE student_id = $1 AND comment IS NOT NULL`, id)
-		if err != nil {
+		if err := tx.QueryRow(ctx, anonymiseSwipes, id).Scan(&er.SwipesAnonymised); err != nil {
 			return err
 		}
-		er.FeedbackComments = int(tag.RowsAffected())
-		if tag, err = tx.Exec(ctx, `UPDATE swipes SET response = NULL WHERE student_id = $1 AND response IS NOT NULL`, id); err != nil {
+		if err := tx.QueryRow(ctx, deleteEvents, id).Scan(&er.OutboxEvents, &er.WebhookDeliveries); err != nil {
 			return err
 		}
-		er.SwipeResponses = int(tag.RowsAffected())
-		if tag, err = tx.Exec(ctx, `DELETE FROM learning_state WHERE student_id = $1`, id); err != nil {
-			return err
+		for _, d := range []struct {
+			q string
+			n *int
+		}{
+			{`DELETE FROM feedback WHERE student_id = $1`, &er.Feedback},
+			{`DELETE FROM category_preferences WHERE student_id = $1`, &er.CategoryPreferences},
+		} {
+			tag, err := tx.Exec(ctx, d.q, id)
+			if err != nil {
+				return err
+			}
+			*d.n = int(tag.RowsAffected())
 		}
+		tag, err := tx.Exec(ctx, `DELETE FROM learning_state WHERE student_id = $1`, id)
 		er.LearningState = tag.RowsAffected() > 0
-		if er.OutboxEvents, err = scrubOutbox(ctx, tx, id); err != nil {
-			return err
-		}
-
-		const kept = `SELECT
-	(SELECT count(*) FROM swipes WHERE student_id = $1),
-	(SELECT count(*) FROM feedback WHERE student_id = $1),
-	(SELECT count(*) FROM category_preferences WHERE student_id = $1)`
-		return tx.QueryRow(ctx, kept, id).Scan(&er.SwipesKept, &er.FeedbackKept, &er.CategoryPreferencesKept)
+		return err
 	})
 	if err != nil {
 		var de *domain.Error
@@ -517,109 +553,4 @@ RETURNING deleted_at, version`
 		return StudentErasure{}, mapErr(err, "student erasure")
 	}
 	return er, nil
-}
-
-// scrubOutbox reduces the payload of every outbox event about the student
-// to its ids and reports how many payloads changed.
-func scrubOutbox(ctx context.Context, tx pgx.Tx, id string) (int, error) {
-	q := `SELECT o.id, o.payload FROM outbox o WHERE ` + studentOutboxFilter + ` ORDER BY o.id FOR UPDATE`
-	rows, err := tx.Query(ctx, q, id)
-	if err != nil {
-		return 0, err
-	}
-	type change struct {
-		id      int64
-		payload []byte
-	}
-	var changes []change
-	for rows.Next() {
-		var (
-			rowID   int64
-			payload []byte
-		)
-		if err := rows.Scan(&rowID, &payload); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		scrubbed, changed, err := idsOnly(payload)
-		if err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("outbox row %d: %w", rowID, err)
-		}
-		if changed {
-			changes = append(changes, change{rowID, scrubbed})
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	for _, c := range changes {
-		if _, err := tx.Exec(ctx, `UPDATE outbox SET payload = $2::jsonb WHERE id = $1`, c.id, string(c.payload)); err != nil {
-			return 0, err
-		}
-	}
-	return len(changes), nil
-}
-
-// idsOnly keeps, of a JSON payload, the members named "id" or ending in
-// "_id" whose values are strings or numbers, and those named "ids" or
-// ending in "_ids" whose values are lists of strings or numbers, at any
-// depth of nested objects; everything else goes. A payload that is not an
-// object becomes {}. changed is false when nothing was removed, so
-// scrubbing twice changes nothing.
-func idsOnly(payload []byte) (out []byte, changed bool, err error) {
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, false, err
-	}
-	obj, isObj := v.(map[string]any)
-	kept, removed := keepIDs(obj)
-	if out, err = json.Marshal(kept); err != nil {
-		return nil, false, err
-	}
-	return out, removed || !isObj, nil
-}
-
-// keepIDs returns the id members of obj and whether anything was removed.
-func keepIDs(obj map[string]any) (map[string]any, bool) {
-	out := make(map[string]any, len(obj))
-	removed := false
-	for k, v := range obj {
-		switch val := v.(type) {
-		case map[string]any:
-			kept, r := keepIDs(val)
-			removed = removed || r
-			if len(kept) > 0 {
-				out[k] = kept
-			} else if len(val) > 0 {
-				removed = true
-			}
-			continue
-		case string, json.Number:
-			if k == "id" || strings.HasSuffix(k, "_id") {
-				out[k] = val
-				continue
-			}
-		case []any:
-			if (k == "ids" || strings.HasSuffix(k, "_ids")) && scalarList(val) {
-				out[k] = val
-				continue
-			}
-		}
-		removed = true
-	}
-	return out, removed
-}
-
-func scalarList(vs []any) bool {
-	for _, v := range vs {
-		switch v.(type) {
-		case string, json.Number:
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -218,15 +219,15 @@ func TestDeleteStudentErasesPersonalData(t *testing.T) {
 	assert.ElementsMatch(t, []string{"name", "email", "graduation_year", "gpa", "sat", "act", "home_lat", "home_lon",
 		"state", "zip", "max_distance_miles", "budget", "family_income", "intended_majors", "preferred_size",
 		"preferred_setting"}, er.ProfileFields)
-	assert.Equal(t, 1, er.FeedbackComments)
-	assert.Equal(t, 1, er.SwipeResponses)
+	assert.Equal(t, 2, er.SwipesAnonymised)
+	assert.Equal(t, 1, er.Feedback)
+	assert.Equal(t, 1, er.CategoryPreferences)
 	assert.True(t, er.LearningState)
 	assert.Equal(t, 2, er.OutboxEvents)
-	assert.Equal(t, 2, er.SwipesKept)
-	assert.Equal(t, 1, er.FeedbackKept)
-	assert.Equal(t, 1, er.CategoryPreferencesKept)
+	assert.Equal(t, 1, er.WebhookDeliveries)
 
 	assertNoPersonalData(t, db, p)
+	assertNoTrace(t, db, p.id, before)
 
 	// Every column of the student's row: only what is not personal is left.
 	kept := map[string]bool{"id": true, "swipe_count": true, "version": true, "created_at": true, "updated_at": true, "deleted_at": true}
@@ -254,38 +255,44 @@ WHERE table_schema = 'public' AND table_name = 'students' ORDER BY ordinal_posit
 	assert.Nil(t, after.Profile.Email)
 	assert.Nil(t, after.Profile.FamilyIncome)
 	assert.Equal(t, []string{}, after.Profile.IntendedMajors)
-	assert.Equal(t, 2, after.Profile.SwipeCount, "counts stay")
+	assert.Zero(t, after.Profile.SwipeCount, "the count went with the swipes")
 	assert.Greater(t, after.Profile.Version, before.Profile.Version, "read models built before are superseded")
-
-	// Anonymous statistics stay: which schools, which way, when.
-	require.Len(t, after.Swipes, 2)
-	for i := range after.Swipes {
-		b, a := before.Swipes[i], after.Swipes[i]
-		assert.Equal(t, b.SchoolID, a.SchoolID)
-		assert.Equal(t, b.Direction, a.Direction)
-		assert.Equal(t, b.OccurredAt, a.OccurredAt)
-		assert.Equal(t, b.Counted, a.Counted)
-		assert.Nil(t, a.Response)
-	}
-	require.Len(t, after.Feedback, 1)
-	assert.Equal(t, "wrong_location", after.Feedback[0].Reason)
-	assert.Nil(t, after.Feedback[0].Comment)
-	assert.Len(t, after.CategoryPreferences, 1)
+	assert.Empty(t, after.Swipes)
+	assert.Empty(t, after.Feedback)
+	assert.Empty(t, after.CategoryPreferences)
 	assert.Nil(t, after.LearningState)
-	require.Len(t, after.OutboxEvents, 2)
-	for i, ev := range after.OutboxEvents {
-		assert.JSONEq(t, `{"student_id":"`+p.id+`","school_id":"`+f.schools[i].ID+`","data":{"swipe_id":`+
-			[]string{"1000", "1001"}[i]+`}}`, string(ev.Payload))
+	assert.Empty(t, after.OutboxEvents)
+	assert.Empty(t, after.WebhookDeliveries)
+	assert.Zero(t, count(t, db, `SELECT count(*) FROM webhook_attempts`)-
+		count(t, db, `SELECT count(*) FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id`),
+		"no attempt is left without its delivery")
+
+	// Anonymous statistics stay: which schools, which way, which day.
+	rows, err = db.Pool().Query(ctx, `SELECT school_id::text, direction, counted, occurred_on::text FROM anonymous_swipes ORDER BY school_id`)
+	require.NoError(t, err)
+	type stat struct {
+		School, Direction string
+		Counted           bool
+		Day               string
 	}
-	assert.Len(t, after.WebhookDeliveries, 1, "delivery records stay")
+	stats, err := pgx.CollectRows(rows, pgx.RowToStructByPos[stat])
+	require.NoError(t, err)
+	var want []stat
+	for _, sw := range before.Swipes {
+		want = append(want, stat{sw.SchoolID, sw.Direction, sw.Counted, sw.OccurredAt.UTC().Format(time.DateOnly)})
+	}
+	assert.ElementsMatch(t, want, stats)
+	assert.Equal(t, f.schools[0].ID, before.Swipes[0].SchoolID)
 
 	// The other student is untouched.
 	o, err := db.ExportStudent(ctx, other.id)
 	require.NoError(t, err)
 	assert.Equal(t, other.name, *o.Profile.Name)
 	assert.Equal(t, other.comment, *o.Feedback[0].Comment)
+	assert.Len(t, o.Swipes, 2)
 	assert.NotNil(t, o.LearningState)
 	assert.Contains(t, string(o.OutboxEvents[0].Payload), other.email)
+	assert.Len(t, o.WebhookDeliveries, 1)
 
 	// Erasing again is harmless and keeps the first erasure time.
 	again, err := db.DeleteStudent(ctx, p.id)
@@ -294,10 +301,50 @@ WHERE table_schema = 'public' AND table_name = 'students' ORDER BY ordinal_posit
 	assert.Equal(t, er.ErasedAt, again.ErasedAt)
 	assert.Empty(t, again.ProfileFields)
 	assert.Zero(t, again.OutboxEvents)
-	assert.Equal(t, 2, again.SwipesKept)
+	assert.Zero(t, again.SwipesAnonymised)
+	assert.Equal(t, 2, count(t, db, `SELECT count(*) FROM anonymous_swipes`))
 
 	_, err = db.DeleteStudent(ctx, uuid.NewString())
 	assert.Equal(t, domain.CodeInvalidStudentID, errorCode(err))
+}
+
+// assertNoTrace checks that nothing stored links to the erased student:
+// the id is in no row but the student's own (kept, erased, so that an
+// erasure can be told apart from an unknown id), and none of the client
+// ids, row ids or times of the swipes of before is in what was kept.
+func assertNoTrace(t *testing.T, db *store.Store, id string, before store.StudentExport) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := db.Pool().Query(ctx, `SELECT table_name FROM information_schema.tables
+WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`)
+	require.NoError(t, err)
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Contains(t, tables, "anonymous_swipes")
+	for _, table := range tables {
+		q := `SELECT count(*) FROM ` + pgx.Identifier{table}.Sanitize() + ` t WHERE strpos(lower(t::text), $1) > 0`
+		if table == "students" {
+			q += ` AND NOT (t.id = $1::uuid AND t.deleted_at IS NOT NULL)`
+		}
+		assert.Zero(t, count(t, db, q, id), "table %s holds the erased student's id", table)
+		for _, sw := range before.Swipes {
+			if sw.ClientID != nil {
+				assert.Zero(t, count(t, db, `SELECT count(*) FROM `+pgx.Identifier{table}.Sanitize()+` t WHERE strpos(t::text, $1) > 0`,
+					*sw.ClientID), "table %s holds a client id of the erased student", table)
+			}
+		}
+	}
+	for _, sw := range before.Swipes {
+		assert.Zero(t, count(t, db, `SELECT count(*) FROM swipes WHERE id = $1`, sw.ID), "swipe %d is gone", sw.ID)
+	}
+	var columns []string
+	rows, err = db.Pool().Query(ctx, `SELECT column_name FROM information_schema.columns
+WHERE table_schema = 'public' AND table_name = 'anonymous_swipes' ORDER BY ordinal_position`)
+	require.NoError(t, err)
+	columns, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	assert.Equal(t, []string{"id", "school_id", "direction", "interaction_type", "counted", "is_probe", "trigger_feedback",
+		"updated_weights", "time_spent", "occurred_on"}, columns, "no column that could hold a student, a client id or a time of day")
 }
 
 // assertNoPersonalData searches every row of every table for p's strings.
@@ -322,38 +369,4 @@ WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`
 			}
 		}
 	}
-}
-
-func TestIDsOnlyPayloads(t *testing.T) {
-	// Through the database, so jsonb round trips are covered too.
-	ctx := context.Background()
-	db := store.New(testutil.NewDB(t))
-	p := newPerson("55555")
-	_, _, err := db.SaveStudent(ctx, domain.Student{ID: p.id, Name: p.name, Email: p.email, GraduationYear: "2028"})
-	require.NoError(t, err)
-	payloads := []string{
-		`{"student_id":"` + p.id + `","school_ids":["a","b"],"tags":["x"],"n":7,"ok":true,"nested":{"id":12,"name":"x"},"empty":{}}`,
-		`["` + p.id + `"]`,
-		`{"student_id":"` + p.id + `"}`,
-	}
-	err = pgx.BeginFunc(ctx, db.Pool(), func(tx pgx.Tx) error {
-		for _, pl := range payloads {
-			if _, err := store.InsertOutbox(ctx, tx, "test.event", "", json.RawMessage(pl)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	require.NoError(t, err)
-	er, err := db.DeleteStudent(ctx, p.id)
-	require.NoError(t, err)
-	assert.Equal(t, 2, er.OutboxEvents, "the last payload had nothing to remove")
-	rows, err := db.Pool().Query(ctx, `SELECT payload::text FROM outbox ORDER BY id`)
-	require.NoError(t, err)
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	require.Len(t, got, 3)
-	assert.JSONEq(t, `{"student_id":"`+p.id+`","school_ids":["a","b"],"nested":{"id":12}}`, got[0])
-	assert.JSONEq(t, `{}`, got[1], "a payload that is not an object, found by the id it contains")
-	assert.JSONEq(t, `{"student_id":"`+p.id+`"}`, got[2])
 }

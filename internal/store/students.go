@@ -61,7 +61,8 @@ func (s *Store) Student(ctx context.Context, id string) (domain.Student, error) 
 
 // SaveStudent inserts the student or replaces its profile fields, and
 // reports whether it was created. Swipe counts and timestamps are the
-// store's own and are not taken from st.
+// store's own and are not taken from st. An erased student saved again
+// starts a new profile (created_at now; DeleteStudent left nothing else).
 func (s *Store) SaveStudent(ctx context.Context, st domain.Student) (saved domain.Student, created bool, err error) {
 	return saveStudent(ctx, s.pool, st)
 }
@@ -84,7 +85,9 @@ ON CONFLICT (id) DO UPDATE SET
 	max_distance_miles = excluded.max_distance_miles, budget = excluded.budget,
 	family_income = excluded.family_income, intended_majors = excluded.intended_majors,
 	preferred_size = excluded.preferred_size, preferred_setting = excluded.preferred_setting,
-	version = students.version + 1, updated_at = now(), deleted_at = NULL
+	version = students.version + 1, updated_at = now(), deleted_at = NULL,
+	-- an erased student onboarding again starts a new profile
+	created_at = CASE WHEN students.deleted_at IS NULL THEN students.created_at ELSE now() END
 RETURNING ` + studentColumns + `, (xmax = 0)`
 	majors := make([]string, len(st.IntendedMajors))
 	for i, m := range st.IntendedMajors {

@@ -319,6 +319,11 @@ FOR UPDATE OF d`
 	return out, mapErr(err, "webhook deliveries")
 }
 
+// replay makes the deliveries where selects pending again. A delivery
+// whose event is gone (retention deletes the events of succeeded
+// deliveries after 7 days) is left alone: the event's row is locked first
+// (KEY SHARE), so the pruning skips a row a replay is taking and a replay
+// finds no row the pruning has taken.
 func replay(ctx context.Context, tx pgx.Tx, where string, id int64) (WebhookDelivery, error) {
 	q := `
 WITH upd AS (
@@ -331,6 +336,7 @@ WITH upd AS (
 			THEN d.next_attempt_at ELSE now() END,
 		updated_at = now()
 	WHERE ` + where + `
+		AND EXISTS (SELECT 1 FROM outbox o WHERE o.id = d.outbox_id FOR KEY SHARE)
 	RETURNING d.*
 )
 SELECT ` + deliveryColumns + ` FROM upd d JOIN outbox o ON o.id = d.outbox_id`

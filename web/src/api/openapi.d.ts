@@ -367,7 +367,10 @@ export interface paths {
          *     recorded; the error carries `details.swipe_index` and
          *     `details.swipes_recorded`. A retry with the same `swipe_id`s (or the
          *     same `Idempotency-Key`) records nothing twice. The request counts
-         *     once against the `recommendations` allowance.
+         *     once against the `recommendations` allowance, and each swipe it
+         *     carries costs one unit of the `swipes` allowance, all or none: when
+         *     the allowance cannot cover them the request is 429 (`details.group`
+         *     `swipes`, `Retry-After` until it can) and nothing is recorded.
          */
         post: operations["continuousFeed"];
         delete?: never;
@@ -507,6 +510,12 @@ export interface paths {
          *     cursor positioned after this push (null when writes in progress kept
          *     it from settling); use it only when the client already holds
          *     everything before, otherwise keep pulling with the last pull's cursor.
+         *
+         *     Each counted swipe (type `swipe`, `interaction_type` swipe) costs one
+         *     unit of the `swipes` allowance. They are taken in the order sent while
+         *     the allowance lasts; the rest are in `rejected` with error
+         *     `rate_limited`, stored nothing, and the answer carries `Retry-After`:
+         *     push those again then, under the same ids.
          */
         post: operations["syncPush"];
         delete?: never;
@@ -1146,7 +1155,7 @@ export interface components {
             rejected: {
                 /** @description The change id as sent ("" when it had none). */
                 id: string;
-                /** @description Why the change was not applied. */
+                /** @description Why the change was not applied; `rate_limited` when the `swipes` allowance could not cover it (push it again after `Retry-After`). */
                 error: string;
             }[];
             /** @description A pull cursor positioned after this push; null when writes in progress kept it from settling. */
@@ -1238,10 +1247,14 @@ export interface components {
             family_income?: number | null;
             /**
              * @description Majors by key (e.g. computer, engineering, business_marketing,
-             *     biological, health, mathematics, social_science, ...), display name
-             *     or common alias (e.g. "Computer Science", "nursing"),
-             *     case-insensitive. Duplicates are dropped; `null` or `[]` clears the
-             *     list.
+             *     biological, health, mathematics, social_science, ...), display name,
+             *     common alias or abbreviation (e.g. "Computer Science", "Comp Sci",
+             *     "nursing"), in the plural or singular ("Communications"), or a CIP
+             *     code of 2, 4 or 6 digits with or without the dot ("11", "11.07",
+             *     "1107", "11.0701"), which counts for its two-digit family; case,
+             *     punctuation and spacing do not matter. An unknown major is 400
+             *     naming `intended_majors[i]`. Duplicates are dropped; `null` or
+             *     `[]` clears the list.
              */
             intended_majors?: string[] | null;
             /** @enum {string|null} */
@@ -1300,9 +1313,12 @@ export interface components {
     };
     responses: {
         /**
-         * @description `INVALID_REQUEST`: malformed JSON, an unknown field, a field of the
-         *     wrong type or out of range, a non-UUID id, a body over 1 MiB.
-         *     `details.fields` maps each offending (dotted) field to what is wrong.
+         * @description `INVALID_REQUEST`: malformed JSON, an unknown field (names are
+         *     matched exactly) or a field given twice, a field of the wrong type or
+         *     out of range, a non-UUID id, a body over 1 MiB, an array over its
+         *     limit, nesting deeper than 8. `details.fields` maps each offending
+         *     (dotted) field to what is wrong, listing at most 20 unknown or
+         *     repeated fields.
          */
         BadRequest: {
             headers: {
@@ -2099,6 +2115,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description Seconds until the `swipes` allowance covers the changes rejected as `rate_limited`; only when there are some. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

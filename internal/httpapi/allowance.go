@@ -1,0 +1,117 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/metrics"
+	"github.com/collegematch/matching/internal/ratelimit"
+)
+
+// SwipeAllowance charges the swipes a request carries to the student's
+// swipes allowance, one unit each, on the budget POST /swipe counts
+// against (ratelimit.Limiter). The Limiter of Deps must implement it.
+type SwipeAllowance interface {
+	// AllowN spends n units or none.
+	AllowN(ctx context.Context, group ratelimit.Group, key string, n int) (ratelimit.Decision, error)
+	// AllowAtMost spends as many of n units as are left (Granted).
+	AllowAtMost(ctx context.Context, group ratelimit.Group, key string, n int) (ratelimit.Decision, error)
+}
+
+// carriedAllowance charges the swipes carried by POST /continuous-feed and
+// POST /m/sync/push (docs/decisions.md, "Rate limiting"). When the limiter
+// cannot count (Redis down) it follows the rate-limit middleware's policy:
+// the swipes are recorded without a limit (fail open), or the request is
+// 503 with nothing recorded (RATE_LIMIT_FAIL_CLOSED).
+type carriedAllowance struct {
+	log        *slog.Logger
+	limiter    SwipeAllowance
+	m          *metrics.HTTP
+	failClosed bool
+}
+
+// newCarriedAllowance charges with d.Limiter, which NewServer has checked
+// implements SwipeAllowance.
+func newCarriedAllowance(d Deps) carriedAllowance {
+	l, _ := d.Limiter.(SwipeAllowance)
+	return carriedAllowance{log: d.Log, limiter: l, m: d.Metrics, failClosed: d.RateLimits.FailClosed}
+}
+
+// all spends n units for the request's student, all or none. It reports
+// whether the request may go on; otherwise it has answered: 429 with
+// Retry-After when the allowance cannot cover n now, 503 when failing
+// closed.
+func (a carriedAllowance) all(w http.ResponseWriter, r *http.Request, n int) bool {
+	if n <= 0 {
+		return true
+	}
+	d, err := a.limiter.AllowN(r.Context(), ratelimit.GroupSwipes, studentFrom(r.Context()), n)
+	if err != nil {
+		return a.failed(w, r, err)
+	}
+	if d.Allowed {
+		return true
+	}
+	a.m.RateLimited.WithLabelValues(string(ratelimit.GroupSwipes)).Inc()
+	secs := retrySeconds(d.RetryAfter)
+	setRateHeaders(w.Header(), d)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	msg := fmt.Sprintf("the %d swipes sent along need %d of the swipes allowance, %d is left; retry in %d s",
+		n, n, d.Remaining, secs)
+	if n > d.Limit {
+		msg = fmt.Sprintf("%d swipes sent along are more than the whole swipes allowance (%d); send at most %d at a time",
+			n, d.Limit, d.Limit)
+	}
+	respondErr(w, r, a.log, &domain.Error{Kind: domain.KindRateLimited, Code: domain.CodeRateLimited, Message: msg,
+		Details: map[string]any{"group": string(ratelimit.GroupSwipes), "limit": d.Limit, "swipes": n,
+			"retry_after_seconds": secs}})
+	return false
+}
+
+// atMost spends up to n units for the request's student and returns how
+// many swipes may be recorded (-1: no limit, the limiter could not count)
+// and, when fewer than n, how long until the rest may be. ok is false when
+// it has answered (503, failing closed).
+func (a carriedAllowance) atMost(w http.ResponseWriter, r *http.Request, n int) (allowance int, retryAfter time.Duration, ok bool) {
+	if n <= 0 {
+		return 0, 0, true
+	}
+	d, err := a.limiter.AllowAtMost(r.Context(), ratelimit.GroupSwipes, studentFrom(r.Context()), n)
+	if err != nil {
+		return -1, 0, a.failed(w, r, err)
+	}
+	if !d.Allowed {
+		a.m.RateLimited.WithLabelValues(string(ratelimit.GroupSwipes)).Inc()
+		return d.Granted, d.RetryAfter, true
+	}
+	return d.Granted, 0, true
+}
+
+// failed applies the fail-open/closed policy to a limiter error and
+// reports whether the request may go on.
+func (a carriedAllowance) failed(w http.ResponseWriter, r *http.Request, err error) bool {
+	group := string(ratelimit.GroupSwipes)
+	if a.failClosed {
+		a.m.RateLimitFailure.WithLabelValues(group, "denied").Inc()
+		respondErr(w, r, a.log, domain.Unavailable("rate limiting", err))
+		return false
+	}
+	a.m.RateLimitFailure.WithLabelValues(group, "allowed").Inc()
+	if !errors.Is(err, ratelimit.ErrUnavailable) {
+		a.log.WarnContext(r.Context(), "rate limiter unavailable, recording carried swipes without a limit",
+			"group", group, "request_id", RequestIDFrom(r.Context()), "err", err)
+	}
+	return true
+}
+
+// retrySeconds is a Retry-After in whole seconds, rounded up, at least 1.
+func retrySeconds(d time.Duration) int {
+	return max(int(math.Ceil(d.Seconds())), 1)
+}

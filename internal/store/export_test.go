@@ -1,0 +1,11 @@
+package store
+
+// The statements whose plans a test checks for index use.
+const (
+	DeleteFinalDeliveriesSQL = deleteFinalDeliveries
+	DeletePublishedOutboxSQL = deletePublishedOutbox
+	ExportOutboxSQL          = exportOutboxQuery
+	ExportDeliveriesSQL      = exportDeliveriesQuery
+	DeleteEventsSQL          = deleteEvents
+	AnonymiseSwipesSQL       = anonymiseSwipes
+)
