@@ -297,6 +297,7 @@ func (r *runner) swipe(ctx context.Context) error {
 		return err
 	}
 	r.printStatements(stmts, swipes)
+	r.printFootprint(ctx)
 	return nil
 }
 
