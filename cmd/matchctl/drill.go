@@ -52,8 +52,8 @@ func runDrill(ctx context.Context, e env, args []string) error {
 	switch {
 	case len(pos) > 0:
 		return usageErr("unexpected argument %q", pos[0])
-	case *students < 1 || *clients < 1 || *rate <= 0 || *kills < 1:
-		return usageErr("--students, --clients, --rate and --kills must be positive")
+	case *students < 2 || *clients < 1 || *rate <= 0 || *kills < 1:
+		return usageErr("--students must be at least 2; --clients, --rate and --kills positive")
 	case len(e.cfg.HS256Secret) == 0:
 		return usageErr("AUTH_HS256_SECRET must be set: the API is started with it and the load signs its token with it")
 	}

@@ -242,7 +242,8 @@ func runDrill(ctx context.Context, c Config, st *stack, pool *pgxpool.Pool, recv
 		return Result{}, err
 	}
 	faultEnd := time.Now()
-	c.logf("%s: fault over; load goes on for %s", name, c.After)
+	l.quieten()
+	c.logf("%s: fault over; load goes on for %s for half the students", name, c.After)
 	if err := sleep(ctx, c.After); err != nil {
 		return Result{}, err
 	}

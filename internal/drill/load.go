@@ -43,6 +43,7 @@ type load struct {
 	decks    map[string][]string // each student's schools not swiped yet
 
 	mu      sync.Mutex
+	active  []string // the students new swipes are for
 	swipes  map[string]*swipe
 	retries []*swipe
 	stats   answers
@@ -94,7 +95,7 @@ const (
 func newLoad(api, token string, students, schools []string, conns int) *load {
 	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, IdleConnTimeout: time.Minute, DisableCompression: true}
 	l := &load{client: &http.Client{Transport: tr, Timeout: requestTimeout}, api: api, token: token,
-		students: students, decks: map[string][]string{}, swipes: map[string]*swipe{},
+		students: students, active: students, decks: map[string][]string{}, swipes: map[string]*swipe{},
 		stats: answers{other: map[string]int{}}}
 	for _, s := range students {
 		deck := make([]string, len(schools))
@@ -224,6 +225,16 @@ func (l *load) run(rate float64, clients int, stop <-chan struct{}) {
 	wg.Wait()
 }
 
+// quieten makes the first half of the students stop swiping (their
+// retries still go): students who swiped during the fault and then did
+// nothing more, so no later swipe of theirs makes up for a learn task or an
+// event the fault lost.
+func (l *load) quieten() {
+	l.mu.Lock()
+	l.active = l.students[len(l.students)/2:]
+	l.mu.Unlock()
+}
+
 // nextSwipe is a retry that is due, else a new swipe of a random student
 // on a school they have not swiped.
 func (l *load) nextSwipe() *swipe {
@@ -236,7 +247,7 @@ func (l *load) nextSwipe() *swipe {
 			return s
 		}
 	}
-	student := l.students[rand.IntN(len(l.students))]
+	student := l.active[rand.IntN(len(l.active))]
 	deck := l.decks[student]
 	school := deck[0]
 	l.decks[student] = deck[1:]

@@ -20,8 +20,9 @@ import (
 // every correctly signed swipe.recorded post with 204 and remembers the
 // outbox row each one announces (its webhook-id is msg_<outbox id>_<key>).
 type receiver struct {
-	key []byte
-	srv *http.Server
+	key  []byte
+	srv  *http.Server
+	addr string
 
 	mu       sync.Mutex
 	events   map[int64]struct{}
@@ -34,7 +35,7 @@ func startReceiver(addr string, key []byte) (*receiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &receiver{key: key, events: map[int64]struct{}{}}
+	r := &receiver{key: key, addr: ln.Addr().String(), events: map[int64]struct{}{}}
 	r.srv = &http.Server{Handler: http.HandlerFunc(r.serve), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := r.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
