@@ -100,9 +100,11 @@ type Result struct {
 	// AnswersBack: from the end of the fault to the last answer that was
 	// not 2xx (0 when none came after it).
 	AnswersBack time.Duration
-	// Converged: from the end of the fault until every swipe was learned
-	// and every event delivered (-1: not within the bounds).
-	Converged time.Duration
+	// Learned, Delivered: from the end of the fault until every swipe was
+	// in its student's learned state, every event delivered (-1: not
+	// within the bounds).
+	Learned   time.Duration
+	Delivered time.Duration
 	Fault     string // what was done
 	Problems  []string
 	Exited    []string // processes that ended on their own
@@ -177,7 +179,7 @@ func verdictWord(r Result) string {
 
 func (c Config) logf(format string, args ...any) {
 	if c.Log != nil {
-		fmt.Fprintf(c.Log, "drill: "+format+"\n", args...)
+		fmt.Fprintf(c.Log, "drill: %s "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, args...)...)
 	}
 }
 
@@ -251,7 +253,7 @@ func runDrill(ctx context.Context, c Config, st *stack, pool *pgxpool.Pool, recv
 	l.drain(15 * time.Second)
 	c.logf("%s: load stopped; checking (learned within %s, delivered within %s of the fault's end)", name, c.LearnWithin, c.DeliverWithin)
 
-	res := Result{Name: name, Fault: fault, Converged: -1}
+	res := Result{Name: name, Fault: fault, Learned: -1, Delivered: -1}
 	atBound := -1 // students unlearned once LearnWithin had passed
 	for {
 		sent, ans := l.snapshot()
@@ -261,23 +263,23 @@ func runDrill(ctx context.Context, c Config, st *stack, pool *pgxpool.Pool, recv
 		}
 		fill(&res, sent, ans, v, faultEnd)
 		since := time.Since(faultEnd)
-		if v.unlearned == 0 && v.undelivered == 0 {
-			res.Converged = since
-			break
+		if res.Learned < 0 && v.unlearned == 0 {
+			res.Learned = since
+		}
+		if res.Delivered < 0 && v.undelivered == 0 {
+			res.Delivered = since
 		}
 		if atBound < 0 && since >= c.LearnWithin {
 			atBound = v.unlearned
 		}
-		if since >= max(c.LearnWithin, c.DeliverWithin) {
+		if res.Learned >= 0 && res.Delivered >= 0 || since >= max(c.LearnWithin, c.DeliverWithin) {
 			break
 		}
 		if err := sleep(ctx, time.Second); err != nil {
 			return Result{}, err
 		}
 	}
-	if atBound >= 0 {
-		res.Unlearned = atBound
-	}
+	res.Unlearned = max(atBound, 0)
 	res.Exited = st.exited()
 	return res, nil
 }
@@ -306,10 +308,11 @@ func killWorker(ctx context.Context, c Config, st *stack) (string, error) {
 		if err := sleep(ctx, c.Pause); err != nil {
 			return "", err
 		}
+		started := time.Now()
 		if err := st.startWorker(ctx); err != nil {
 			return "", fmt.Errorf("restart %d: %w", i+1, err)
 		}
-		c.logf("%s: worker killed and started again (%d/%d)", WorkerKill, i+1, c.Kills)
+		c.logf("%s: worker killed and started again (%d/%d), ready in %s", WorkerKill, i+1, c.Kills, secs(time.Since(started)))
 	}
 	return fmt.Sprintf("worker SIGKILLed %d times, %s down each time", c.Kills, c.Pause), nil
 }
@@ -353,16 +356,13 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // writeSummary prints the table of every drill and the notes under it.
 func writeSummary(w io.Writer, c Config, results []Result) {
-	fmt.Fprintf(w, "\n| drill | swipes sent | requests | 2xx | 503 | other | lost | doubled | unlearned after %s | undelivered events | non-2xx until | converged after | |\n",
+	fmt.Fprintf(w, "\n| drill | swipes sent | requests | 2xx | 503 | other | lost | doubled | unlearned after %s | undelivered events | non-2xx until | all learned after | all delivered after | |\n",
 		short(c.LearnWithin))
-	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range results {
-		conv := "not within bounds"
-		if r.Converged >= 0 {
-			conv = secs(r.Converged)
-		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | **%s** |\n", r.Name, r.Swipes, r.Requests,
-			r.Acked, r.Status503, r.Other, r.Lost, r.Doubled, r.Unlearned, r.Undelivered, secs(r.AnswersBack), conv, verdictWord(r))
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s | **%s** |\n", r.Name, r.Swipes, r.Requests,
+			r.Acked, r.Status503, r.Other, r.Lost, r.Doubled, r.Unlearned, r.Undelivered, secs(r.AnswersBack),
+			within(r.Learned), within(r.Delivered), verdictWord(r))
 	}
 	fmt.Fprintln(w)
 	for _, r := range results {
@@ -379,6 +379,14 @@ func writeSummary(w io.Writer, c Config, results []Result) {
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// within is a time to converge, or "no" when it did not within the bounds.
+func within(d time.Duration) string {
+	if d < 0 {
+		return "no"
+	}
+	return secs(d)
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
