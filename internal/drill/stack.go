@@ -54,7 +54,6 @@ type stack struct {
 // Addresses of the stack: Config.Port is the API, +1 the webhook receiver,
 // +2 the API's operations port, +3 the worker's.
 func (s *stack) apiURL() string   { return fmt.Sprintf("http://127.0.0.1:%d", s.c.Port) }
-func (s *stack) receiver() string { return fmt.Sprintf("127.0.0.1:%d", s.c.Port+1) }
 func (s *stack) apiOps() string   { return fmt.Sprintf("http://127.0.0.1:%d", s.c.Port+2) }
 func (s *stack) workerOps() string {
 	return fmt.Sprintf("http://127.0.0.1:%d", s.c.Port+3)
