@@ -46,15 +46,14 @@ type stack struct {
 	proxy *faultproxy.Proxy
 	env   []string // the API's and the worker's environment
 
-	mu     sync.Mutex
-	procs  map[string]*proc
-	starts map[string]int
+	mu    sync.Mutex
+	procs map[string]*proc
 }
 
 // Addresses of the stack: Config.Port is the API, +1 the webhook receiver,
 // +2 the API's operations port, +3 the worker's.
-func (s *stack) apiURL() string   { return fmt.Sprintf("http://127.0.0.1:%d", s.c.Port) }
-func (s *stack) apiOps() string   { return fmt.Sprintf("http://127.0.0.1:%d", s.c.Port+2) }
+func (s *stack) apiURL() string { return fmt.Sprintf("http://127.0.0.1:%d", s.c.Port) }
+func (s *stack) apiOps() string { return fmt.Sprintf("http://127.0.0.1:%d", s.c.Port+2) }
 func (s *stack) workerOps() string {
 	return fmt.Sprintf("http://127.0.0.1:%d", s.c.Port+3)
 }
@@ -67,7 +66,7 @@ func startStack(ctx context.Context, c Config, hooks string) (*stack, error) {
 	if err != nil || pg.Host == "" || pg.Port() == "" {
 		return nil, fmt.Errorf("DATABASE_URL must be a postgres:// URL with a host and port")
 	}
-	s := &stack{c: c, procs: map[string]*proc{}, starts: map[string]int{}}
+	s := &stack{c: c, procs: map[string]*proc{}}
 	if s.proxy, err = faultproxy.Start(pg.Host); err != nil {
 		return nil, err
 	}
@@ -165,7 +164,6 @@ func (s *stack) start(name, bin string, env []string, args ...string) error {
 	}()
 	s.mu.Lock()
 	s.procs[name] = p
-	s.starts[name]++
 	s.mu.Unlock()
 	return s.writePIDs()
 }
