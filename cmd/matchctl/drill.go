@@ -44,7 +44,7 @@ func runDrill(ctx context.Context, e env, args []string) error {
 	pause := fs.Duration("pause", time.Second, "worker-kill, redis-restart: how long the process stays down")
 	hole := fs.Duration("blackhole", 30*time.Second, "postgres-blackhole: how long nothing is forwarded")
 	learn := fs.Duration("learn-within", time.Minute, "every swipe is learned this long after the fault ended")
-	deliver := fs.Duration("deliver-within", 90*time.Second, "every event is delivered this long after the fault ended")
+	deliver := fs.Duration("deliver-within", 150*time.Second, "every event is delivered this long after the fault ended")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
