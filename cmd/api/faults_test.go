@@ -216,6 +216,16 @@ func TestPostgresBlackholed(t *testing.T) {
 	}
 	t.Logf("%d swipes at once while PostgreSQL does not answer: all 503, the slowest in %v", many, slowest.Round(time.Millisecond))
 
+	// The writes that carry swipes end in time too.
+	at := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	requireUnavailable(t, f.call(t, student, "POST", "/continuous-feed", map[string]any{"student_id": student, "limit": 5,
+		"swipes": []any{map[string]any{"school_id": ids[1], "direction": "right", "swipe_id": uuid.NewString()}}}))
+	requireUnavailable(t, f.call(t, student, "POST", "/m/sync/push", map[string]any{"student_id": student,
+		"changes": []any{map[string]any{"id": uuid.NewString(), "type": "swipe", "school_id": ids[1],
+			"direction": "left", "occurred_at": at}}}))
+	requireUnavailable(t, f.call(t, student, "POST", "/feedback", map[string]any{"student_id": student,
+		"school_id": ids[0], "reason": "too_expensive"}))
+
 	// The stored feed does not need PostgreSQL.
 	for range 3 {
 		a, got := f.feed(t, student)
