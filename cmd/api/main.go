@@ -90,6 +90,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	}
 
 	reg := metrics.NewRegistry()
+	metrics.NewDBPool(reg, pool.Stat)
 
 	// The school catalogue is held in memory: loaded before the API listens,
 	// refreshed in the background when the store's catalogue version moves.
