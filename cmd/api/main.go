@@ -90,11 +90,15 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	}
 
 	reg := metrics.NewRegistry()
+	metrics.NewDBPool(reg, pool.Stat)
 
 	// The school catalogue is held in memory: loaded before the API listens,
 	// refreshed in the background when the store's catalogue version moves.
 	qm := query.NewMetrics(reg)
-	catalog := active.NewHolder(db, log, active.NewMetrics(reg), active.DefaultPoll)
+	// It is read off the request path, so its reads get the worker's
+	// longer bound: a catalogue ten times today's still loads.
+	catalog := active.NewHolder(store.NewLimited(pool, store.Limits{Call: store.WorkerCallTimeout, Acquire: store.WorkerAcquireTimeout}),
+		log, active.NewMetrics(reg), active.DefaultPoll)
 	if err := catalog.Load(ctx); err != nil {
 		return fmt.Errorf("load the school catalogue: %w", err)
 	}

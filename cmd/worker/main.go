@@ -137,6 +137,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	queue := handover.NewClient(rdb, handover.NewQueuer())
 
 	reg := metrics.NewRegistry()
+	metrics.NewDBPool(reg, pool.Stat)
 	taskMetrics := tasks.NewTaskMetrics(reg)
 	webhookMetrics := tasks.NewWebhookMetrics(reg)
 
