@@ -13,13 +13,17 @@
 #   - two API replicas (127.0.0.1:18201-18202, operations 18211-18212) and two worker replicas
 #     (operations 18221-18222), built by make build, behind a round-robin proxy on
 #     127.0.0.1:18200 (internal/scaleout/rrproxy);
-#   - one webhook subscriber, 127.0.0.1:18230, which the end-to-end tests run;
+#   - one webhook subscriber, 127.0.0.1:18230, which the end-to-end tests run (every replica
+#     is given its WEBHOOK_ENDPOINTS_FILE);
 # then runs the end-to-end tests of internal/e2e against the proxy: onboarding, category
 # swipes, exact counts and phases, idempotent retries, ETag/304, sync exactly once, shared
 # rate limits, webhooks; and a swipe load during which a disruption runs:
 #   cluster:  a worker replica killed with SIGKILL (and started again), then every Redis node
 #             killed and started again empty;
 #   sentinel: a Sentinel failover (SENTINEL FAILOVER).
+# On the cluster it also checks that the replicas agree on the webhook subscriber list
+# (matching_webhook_config_mismatch 0) and that an API started with another list reports the
+# difference (gauge and log), as the workers do at their next refresh.
 # After each load every acknowledged swipe must be in PostgreSQL exactly once and delivered
 # to the subscriber, and every student must be able to swipe again. The figures of each load
 # are printed at the end.
@@ -70,6 +74,7 @@ start_proc() {
 		exec "$@"
 	) >>"$dir/$name.log" 2>&1 </dev/null &
 	echo $! >"$dir/pids/$name"
+	disown $! 2>/dev/null || true
 }
 
 # stop_proc NAME: SIGTERM, then SIGKILL after 15 s.
@@ -121,7 +126,7 @@ start_fleet() {
 
 stop_fleet() {
 	local name
-	for name in proxy api-0 api-1 worker-0 worker-1; do stop_proc "$name"; done
+	for name in proxy api-0 api-1 api-other worker-0 worker-1; do stop_proc "$name"; done
 	if [[ -f $dir/proxy.log ]]; then
 		grep -h 'rrproxy: .*requests' "$dir/proxy.log" | tail -1 >&2 || true
 	fi
@@ -242,6 +247,55 @@ e2e() {
 	while IFS= read -r line; do summaries+=("$line"); done < <(grep '^scaleout summary' "$out" || true)
 }
 
+# metric URL NAME: the value of an unlabelled metric at URL.
+metric() { curl -fsS --max-time 2 "$1" 2>/dev/null | awk -v n="$2" '$1 == n {print $2}'; }
+
+# check_agreement: every replica reads the same webhook subscriber list
+# (matching_webhook_config_mismatch 0); an API started with another list
+# says so at start, in its log and gauge, and the workers see it within
+# their 30 s refresh.
+check_agreement() {
+	local i url
+	for url in "${api_ops[@]}" "${worker_ops[@]}"; do
+		url="http://127.0.0.1:$url/metrics"
+		[[ $(metric "$url" matching_webhook_config_mismatch) == 0 ]] || {
+			log "agreement: $url does not show matching_webhook_config_mismatch 0"
+			return 1
+		}
+	done
+	sed 's|/hooks$|/other-hooks|' "$dir/webhooks.yaml" >"$dir/webhooks-other.yaml"
+	start_proc api-other env HTTP_ADDR=127.0.0.1:18203 OPS_ADDR=127.0.0.1:18213 \
+		WEBHOOK_ENDPOINTS_FILE="$dir/webhooks-other.yaml" "$root/bin/api"
+	wait_http http://127.0.0.1:18213/readyz 60
+	local deadline=$((SECONDS + 10))
+	until [[ $(metric http://127.0.0.1:18213/metrics matching_webhook_config_mismatch) == 1 ]]; do
+		if ((SECONDS >= deadline)); then
+			log "agreement: an API with another subscriber list does not show matching_webhook_config_mismatch 1"
+			stop_proc api-other
+			return 1
+		fi
+		sleep 0.2
+	done
+	grep -q 'differs across the fleet' "$dir/api-other.log" || {
+		log "agreement: the API with another subscriber list logged no difference"
+		stop_proc api-other
+		return 1
+	}
+	local t0=$SECONDS
+	deadline=$((SECONDS + 40))
+	until [[ $(metric "http://127.0.0.1:${worker_ops[0]}/metrics" matching_webhook_config_mismatch) == 1 ]]; do
+		if ((SECONDS >= deadline)); then
+			log "agreement: worker 0 did not see the other list within 40 s"
+			stop_proc api-other
+			return 1
+		fi
+		sleep 0.5
+	done
+	stop_proc api-other
+	log "agreement: all replicas agree; an API with another list showed the mismatch at start, worker 0 $((SECONDS - t0)) s later"
+	summaries+=("scaleout agreement [cluster]: 4 replicas matching_webhook_config_mismatch 0; an API started with another subscriber list: 1 at start and logged; worker 0: 1 within $((SECONDS - t0)) s")
+}
+
 checks='^(TestOnboardingAndCategories|TestSwipeCountsAndPhases|TestIdempotentRetry|TestRecommendationsETag|TestSyncPushPullExactlyOnce|TestRateLimitSharedAcrossReplicas|TestWebhooksDelivered)$'
 failed=0
 for topology in "${topologies[@]}"; do
@@ -253,6 +307,7 @@ for topology in "${topologies[@]}"; do
 		start_fleet
 		log "cluster: 2 API and 2 worker replicas on $redis_url, through PgBouncer"
 		e2e "cluster" "$checks" || failed=1
+		check_agreement || failed=1
 		e2e "cluster, worker SIGKILL" '^TestSwipeLoad$' "$root/scripts/scaleout.sh kill-worker" || failed=1
 		e2e "cluster, Redis restarted empty" '^TestSwipeLoad$' "$root/scripts/redis-cluster.sh restart $cluster_port" || failed=1
 		stop_fleet
