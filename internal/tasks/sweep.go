@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,6 +81,13 @@ type LearnSweep struct {
 	cfg    LearnSweepConfig
 	queued prometheus.Counter
 	passes *prometheus.CounterVec
+
+	// owed is what the last pass found unlearned. A debt a whole pass
+	// later is queued under an id of its own: the task the write queued
+	// may be held by a worker that died (asynq keeps it active until its
+	// lease runs out and its recoverer sends it to retry, a minute or
+	// more), and a task under the same id would be refused meanwhile.
+	owed map[domain.Unlearned]bool
 }
 
 // NewLearnSweep builds the sweep; its collectors are registered on reg.
@@ -151,11 +159,20 @@ func (s *LearnSweep) pass(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	queued := 0
-	if len(debts) > 0 {
+	if len(debts) == 0 {
+		s.owed = nil
+	} else {
 		jobs := make([]handover.Job, len(debts))
+		owed := make(map[domain.Unlearned]bool, len(debts))
+		again := ":sweep-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
 		for i, d := range debts {
 			jobs[i] = LearnJob(d.StudentID, d.Version, d.LastFeedbackID)
+			if s.owed[d] {
+				jobs[i].ID += again
+			}
+			owed[d] = true
 		}
+		s.owed = owed
 		if queued, err = s.q.Queue(ctx, jobs...); err != nil {
 			return 0, err // the cursor stays: the next pass finds them again
 		}
