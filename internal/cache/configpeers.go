@@ -15,8 +15,11 @@ import (
 // tell whether the others read the same one. One hash per configuration,
 // cfg:v1:{NAME}: a field per process (its member id), whose value is
 // "<fingerprint> <unix ms of its last publication>". A process publishes
-// again every few seconds; a field not refreshed within the TTL belongs to a
-// process that is gone and is removed. The key expires when no process
+// again every webhook.AgreementInterval (30 s); a field not refreshed
+// within the TTL (three intervals) belongs to a process that is gone and is
+// removed. Ages are read on the publishing processes' clocks, so clocks
+// more than a TTL apart would make a live peer look gone: keep them in
+// NTP's usual sync. The key expires when no process
 // publishes any more.
 type ConfigPeers struct {
 	rdb    redis.UniversalClient

@@ -17,5 +17,6 @@
 //	E2E_LOAD_SECONDS    length of the swipe load (default 12)
 //	E2E_LOAD_STUDENTS   students swiping at once (default 16)
 //	E2E_DISRUPT         a shell command run halfway through the load
+//	E2E_LABEL           a name for the run in the load test's summary line
 //	E2E_WAIT            how long delivery and recovery may take (default 3m)
 package e2e

@@ -3,7 +3,6 @@ package tasks
 import (
 	"context"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,12 +82,17 @@ type LearnSweep struct {
 	passes *prometheus.CounterVec
 
 	// owed is what the last pass found unlearned. A debt a whole pass
-	// later is queued under an id of its own: the task the write queued
-	// may be held by a worker that died (asynq keeps it active until its
-	// lease runs out and its recoverer sends it to retry, a minute or
-	// more), and a task under the same id would be refused meanwhile.
+	// later is queued under a second id (sweepIDSuffix): the task the write
+	// queued may be held by a worker that died (asynq keeps it active
+	// until its lease runs out and its recoverer sends it to retry, a
+	// minute or more), and a task under its id is refused meanwhile. One
+	// second id, not one per pass, so a debt that is only waiting in a
+	// long queue adds one task at most.
 	owed map[domain.Unlearned]bool
 }
+
+// sweepIDSuffix makes the second id of a learn task the sweep queues.
+const sweepIDSuffix = ":sweep"
 
 // NewLearnSweep builds the sweep; its collectors are registered on reg.
 func NewLearnSweep(log *slog.Logger, debts LearnDebts, q Queue, leader Leader, reg prometheus.Registerer, cfg LearnSweepConfig) *LearnSweep {
@@ -164,11 +168,10 @@ func (s *LearnSweep) pass(ctx context.Context) (int, error) {
 	} else {
 		jobs := make([]handover.Job, len(debts))
 		owed := make(map[domain.Unlearned]bool, len(debts))
-		again := ":sweep-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
 		for i, d := range debts {
 			jobs[i] = LearnJob(d.StudentID, d.Version, d.LastFeedbackID)
 			if s.owed[d] {
-				jobs[i].ID += again
+				jobs[i].ID += sweepIDSuffix
 			}
 			owed[d] = true
 		}
