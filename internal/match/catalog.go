@@ -27,6 +27,7 @@ type Catalog struct {
 	price    [domain.IncomeBands + 1][]float32 // [income band, then income unknown][school]
 	priceSrc [domain.IncomeBands + 1][]uint8
 	byID     map[string]int
+	region   []int8 // census region index (regionNames) of each school, by its state first; -1 when unknown
 }
 
 // nMajors is the number of fields of study program shares are kept for.
@@ -134,6 +135,7 @@ func NewCatalog(schools []domain.School) *Catalog {
 		cold:     make([]coldFeatures, n),
 		programs: make([][]float64, nMajors),
 		byID:     make(map[string]int, n),
+		region:   make([]int8, n),
 	}
 	slices.SortStableFunc(c.Schools, func(a, b domain.School) int { return cmp.Compare(a.ID, b.ID) })
 	for j := range c.programs {
@@ -147,6 +149,10 @@ func NewCatalog(schools []domain.School) *Catalog {
 			c.byID[c.Schools[i].ID] = i
 		}
 		c.fill(i)
+		c.region[i] = int8(regionIndex(c.Schools[i].Region))
+		if st := c.feat[i].state; st >= 0 {
+			c.region[i] = stateRegion[st]
+		}
 	}
 	return c
 }

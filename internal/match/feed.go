@@ -86,7 +86,16 @@ const (
 	ProbeOtherSize     = "other_size"
 )
 
-var probeKinds = [...]string{ProbePricier, ProbeMoreSelective, ProbeFarther, ProbeOtherSize}
+var probeKinds = [...]string{probePricier: ProbePricier, probeMoreSelective: ProbeMoreSelective,
+	probeFarther: ProbeFarther, probeOtherSize: ProbeOtherSize}
+
+// Positions of the probe kinds in probeKinds.
+const (
+	probePricier = iota
+	probeMoreSelective
+	probeFarther
+	probeOtherSize
+)
 
 // ExplorationStrategy chooses how exploration slots are filled.
 type ExplorationStrategy uint8
@@ -220,12 +229,7 @@ var stateRegion = func() []int8 {
 }()
 
 // region is the census region index of school i, -1 when unknown.
-func (a *assembler) region(i int) int {
-	if st := a.cat.feat[i].state; st >= 0 {
-		return int(stateRegion[st])
-	}
-	return regionIndex(a.cat.Schools[i].Region)
-}
+func (a *assembler) region(i int) int { return int(a.cat.region[i]) }
 
 // schoolRegion is the school's census region, from its state when the
 // record has none.
@@ -273,8 +277,15 @@ type assembler struct {
 	// exploration
 	cov     [nParams][nParams]float64 // covariance after the picks made so far
 	version int                       // bumped by every pick; starts at 1
-	cands   map[int32]int32           // position in Ranked -> index in cand
+	candAt  []int32                   // by position in Ranked: 1 + index in cand, 0 when not computed
 	cand    []exploreCand
+	slope   [nWeights]float64 // Model.featureSlopes
+
+	// buffers of page
+	kinds  []uint8
+	items  []FeedItem
+	filled []bool
+	picks  []int32
 }
 
 // probeMatches are the schools of one band found past one boundary so far.
@@ -339,9 +350,10 @@ func newAssembler(in *FeedInput, page int) *assembler {
 		bandOf:  make([]GeoBand, cat.Len()),
 		cov:     m.cov,
 		version: 1,
-		cands:   make(map[int32]int32, 256),
+		candAt:  make([]int32, len(in.Ranked)),
 		cand:    make([]exploreCand, 0, 256),
 	}
+	a.slope = m.featureSlopes()
 	if !(a.maxDist > 0) || math.IsInf(a.maxDist, 0) {
 		a.maxDist = domain.DefaultMaxDistanceMiles
 	}
@@ -455,7 +467,13 @@ func chain(b GeoBand) [nGeoBands]GeoBand {
 // them to out. It reports false when the catalogue ran out.
 func (a *assembler) page(start, n int, out *[]FeedItem) bool {
 	pattern := a.pattern
-	kinds := make([]uint8, n)
+	if cap(a.kinds) < n {
+		a.kinds, a.items, a.filled = make([]uint8, n), make([]FeedItem, n), make([]bool, n)
+	}
+	kinds, items, filled := a.kinds[:n], a.items[:n], a.filled[:n]
+	clear(kinds)
+	clear(items)
+	clear(filled)
 	swipes := max(0, a.in.Swipes)
 	for k := range n {
 		p := start + k + 1
@@ -470,10 +488,8 @@ func (a *assembler) page(start, n int, out *[]FeedItem) bool {
 			}
 		}
 	}
-	items := make([]FeedItem, n)
-	filled := make([]bool, n)
 	// Ranked picks of the page, band by band, then put in ranked order.
-	var exploit []int32
+	exploit := a.picks[:0]
 	for k := range n {
 		if kinds[k] == slotExploit {
 			if pos, ok := a.next(pattern[k]); ok {
@@ -483,6 +499,7 @@ func (a *assembler) page(start, n int, out *[]FeedItem) bool {
 		}
 	}
 	sortPositions(exploit)
+	a.picks = exploit
 	e := 0
 	for k := range n {
 		if kinds[k] == slotExploit && e < len(exploit) {
@@ -611,18 +628,18 @@ func (a *assembler) pastBoundary(kind int, s *Scored) bool {
 	i := int(s.Index)
 	f := &a.cat.feat[i]
 	sc := &a.le.sc
-	switch probeKinds[kind] {
-	case ProbePricier:
+	switch kind {
+	case probePricier:
 		price, src := float64(sc.price[i]), sc.priceSrc[i]
 		if src == srcTuition {
 			price, src = sc.tuition(f)
 		}
 		return src != srcNone && price > a.budget && price <= a.priceHi
-	case ProbeMoreSelective:
+	case probeMoreSelective:
 		return f.selK > 0 && float64(f.selLevel) > a.selLo && float64(f.selLevel) <= a.selHi
-	case ProbeFarther:
+	case probeFarther:
 		return s.Distance > a.maxDist && s.Distance <= a.distHi
-	case ProbeOtherSize:
+	case probeOtherSize:
 		d := math.Abs(float64(f.sizeScale) - sc.sizePref)
 		return f.hasSize && d >= a.sizeLo && d <= a.sizeHi
 	}
@@ -672,19 +689,19 @@ func (a *assembler) explore(b GeoBand) (int32, bool) {
 // candidate is the linearised model at the school at position pos of
 // Ranked, computed once.
 func (a *assembler) candidate(pos int32) *exploreCand {
-	if k, ok := a.cands[pos]; ok {
-		return &a.cand[k]
+	if k := a.candAt[pos]; k > 0 {
+		return &a.cand[k-1]
 	}
 	i := int(a.in.Ranked[pos].Index)
 	var b breakdown
 	s, g := a.le.eval(i, &b)
-	x, z, ok := a.m.features(s, g)
+	x, z, ok := a.m.featuresWith(&a.slope, s, g)
 	c := exploreCand{u: float64(splitmix64(a.in.Seed^uint64(i))>>11) / (1 << 53)}
 	if ok {
 		c.x, c.z = x, z
 	}
-	a.cands[pos] = int32(len(a.cand))
 	a.cand = append(a.cand, c)
+	a.candAt[pos] = int32(len(a.cand))
 	return &a.cand[len(a.cand)-1]
 }
 

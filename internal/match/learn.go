@@ -764,12 +764,32 @@ func (m Model) linearise(p Profile, cat *Catalog, idx int) (x [nParams]float64, 
 // features turns a score and its gradient in the weights into the linear
 // predictor's gradient in the parameters (logit weights and threshold).
 func (m *Model) features(s float64, g [nWeights]float64) (x [nParams]float64, z float64, ok bool) {
+	slope := m.featureSlopes()
+	return m.featuresWith(&slope, s, g)
+}
+
+// featureSlopes are the importances at the posterior mean, w =
+// sigmoid(theta), by weight (levels: unused): features multiplies an
+// importance's gradient by w*(1-w), since its logit is the parameter. They
+// depend on the model only, so a caller that linearises many schools
+// computes them once.
+func (m *Model) featureSlopes() (slope [nWeights]float64) {
+	for j := range nWeights {
+		if !isLevel(j) {
+			slope[j] = sigmoid(m.mean[j])
+		}
+	}
+	return slope
+}
+
+// featuresWith is features with the model's featureSlopes.
+func (m *Model) featuresWith(slope *[nWeights]float64, s float64, g [nWeights]float64) (x [nParams]float64, z float64, ok bool) {
 	for j := range nWeights {
 		if isLevel(j) {
 			x[j] = likeSharpness * g[j] // levels are on the [0,1] scale
 			continue
 		}
-		w := sigmoid(m.mean[j])
+		w := slope[j]
 		x[j] = likeSharpness * g[j] * w * (1 - w)
 	}
 	x[pThreshold] = -likeSharpness

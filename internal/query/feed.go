@@ -98,8 +98,12 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 		Excluded: excluded, SwipedRegions: match.RegionsOf(cat.Catalog, swipedIdx),
 		Seed: FeedSeed(in.StudentID, in.TotalSwipes), Size: size,
 	}, make([]Slot, 0, min(size, cat.Len())))
+	idx := make([]int32, len(slots))
 	for i := range slots {
-		slots[i].Score = match.Score(in.Profile, w, cat.Catalog, int(slots[i].Index)).Score
+		idx[i] = slots[i].Index
+	}
+	for i, s := range match.ScoreAll(nil, in.Profile, w, cat.Catalog, idx) {
+		slots[i].Score = s.Score
 	}
 
 	profile, _ := json.Marshal(in.Profile) // plain numbers and strings: cannot fail
