@@ -278,6 +278,7 @@ type assembler struct {
 	cov     [nParams][nParams]float64 // covariance after the picks made so far
 	version int                       // bumped by every pick; starts at 1
 	candAt  []int32                   // by position in Ranked: 1 + index in cand, 0 when not computed
+	entries []int32                   // buffer of probe and explore: indices in cand
 	cand    []exploreCand
 	slope   [nWeights]float64 // Model.featureSlopes
 
@@ -575,18 +576,20 @@ func (a *assembler) next(b GeoBand) (int32, bool) {
 // is (ordinal).
 func (a *assembler) probe(b GeoBand, ordinal int) (int32, string, bool) {
 	for _, c := range chain(b) {
-		best, bestKind, bestV := int32(-1), 0, math.Inf(-1)
+		var pos [len(probeKinds) * ProbePool]int32
+		var kinds [len(probeKinds) * ProbePool]uint8
+		entries := a.entries[:0]
 		for t := range probeKinds {
 			kind := (ordinal + t) % len(probeKinds)
-			for _, pos := range a.pastBoundaryIn(kind, c, ProbePool) {
-				if v, ok := a.beats(a.candidate(pos), bestV); ok {
-					best, bestKind, bestV = pos, kind, v
-				}
+			for _, p := range a.pastBoundaryIn(kind, c, ProbePool) {
+				pos[len(entries)], kinds[len(entries)] = p, uint8(kind)
+				entries = append(entries, a.candIndex(p))
 			}
 		}
-		if best >= 0 {
-			a.observeVirtually(a.candidate(best))
-			return best, probeKinds[bestKind], true
+		a.entries = entries
+		if k := a.best(entries); k >= 0 {
+			a.observeVirtually(&a.cand[entries[k]])
+			return pos[k], probeKinds[kinds[k]], true
 		}
 	}
 	return 0, "", false
@@ -669,28 +672,30 @@ func (a *assembler) explore(b GeoBand) (int32, bool) {
 		if a.in.Exploration == ExploreUniform {
 			return pool[a.rng.IntN(n)], true
 		}
-		best, bestV := -1, math.Inf(-1)
-		var bestC *exploreCand
+		entries := a.entries[:0]
 		for _, pos := range pool[:n] {
-			cand := a.candidate(pos)
-			if v, ok := a.beats(cand, bestV); ok {
-				best, bestV, bestC = int(pos), v, cand
-			}
+			entries = append(entries, a.candIndex(pos))
 		}
-		if best < 0 {
+		a.entries = entries
+		k := a.best(entries)
+		if k < 0 {
 			continue
 		}
-		a.observeVirtually(bestC)
-		return int32(best), true
+		a.observeVirtually(&a.cand[entries[k]])
+		return pool[k], true
 	}
 	return 0, false
 }
 
 // candidate is the linearised model at the school at position pos of
 // Ranked, computed once.
-func (a *assembler) candidate(pos int32) *exploreCand {
+func (a *assembler) candidate(pos int32) *exploreCand { return &a.cand[a.candIndex(pos)] }
+
+// candIndex is candidate's index in a.cand (a pointer into a.cand does not
+// outlive the next candidate computed).
+func (a *assembler) candIndex(pos int32) int32 {
 	if k := a.candAt[pos]; k > 0 {
-		return &a.cand[k-1]
+		return k - 1
 	}
 	i := int(a.in.Ranked[pos].Index)
 	var b breakdown
@@ -702,43 +707,110 @@ func (a *assembler) candidate(pos int32) *exploreCand {
 	}
 	a.cand = append(a.cand, c)
 	a.candAt[pos] = int32(len(a.cand))
-	return &a.cand[len(a.cand)-1]
+	return int32(len(a.cand) - 1)
 }
 
-// beats reports whether candidate c's value beats best, and its value. A
-// candidate's value is p(1-p)*v, a monotone function of its
-// Prediction.Information, under the covariance left by the picks so far,
-// with a little seeded jitter so that near-ties
-// do not go the same way for every student. A pick only takes variance
-// away, so a value never rises: a value computed earlier is an upper
-// bound, and a candidate whose bound does not beat best is not recomputed.
-func (a *assembler) beats(c *exploreCand, best float64) (float64, bool) {
-	if c.stamp != 0 && (c.stamp == a.version || c.value <= best) {
-		return c.value, c.value > best
+// best is the entry of entries (indices in a.cand) whose candidate has the
+// highest value, the first of equal ones, or -1 when there are none: what
+// going through the entries in order and keeping the best value finds.
+// Candidates never valued, or valued since the last pick, are valued
+// first. A value computed before the last pick bounds the candidate's
+// value now (see value), so such a candidate is valued again only when its
+// bound reaches the best value found, highest bound first.
+func (a *assembler) best(entries []int32) int {
+	const most = len(probeKinds) * ProbePool
+	var valued [most]bool
+	var stale [most]uint8
+	ns := 0
+	bestV := math.Inf(-1)
+	for k, ci := range entries {
+		c := &a.cand[ci]
+		if c.stamp != 0 && c.stamp != a.version {
+			stale[ns] = uint8(k)
+			ns++
+			continue
+		}
+		valued[k] = true
+		if v := a.value(c); v > bestV {
+			bestV = v
+		}
 	}
-	like, _, vw := moments(&c.x, c.z, &a.cov)
-	c.value = like * (1 - like) * vw * (1 + 0.1*c.u) // monotone in Information
-	c.stamp = a.version
-	return c.value, c.value > best
+	var bound [most]float64
+	for j, k := range stale[:ns] {
+		bound[j] = a.cand[entries[k]].value
+	}
+	for ns > 0 {
+		// Drop the candidates whose bound is under the best value, and
+		// value the one with the highest bound.
+		next, m := -1, 0
+		for j := range ns {
+			if bound[j] < bestV {
+				continue
+			}
+			stale[m], bound[m] = stale[j], bound[j]
+			if next < 0 || bound[m] > bound[next] {
+				next = m
+			}
+			m++
+		}
+		if next < 0 {
+			break
+		}
+		k := stale[next]
+		valued[k] = true
+		if v := a.value(&a.cand[entries[k]]); v > bestV {
+			bestV = v
+		}
+		m--
+		stale[next], bound[next] = stale[m], bound[m]
+		ns = m
+	}
+	for k := range entries {
+		if valued[k] && a.cand[entries[k]].value == bestV {
+			return k
+		}
+	}
+	return -1
+}
+
+// value is candidate c's value: p(1-p)*v, a monotone function of its
+// Prediction.Information, under the covariance left by the picks so far,
+// with a little seeded jitter so that near-ties do not go the same way for
+// every student. A pick only takes variance away, so a value never rises:
+// a value computed earlier is an upper bound (best relies on it).
+func (a *assembler) value(c *exploreCand) float64 {
+	if c.stamp != a.version {
+		like, _, vw := moments(&c.x, c.z, &a.cov)
+		c.value = like * (1 - like) * vw * (1 + 0.1*c.u) // monotone in Information
+		c.stamp = a.version
+	}
+	return c.value
 }
 
 // observeVirtually takes off the variance a swipe on the candidate would
 // remove, whatever its direction (the variance update of Model.update does
 // not depend on the outcome), so the next pick looks elsewhere.
 func (a *assembler) observeVirtually(c *exploreCand) {
-	var u [nParams]float64
+	var u [nParams]float64 // cov x, unrolled over the columns (nParams is 9)
+	x := &c.x
 	for i := range nParams {
-		for j := range nParams {
-			u[i] += a.cov[i][j] * c.x[j]
-		}
+		r := &a.cov[i]
+		u[i] = r[0]*x[0] + r[1]*x[1] + r[2]*x[2] + r[3]*x[3] + r[4]*x[4] + r[5]*x[5] + r[6]*x[6] + r[7]*x[7] + r[8]*x[8]
 	}
 	like, v, _ := moments(&c.x, c.z, &a.cov)
 	w := like * (1 - like)
 	shrink := w / (1 + v*w)
 	for i := range nParams {
-		for j := range nParams {
-			a.cov[i][j] -= u[i] * u[j] * shrink
-		}
+		r, ui := &a.cov[i], u[i]
+		r[0] -= ui * u[0] * shrink
+		r[1] -= ui * u[1] * shrink
+		r[2] -= ui * u[2] * shrink
+		r[3] -= ui * u[3] * shrink
+		r[4] -= ui * u[4] * shrink
+		r[5] -= ui * u[5] * shrink
+		r[6] -= ui * u[6] * shrink
+		r[7] -= ui * u[7] * shrink
+		r[8] -= ui * u[8] * shrink
 	}
 	a.version++
 }
