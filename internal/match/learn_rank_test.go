@@ -63,3 +63,36 @@ func TestRankModelIsRankOnceTheLevelsAreKnown(t *testing.T) {
 		assert.InDelta(t, want[k].Score, got[k].Score, 2e-3, "position %d", k)
 	}
 }
+
+func TestRankFactorsIsRankModel(t *testing.T) {
+	cat, p := learnCatalog, learnStudent()
+	f := NewFactors(p, cat)
+	for _, swipes := range []int{0, 4, 30} {
+		m := NewModel(SeedWeights(p))
+		for k := range swipes {
+			d := Like
+			if k%3 == 0 {
+				d = Dislike
+			}
+			m, _ = m.Observe(p, cat, SwipeObservation((k*37)%cat.Len(), d))
+		}
+		want := RankModel(nil, p, m, cat)
+		got := RankFactors(nil, f, p, m)
+		require.Len(t, got, len(want))
+		for k := range want {
+			w := want[k]
+			w.Confidence = 0
+			require.Equal(t, w, got[k], "swipes %d position %d", swipes, k)
+		}
+	}
+	// A profile without a location, academic signal or majors.
+	q := p
+	q.HasHome, q.Basis, q.Majors = false, BasisNone, nil
+	m := NewModel(SeedWeights(q))
+	want, got := RankModel(nil, q, m, cat), RankFactors(nil, NewFactors(q, cat), q, m)
+	for k := range want {
+		w := want[k]
+		w.Confidence = 0
+		require.Equal(t, w, got[k], "position %d", k)
+	}
+}

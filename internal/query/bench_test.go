@@ -37,7 +37,9 @@ func BenchmarkBuildFeed6500Parallel(b *testing.B) {
 // rebuildInput is what the worker rebuilds after a fold for a student 20
 // swipes in on an n-school catalogue: a learned model (likes and dislikes
 // along the top of the ranking), the swiped schools left out, the stored
-// feed's 1,000 items and its first DescribedItems described.
+// feed's 1,000 items and its first DescribedItems described; the student's
+// weight-free score factors are kept from the build before, as the
+// service's FactorCache keeps them.
 func rebuildInput(b *testing.B, n int) query.FeedInput {
 	in := buildInput(b, n, query.DefaultFeedSize)
 	cat := in.Catalog
@@ -53,6 +55,7 @@ func rebuildInput(b *testing.B, n int) query.FeedInput {
 		in.Swiped = append(in.Swiped, cat.Schools[i].ID)
 	}
 	in.Model, in.TotalSwipes, in.Describe = m, 20, query.DescribedItems
+	in.Factors = query.NewFactorCache(0, nil)
 	return in
 }
 
@@ -61,8 +64,11 @@ func rebuildInput(b *testing.B, n int) query.FeedInput {
 // the stored 1,000 items, describe the first DescribedItems, encode the
 // compact page and everything Put stores (cache.PutArgs). It reports the
 // thread's CPU time per rebuild next to the wall clock.
-func benchRebuild(b *testing.B, n int) {
+func benchRebuild(b *testing.B, n int, factors bool) {
 	in := rebuildInput(b, n)
+	if !factors {
+		in.Factors = nil
+	}
 	f, scratch := query.BuildFeed(in, nil)
 	_ = cache.PutArgs(&f, time.Hour)
 	defer lockThread()()
@@ -79,7 +85,14 @@ func benchRebuild(b *testing.B, n int) {
 }
 
 // BenchmarkRebuild6500 is the worker's rebuild at 6,500 schools.
-func BenchmarkRebuild6500(b *testing.B) { benchRebuild(b, 6500) }
+func BenchmarkRebuild6500(b *testing.B) { benchRebuild(b, 6500, true) }
 
 // BenchmarkRebuild65000 is the same at 65,000 schools.
-func BenchmarkRebuild65000(b *testing.B) { benchRebuild(b, 65000) }
+func BenchmarkRebuild65000(b *testing.B) { benchRebuild(b, 65000, true) }
+
+// BenchmarkRebuildCold6500 is the rebuild without kept factors: a student's
+// first build, or one after the profile or the catalogue changed.
+func BenchmarkRebuildCold6500(b *testing.B) { benchRebuild(b, 6500, false) }
+
+// BenchmarkRebuildCold65000 is the same at 65,000 schools.
+func BenchmarkRebuildCold65000(b *testing.B) { benchRebuild(b, 65000, false) }

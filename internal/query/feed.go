@@ -48,6 +48,9 @@ type FeedInput struct {
 	// /recommendations shows them (cache.Feed.Described); 0 for none.
 	Describe int
 	Now      time.Time
+	// Factors keeps students' weight-free score factors between builds
+	// (optional): the ranking is the same with or without it.
+	Factors *FactorCache
 }
 
 // BuildFeed ranks the catalogue for the student with the learned model
@@ -74,7 +77,14 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	}
 	cat := in.Catalog
 	w := in.Model.Weights()
-	ranked := match.RankModel(scratch, in.Profile, in.Model, cat.Catalog)
+	profile, _ := json.Marshal(in.Profile) // plain numbers and strings: cannot fail
+	var ranked []match.Scored
+	if in.Factors != nil {
+		f := in.Factors.Get(in.StudentID, profile, in.Profile, cat.Catalog)
+		ranked = match.RankFactors(scratch, f, in.Profile, in.Model)
+	} else {
+		ranked = match.RankModel(scratch, in.Profile, in.Model, cat.Catalog)
+	}
 	excluded := cat.Mask(in.Swiped)
 	swipedIdx := make([]int, 0, len(in.Swiped))
 	for _, id := range in.Swiped {
@@ -106,8 +116,7 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 		slots[i].Score = s.Score
 	}
 
-	profile, _ := json.Marshal(in.Profile) // plain numbers and strings: cannot fail
-	model, _ := in.Model.MarshalBinary()   // cannot fail
+	model, _ := in.Model.MarshalBinary() // cannot fail
 	f := cache.Feed{
 		StudentID:        in.StudentID,
 		StudentVersion:   in.StudentVersion,
