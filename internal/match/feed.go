@@ -600,27 +600,30 @@ func (a *assembler) probe(b GeoBand, ordinal int) (int32, string, bool) {
 // school is tested against each kind at most once per feed.
 func (a *assembler) pastBoundaryIn(kind int, c GeoBand, n int) []int32 {
 	pm := &a.pmatch[kind][c]
-	list := a.bands[c]
+	list, ranked, used := a.bands[c], a.in.Ranked, a.used
+	found, scanned := pm.found, pm.scanned
 	out := a.pbuf[:0]
-	for j := pm.head; len(out) < n; j++ {
-		for j == len(pm.found) && pm.scanned < len(list) {
-			pos := list[pm.scanned]
-			pm.scanned++
-			if a.pastBoundary(kind, &a.in.Ranked[pos]) {
-				pm.found = append(pm.found, pos)
+	// The used schools met on the way are dropped: the unused ones before j
+	// are moved up to just before j, in order, and head passes the rest.
+	j := pm.head
+	for ; len(out) < n; j++ {
+		for j == len(found) && scanned < len(list) {
+			pos := list[scanned]
+			scanned++
+			if a.pastBoundary(kind, &ranked[pos]) {
+				found = append(found, pos)
 			}
 		}
-		if j == len(pm.found) {
+		if j == len(found) {
 			break
 		}
-		if a.used[a.in.Ranked[pm.found[j]].Index] {
-			if j == pm.head {
-				pm.head++
-			}
-			continue
+		if !used[ranked[found[j]].Index] {
+			out = append(out, found[j])
 		}
-		out = append(out, pm.found[j])
 	}
+	pm.head = j - len(out)
+	copy(found[pm.head:j], out)
+	pm.found, pm.scanned = found, scanned
 	a.pbuf = out
 	return out
 }

@@ -46,6 +46,7 @@ func RankModel(dst []Scored, p Profile, m Model, cat *Catalog) []Scored {
 // expectedFits are size_fit and selectivity_fit averaged over the model's
 // grids of the two levels, tabulated over the school's value.
 func expectedFits(sc *scorer, m Model) (sizeTab, selTab [fitTable + 1]float64) {
+	strength := strengthOf(sc.sat)
 	for k := range sizeTab {
 		x := float64(k) / fitTable
 		for b := range levelBins {
@@ -53,7 +54,7 @@ func expectedFits(sc *scorer, m Model) (sizeTab, selTab [fitTable + 1]float64) {
 			sizeTab[k] += m.grid[levelSize][b] * sizeFit(x, g)
 			t := g
 			if sc.studentK > 0 {
-				t = clamp01(strengthOf(sc.sat) + 0.6*(g-0.5))
+				t = clamp01(strength + 0.6*(g-0.5))
 			}
 			selTab[k] += m.grid[levelSelectivity][b] * selectivityFit(x, t)
 		}
