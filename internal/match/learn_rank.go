@@ -26,7 +26,7 @@ func RankModel(dst []Scored, p Profile, m Model, cat *Catalog) []Scored {
 	sizeTab, selTab := expectedFits(&sc, m)
 	kSize, kSel := sc.fw.Campus*sc.wSize, sc.fw.Academic*sc.wSel
 	var b breakdown
-	for i := range out {
+	for i := range tmp {
 		f := &cat.feat[i]
 		sc.score(f, i, &b)
 		s := b.scored(i)
@@ -37,9 +37,9 @@ func RankModel(dst []Scored, p Profile, m Model, cat *Catalog) []Scored {
 			s.Score += kSel * (lookup(&selTab, float64(f.selLevel)) - b.selFit)
 		}
 		s.Score = clamp01(s.Score)
-		out[i] = s
+		tmp[i] = s
 	}
-	sortScored(out, tmp)
+	rankInto(out, tmp)
 	return out
 }
 

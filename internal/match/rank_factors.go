@@ -65,7 +65,7 @@ func RankFactors(dst []Scored, f *Factors, p Profile, m Model) []Scored {
 	fw := sc.fw
 	sat, prog, afford, aid, value := f.sat[:n], f.prog[:n], f.afford[:n], f.aid[:n], f.value[:n]
 	loc, setting, dist := f.loc[:n], f.setting[:n], f.dist[:n]
-	for i := range out {
+	for i := range tmp {
 		ft := &cat.feat[i]
 		// As score computes them.
 		selFit := Neutral
@@ -93,8 +93,8 @@ func RankFactors(dst []Scored, f *Factors, p Profile, m Model) []Scored {
 			s.Score += kSel * (lookup(&selTab, float64(ft.selLevel)) - selFit)
 		}
 		s.Score = clamp01(s.Score)
-		out[i] = s
+		tmp[i] = s
 	}
-	sortScored(out, tmp)
+	rankInto(out, tmp)
 	return out
 }
