@@ -3,6 +3,7 @@ package match
 import (
 	"math"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/collegematch/matching/internal/domain"
 )
@@ -265,7 +266,8 @@ type assembler struct {
 	cursor [nGeoBands]int     // first possibly unused entry of each band
 	pmatch [len(probeKinds)][nGeoBands]probeMatches
 	pbuf   []int32
-	used   []bool // by catalogue index
+	all    []int32 // the bands' array
+	used   []bool  // by catalogue index
 	bandOf []GeoBand
 
 	// probe boundaries
@@ -307,7 +309,11 @@ type exploreCand struct {
 // AssembleFeed assembles a student's feed (see the rules at the top of this
 // file). It returns Length items from position Offset+1, fewer only when no
 // school is left.
-func AssembleFeed(in FeedInput) []FeedItem {
+func AssembleFeed(in FeedInput) []FeedItem { return AssembleFeedTo(nil, in) }
+
+// AssembleFeedTo is AssembleFeed reusing dst's array when it is large
+// enough (whole pages to the end of the items asked for).
+func AssembleFeedTo(dst []FeedItem, in FeedInput) []FeedItem {
 	cat := in.Catalog
 	if cat == nil || len(in.Ranked) == 0 {
 		return []FeedItem{}
@@ -323,9 +329,13 @@ func AssembleFeed(in FeedInput) []FeedItem {
 	offset := max(0, in.Offset)
 	total := offset + length
 	a := newAssembler(&in, page)
+	defer a.release()
 	// Whole pages are assembled, so that a list cut at any length is a
 	// prefix of a longer one.
-	out := make([]FeedItem, 0, (total+page-1)/page*page)
+	out := dst[:0]
+	if n := (total + page - 1) / page * page; cap(out) < n {
+		out = make([]FeedItem, 0, n)
+	}
 	for start := 0; start < total; start += page {
 		if !a.page(start, page, &out) {
 			break
@@ -341,18 +351,32 @@ func newAssembler(in *FeedInput, page int) *assembler {
 	cat := in.Catalog
 	m := in.Model.orDefault()
 	w := m.Weights()
+	// The buffers of an assembler released before, cleared.
+	old := assemblers.Get().(*assembler)
 	a := &assembler{
 		in: in, cat: cat, m: m, w: w,
 		le:      newLearnEval(in.Profile, w, cat),
 		rng:     rand.New(rand.NewPCG(in.Seed, in.Seed^0x6a09e667f3bcc909)),
 		maxDist: in.Profile.MaxDistanceMiles,
 		rate:    PhaseFor(in.Swipes).ExplorationRate(),
-		used:    make([]bool, cat.Len()),
-		bandOf:  make([]GeoBand, cat.Len()),
+		used:    cleared(old.used, cat.Len()),
+		bandOf:  cleared(old.bandOf, cat.Len()),
 		cov:     m.cov,
 		version: 1,
-		candAt:  make([]int32, len(in.Ranked)),
-		cand:    make([]exploreCand, 0, 256),
+		candAt:  cleared(old.candAt, len(in.Ranked)),
+		cand:    old.cand[:0],
+		all:     old.all,
+		pbuf:    old.pbuf[:0],
+		entries: old.entries[:0],
+		kinds:   old.kinds, items: old.items, filled: old.filled, picks: old.picks,
+	}
+	for k := range a.pmatch {
+		for c := range a.pmatch[k] {
+			a.pmatch[k][c].found = old.pmatch[k][c].found[:0]
+		}
+	}
+	if a.cand == nil {
+		a.cand = make([]exploreCand, 0, 256)
 	}
 	a.slope = m.featureSlopes()
 	if !(a.maxDist > 0) || math.IsInf(a.maxDist, 0) {
@@ -400,7 +424,11 @@ func newAssembler(in *FeedInput, page int) *assembler {
 		a.bandOf[i] = b
 		count[a.listOf(b)]++
 	}
-	all := make([]int32, 0, count[0]+count[1]+count[2]+count[3])
+	all := a.all[:0]
+	if cap(all) < count[0]+count[1]+count[2]+count[3] {
+		all = make([]int32, 0, count[0]+count[1]+count[2]+count[3])
+	}
+	a.all = all
 	for b := range a.bands {
 		a.bands[b] = all[len(all) : len(all) : len(all)+count[b]]
 		all = all[:len(all)+count[b]]
@@ -414,7 +442,7 @@ func newAssembler(in *FeedInput, page int) *assembler {
 		l := a.listOf(a.bandOf[i])
 		a.bands[l] = append(a.bands[l], int32(pos))
 	}
-	for _, pos := range all[:cap(all)] {
+	for _, pos := range all[:len(all)] {
 		a.used[in.Ranked[pos].Index] = false
 	}
 
@@ -426,6 +454,27 @@ func newAssembler(in *FeedInput, page int) *assembler {
 	a.distHi = a.maxDist * (1.25 + 0.75*(1-w.DistanceWeight))
 	a.sizeLo, a.sizeHi = 0.3, 0.6
 	return a
+}
+
+// assemblers keeps released assemblers (*assembler) for their buffers.
+var assemblers = sync.Pool{New: func() any { return new(assembler) }}
+
+// release gives the assembler's buffers back for the next feed; a is not
+// used after.
+func (a *assembler) release() {
+	a.in, a.cat, a.le = nil, nil, learnEval{}
+	assemblers.Put(a)
+}
+
+// cleared is s resized to n zero values, reusing its array when it is
+// large enough.
+func cleared[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // listOf is the list a school of band b is kept in: its band, or the one

@@ -1,6 +1,8 @@
 package query
 
 import (
+	"sync"
+
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/match"
 )
@@ -82,7 +84,8 @@ func Assemble(in AssembleInput, dst []Slot) []Slot {
 	if page <= 0 {
 		page = FeedPageSize
 	}
-	items := match.AssembleFeed(match.FeedInput{
+	buf := assembled.Get().(*[]match.FeedItem)
+	items := match.AssembleFeedTo(*buf, match.FeedInput{
 		Catalog: in.Catalog, Profile: in.Profile, Model: in.Model, Ranked: in.Ranked,
 		Swipes: in.TotalSwipes, Length: in.Size, PageSize: page,
 		Excluded: in.Excluded, SwipedRegions: in.SwipedRegions, Seed: in.Seed,
@@ -90,8 +93,15 @@ func Assemble(in AssembleInput, dst []Slot) []Slot {
 	for _, it := range items {
 		dst = append(dst, Slot{Scored: it.Scored, Probe: it.IsProbe, Exploration: it.IsExploration})
 	}
+	if cap(items) > cap(*buf) {
+		*buf = items[:0]
+	}
+	assembled.Put(buf)
 	return dst
 }
+
+// assembled are Assemble's buffers (*[]match.FeedItem).
+var assembled = sync.Pool{New: func() any { return new([]match.FeedItem) }}
 
 // IsProbePosition reports whether 1-based position p of a feed is a probe
 // position for a student with totalSwipes counted swipes (decisions.md:

@@ -3,6 +3,7 @@ package query
 import (
 	"encoding/json"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/collegematch/matching/internal/active"
@@ -85,7 +86,20 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	} else {
 		ranked = match.RankModel(scratch, in.Profile, in.Model, cat.Catalog)
 	}
-	excluded := cat.Mask(in.Swiped)
+	buf := buildBuffers.Get().(*buildBuffer)
+	defer buildBuffers.Put(buf)
+	excluded := buf.excluded[:0]
+	if cap(excluded) < cat.Len() {
+		excluded = make([]bool, 0, cat.Len())
+	}
+	excluded = excluded[:cat.Len()]
+	clear(excluded)
+	buf.excluded = excluded
+	for _, id := range in.Swiped {
+		if i, ok := cat.Index(id); ok {
+			excluded[i] = true
+		}
+	}
 	swipedIdx := make([]int, 0, len(in.Swiped))
 	for _, id := range in.Swiped {
 		if i, ok := cat.Index(id); ok {
@@ -107,14 +121,16 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 		Ranked: ranked, Catalog: cat.Catalog, Profile: in.Profile, Model: in.Model, TotalSwipes: in.TotalSwipes,
 		Excluded: excluded, SwipedRegions: match.RegionsOf(cat.Catalog, swipedIdx),
 		Seed: FeedSeed(in.StudentID, in.TotalSwipes), Size: size,
-	}, make([]Slot, 0, min(size, cat.Len())))
-	idx := make([]int32, len(slots))
+	}, buf.slots[:0])
+	idx := buf.idx[:0]
 	for i := range slots {
-		idx[i] = slots[i].Index
+		idx = append(idx, slots[i].Index)
 	}
-	for i, s := range match.ScoreAll(nil, in.Profile, w, cat.Catalog, idx) {
+	buf.scores = match.ScoreAll(buf.scores, in.Profile, w, cat.Catalog, idx)
+	for i, s := range buf.scores {
 		slots[i].Score = s.Score
 	}
+	buf.slots, buf.idx = slots, idx
 
 	model, _ := in.Model.MarshalBinary() // cannot fail
 	f := cache.Feed{
@@ -142,6 +158,17 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	f.Compact = cache.Compact{ETag: cache.ETag(body), Body: body}
 	return f, ranked
 }
+
+// buildBuffer is BuildFeed's scratch, kept between builds (buildBuffers):
+// nothing in it outlives a build.
+type buildBuffer struct {
+	excluded []bool
+	slots    []Slot
+	idx      []int32
+	scores   []match.Scored
+}
+
+var buildBuffers = sync.Pool{New: func() any { return new(buildBuffer) }}
 
 // CompactProbes are the schools of the feed's compact first page served as
 // probes: the page GET /m/recommendations answers from Redis without any
