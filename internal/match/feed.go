@@ -267,6 +267,7 @@ type assembler struct {
 	pmatch [len(probeKinds)][nGeoBands]probeMatches
 	pbuf   []int32
 	all    []int32 // the bands' array
+	listAt []uint8 // newAssembler's buffer
 	used   []bool  // by catalogue index
 	bandOf []GeoBand
 
@@ -404,10 +405,12 @@ func newAssembler(in *FeedInput, page int) *assembler {
 		a.bandOf[i] = unseen
 	}
 	var count [nGeoBands]int
+	listAt := cleared(old.listAt, len(in.Ranked)) // list of each position + 1; 0: not listed
+	a.listAt = listAt
 	for pos := range in.Ranked {
 		i := int(in.Ranked[pos].Index)
 		if i < 0 || i >= cat.Len() || a.bandOf[i] != unseen || (i < len(in.Excluded) && in.Excluded[i]) {
-			continue
+			continue // a duplicate in Ranked is listed once
 		}
 		b := GeoOther
 		d := in.Ranked[pos].Distance
@@ -422,7 +425,9 @@ func newAssembler(in *FeedInput, page int) *assembler {
 			}
 		}
 		a.bandOf[i] = b
-		count[a.listOf(b)]++
+		l := a.listOf(b)
+		listAt[pos] = uint8(l) + 1
+		count[l]++
 	}
 	all := a.all[:0]
 	if cap(all) < count[0]+count[1]+count[2]+count[3] {
@@ -433,17 +438,10 @@ func newAssembler(in *FeedInput, page int) *assembler {
 		a.bands[b] = all[len(all) : len(all) : len(all)+count[b]]
 		all = all[:len(all)+count[b]]
 	}
-	for pos := range in.Ranked {
-		i := int(in.Ranked[pos].Index)
-		if i < 0 || i >= cat.Len() || a.bandOf[i] == unseen || a.used[i] {
-			continue
+	for pos, l := range listAt {
+		if l != 0 {
+			a.bands[l-1] = append(a.bands[l-1], int32(pos))
 		}
-		a.used[i] = true // a duplicate in Ranked is listed once; cleared below
-		l := a.listOf(a.bandOf[i])
-		a.bands[l] = append(a.bands[l], int32(pos))
-	}
-	for _, pos := range all[:len(all)] {
-		a.used[in.Ranked[pos].Index] = false
 	}
 
 	// Probe boundaries, from the learned weights and the profile.
