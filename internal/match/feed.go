@@ -143,6 +143,10 @@ type FeedInput struct {
 	Seed uint64
 	// Exploration is the exploration strategy (default ExploreUncertainty).
 	Exploration ExplorationStrategy
+	// Factors are the student's weight-free factors on Catalog (optional,
+	// NewFactors(Profile, Catalog)): probes and exploration picks are then
+	// weighed without scoring each candidate again. The feed is the same.
+	Factors *Factors
 }
 
 // FeedItem is one school of a feed.
@@ -749,7 +753,14 @@ func (a *assembler) candIndex(pos int32) int32 {
 	}
 	i := int(a.in.Ranked[pos].Index)
 	var b breakdown
-	s, g := a.le.eval(i, &b)
+	var s float64
+	var g [nWeights]float64
+	if f := a.in.Factors; f != nil && f.cat == a.cat {
+		f.breakdown(&a.le.sc, i, &b)
+		s, g = a.le.gradient(i, &b)
+	} else {
+		s, g = a.le.eval(i, &b)
+	}
 	x, z, ok := a.m.featuresWith(&a.slope, s, g)
 	c := exploreCand{u: float64(splitmix64(a.in.Seed^uint64(i))>>11) / (1 << 53)}
 	if ok {

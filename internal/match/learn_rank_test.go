@@ -96,3 +96,31 @@ func TestRankFactorsIsRankModel(t *testing.T) {
 		require.Equal(t, w, got[k], "position %d", k)
 	}
 }
+
+func TestFactorsBreakdownIsScores(t *testing.T) {
+	cat, p := learnCatalog, learnStudent()
+	f := NewFactors(p, cat)
+	m := NewModel(SeedWeights(p))
+	m, _ = m.Observe(p, cat, SwipeObservation(11, Like))
+	le := newLearnEval(p, m.Weights(), cat)
+	for i := range cat.Len() {
+		var want, got breakdown
+		sWant, gWant := le.eval(i, &want)
+		f.breakdown(&le.sc, i, &got)
+		sGot, gGot := le.gradient(i, &got)
+		require.Equal(t, sWant, sGot, "school %d", i)
+		require.Equal(t, gWant, gGot, "school %d", i)
+		require.Equal(t, want.score, got.score, "school %d", i)
+		require.Equal(t, want.distance, got.distance, "school %d", i)
+	}
+}
+
+func TestAssembleFeedWithFactorsIsTheSameFeed(t *testing.T) {
+	for _, swipes := range []int{0, 7, 40} {
+		in := feedInput(t, swipes)
+		in.Length = 300
+		want := AssembleFeed(in)
+		in.Factors = NewFactors(in.Profile, in.Catalog)
+		assert.Equal(t, want, AssembleFeed(in), "swipes %d", swipes)
+	}
+}

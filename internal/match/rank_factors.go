@@ -43,6 +43,31 @@ func (f *Factors) Catalog() *Catalog { return f.cat }
 // Bytes is the memory the factors hold.
 func (f *Factors) Bytes() int { return 8 * 8 * f.cat.Len() }
 
+// breakdown fills what feed assembly reads of b for school i (the
+// components, the score and the factors the gradient in the weights
+// reads), exactly as sc.score does; sc is the student's scorer with the
+// weights at hand.
+func (f *Factors) breakdown(sc *scorer, i int, b *breakdown) {
+	ft := &f.cat.feat[i]
+	b.satMatch, b.program = f.sat[i], f.prog[i]
+	b.selFit = Neutral
+	if ft.selK > 0 {
+		b.selFit = selectivityFit(float64(ft.selLevel), sc.target)
+	}
+	b.academic = sc.wSAT*b.satMatch + sc.wSel*b.selFit + sc.wProg*b.program
+	b.afford, b.aid, b.value = f.afford[i], f.aid[i], f.value[i]
+	b.financial = sc.wAff*b.afford + sc.wAid*b.aid + sc.wVal*b.value
+	b.loc, b.setting, b.distance = f.loc[i], f.setting[i], f.dist[i]
+	b.size = Neutral
+	if ft.hasSize {
+		b.size = sizeFit(float64(ft.sizeScale), sc.sizePref)
+	}
+	b.campus = sc.wLoc*b.loc + sc.wSize*b.size + sc.wSet*b.setting
+	b.outcomes = float64(ft.outcomes)
+	fw := &sc.fw
+	b.score = clamp01(fw.Academic*b.academic + fw.Financial*b.financial + fw.Campus*b.campus + fw.Outcomes*b.outcomes)
+}
+
 // RankFactors is RankModel(dst, p, m, f.Catalog()) from the student's
 // factors (NewFactors(p, f.Catalog())): the same ranking, the same scores
 // and components, bit for bit, except that Confidence is left 0 (a feed

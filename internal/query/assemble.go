@@ -47,6 +47,9 @@ type AssembleInput struct {
 	Seed          uint64 // FeedSeed(student, TotalSwipes)
 	Size          int    // how many items to return
 	PageSize      int    // FeedPageSize when 0
+	// Factors are the student's weight-free score factors (optional,
+	// match.FeedInput.Factors): the same feed, assembled with less work.
+	Factors *match.Factors
 }
 
 // Slot is one position of an assembled feed.
@@ -88,7 +91,7 @@ func Assemble(in AssembleInput, dst []Slot) []Slot {
 	items := match.AssembleFeedTo(*buf, match.FeedInput{
 		Catalog: in.Catalog, Profile: in.Profile, Model: in.Model, Ranked: in.Ranked,
 		Swipes: in.TotalSwipes, Length: in.Size, PageSize: page,
-		Excluded: in.Excluded, SwipedRegions: in.SwipedRegions, Seed: in.Seed,
+		Excluded: in.Excluded, SwipedRegions: in.SwipedRegions, Seed: in.Seed, Factors: in.Factors,
 	})
 	for _, it := range items {
 		dst = append(dst, Slot{Scored: it.Scored, Probe: it.IsProbe, Exploration: it.IsExploration})

@@ -80,9 +80,10 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	w := in.Model.Weights()
 	profile, _ := json.Marshal(in.Profile) // plain numbers and strings: cannot fail
 	var ranked []match.Scored
+	var factors *match.Factors
 	if in.Factors != nil {
-		f := in.Factors.Get(in.StudentID, profile, in.Profile, cat.Catalog)
-		ranked = match.RankFactors(scratch, f, in.Profile, in.Model)
+		factors = in.Factors.Get(in.StudentID, profile, in.Profile, cat.Catalog)
+		ranked = match.RankFactors(scratch, factors, in.Profile, in.Model)
 	} else {
 		ranked = match.RankModel(scratch, in.Profile, in.Model, cat.Catalog)
 	}
@@ -120,7 +121,7 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	slots := Assemble(AssembleInput{
 		Ranked: ranked, Catalog: cat.Catalog, Profile: in.Profile, Model: in.Model, TotalSwipes: in.TotalSwipes,
 		Excluded: excluded, SwipedRegions: match.RegionsOf(cat.Catalog, swipedIdx),
-		Seed: FeedSeed(in.StudentID, in.TotalSwipes), Size: size,
+		Seed: FeedSeed(in.StudentID, in.TotalSwipes), Size: size, Factors: factors,
 	}, buf.slots[:0])
 	idx := buf.idx[:0]
 	for i := range slots {
