@@ -683,22 +683,24 @@ func (a *assembler) pastBoundaryIn(kind int, c GeoBand, n int) []int32 {
 // of the given kind.
 func (a *assembler) pastBoundary(kind int, s *Scored) bool {
 	i := int(s.Index)
-	f := &a.cat.feat[i]
 	sc := &a.le.sc
 	switch kind {
 	case probePricier:
 		price, src := float64(sc.price[i]), sc.priceSrc[i]
 		if src == srcTuition {
-			price, src = sc.tuition(f)
+			price, src = sc.tuition(&a.cat.feat[i])
 		}
 		return src != srcNone && price > a.budget && price <= a.priceHi
 	case probeMoreSelective:
-		return f.selK > 0 && float64(f.selLevel) > a.selLo && float64(f.selLevel) <= a.selHi
+		// levels[i] is -1 without a level; selLo > 0.
+		l := float64(a.cat.levels[i])
+		return l > a.selLo && l <= a.selHi
 	case probeFarther:
 		return s.Distance > a.maxDist && s.Distance <= a.distHi
 	case probeOtherSize:
-		d := math.Abs(float64(f.sizeScale) - sc.sizePref)
-		return f.hasSize && d >= a.sizeLo && d <= a.sizeHi
+		// sizes[i] is -1 without a size: |-1 - pref| > sizeHi.
+		d := math.Abs(float64(a.cat.sizes[i]) - sc.sizePref)
+		return d >= a.sizeLo && d <= a.sizeHi
 	}
 	return false
 }

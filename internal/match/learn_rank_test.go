@@ -124,3 +124,20 @@ func TestAssembleFeedWithFactorsIsTheSameFeed(t *testing.T) {
 		assert.Equal(t, want, AssembleFeed(in), "swipes %d", swipes)
 	}
 }
+
+func TestScoreFactorsIsScoreAll(t *testing.T) {
+	cat, p := learnCatalog, learnStudent()
+	m := NewModel(SeedWeights(p))
+	m, _ = m.Observe(p, cat, SwipeObservation(5, Dislike))
+	idx := make([]int32, cat.Len())
+	for i := range idx {
+		idx[i] = int32(cat.Len() - 1 - i)
+	}
+	want := ScoreAll(nil, p, m.Weights(), cat, idx)
+	got := ScoreFactors(nil, NewFactors(p, cat), p, m.Weights(), idx)
+	for k := range want {
+		w := want[k]
+		w.Confidence = 0
+		require.Equal(t, w, got[k], "school %d", idx[k])
+	}
+}

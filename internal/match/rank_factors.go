@@ -68,6 +68,27 @@ func (f *Factors) breakdown(sc *scorer, i int, b *breakdown) {
 	b.score = clamp01(fw.Academic*b.academic + fw.Financial*b.financial + fw.Campus*b.campus + fw.Outcomes*b.outcomes)
 }
 
+// ScoreFactors is ScoreAll from the student's factors: dst[k] is Score(p,
+// w, f.Catalog(), idx[k]) but for Confidence, left 0. dst is reused when it
+// is large enough.
+func ScoreFactors(dst []Scored, f *Factors, p Profile, w Weights, idx []int32) []Scored {
+	if cap(dst) < len(idx) {
+		dst = make([]Scored, len(idx))
+	}
+	dst = dst[:len(idx)]
+	if len(idx) == 0 {
+		return dst
+	}
+	sc := newScorer(p, w, f.cat)
+	var b breakdown
+	for k, i := range idx {
+		f.breakdown(&sc, int(i), &b)
+		dst[k] = Scored{Score: b.score, Academic: b.academic, Financial: b.financial, Campus: b.campus,
+			Outcomes: b.outcomes, Distance: b.distance, Index: i}
+	}
+	return dst
+}
+
 // RankFactors is RankModel(dst, p, m, f.Catalog()) from the student's
 // factors (NewFactors(p, f.Catalog())): the same ranking, the same scores
 // and components, bit for bit, except that Confidence is left 0 (a feed

@@ -127,7 +127,11 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	for i := range slots {
 		idx = append(idx, slots[i].Index)
 	}
-	buf.scores = match.ScoreAll(buf.scores, in.Profile, w, cat.Catalog, idx)
+	if factors != nil {
+		buf.scores = match.ScoreFactors(buf.scores, factors, in.Profile, w, idx)
+	} else {
+		buf.scores = match.ScoreAll(buf.scores, in.Profile, w, cat.Catalog, idx)
+	}
 	for i, s := range buf.scores {
 		slots[i].Score = s.Score
 	}
