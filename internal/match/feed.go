@@ -272,7 +272,7 @@ type assembler struct {
 	pbuf   []int32
 	all    []int32 // the bands' array
 	listAt []uint8 // newAssembler's buffer
-	used   []bool  // by catalogue index
+	used   []bool  // by position in Ranked (a school is listed at one position only)
 	bandOf []GeoBand
 
 	// probe boundaries
@@ -364,7 +364,7 @@ func newAssembler(in *FeedInput, page int) *assembler {
 		rng:     rand.New(rand.NewPCG(in.Seed, in.Seed^0x6a09e667f3bcc909)),
 		maxDist: in.Profile.MaxDistanceMiles,
 		rate:    PhaseFor(in.Swipes).ExplorationRate(),
-		used:    cleared(old.used, cat.Len()),
+		used:    cleared(old.used, len(in.Ranked)),
 		bandOf:  cleared(old.bandOf, cat.Len()),
 		cov:     m.cov,
 		version: 1,
@@ -545,7 +545,7 @@ func (a *assembler) page(start, n int, out *[]FeedItem) bool {
 	for k := range n {
 		if kinds[k] == slotExploit {
 			if pos, ok := a.next(pattern[k]); ok {
-				a.used[a.in.Ranked[pos].Index] = true
+				a.used[pos] = true
 				exploit = append(exploit, pos)
 			}
 		}
@@ -603,7 +603,7 @@ func (a *assembler) page(start, n int, out *[]FeedItem) bool {
 // item takes the school at position pos of Ranked.
 func (a *assembler) item(pos int32) FeedItem {
 	s := a.in.Ranked[pos]
-	a.used[s.Index] = true
+	a.used[pos] = true
 	return FeedItem{Scored: s, Geo: a.bandOf[s.Index]}
 }
 
@@ -612,7 +612,7 @@ func (a *assembler) item(pos int32) FeedItem {
 func (a *assembler) next(b GeoBand) (int32, bool) {
 	for _, c := range chain(b) {
 		list := a.bands[c]
-		for a.cursor[c] < len(list) && a.used[a.in.Ranked[list[a.cursor[c]]].Index] {
+		for a.cursor[c] < len(list) && a.used[list[a.cursor[c]]] {
 			a.cursor[c]++
 		}
 		if a.cursor[c] < len(list) {
@@ -668,7 +668,7 @@ func (a *assembler) pastBoundaryIn(kind int, c GeoBand, n int) []int32 {
 		if j == len(found) {
 			break
 		}
-		if !used[ranked[found[j]].Index] {
+		if !used[found[j]] {
 			out = append(out, found[j])
 		}
 	}
@@ -711,13 +711,13 @@ func (a *assembler) pastBoundary(kind int, s *Scored) bool {
 func (a *assembler) explore(b GeoBand) (int32, bool) {
 	for _, c := range chain(b) {
 		list := a.bands[c]
-		for a.cursor[c] < len(list) && a.used[a.in.Ranked[list[a.cursor[c]]].Index] {
+		for a.cursor[c] < len(list) && a.used[list[a.cursor[c]]] {
 			a.cursor[c]++
 		}
 		var pool [ExplorePool]int32
 		n := 0
 		for j := a.cursor[c]; j < len(list) && n < ExplorePool; j++ {
-			if !a.used[a.in.Ranked[list[j]].Index] {
+			if !a.used[list[j]] {
 				pool[n] = list[j]
 				n++
 			}
