@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -59,12 +60,15 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		log.InfoContext(ctx, "memory limit", "from", res.From, "limit_bytes", res.Limit, "container_bytes", res.Container)
 	}
 
-	pool, err := store.Open(ctx, cfg.DatabaseURL)
+	// Every PostgreSQL call is bounded (store.APISettings): a request that
+	// cannot get an answer answers 503 within 5 s.
+	dbSettings := store.APISettings(runtime.GOMAXPROCS(0), log)
+	pool, err := store.OpenWith(ctx, cfg.DatabaseURL, dbSettings)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	db := store.New(pool)
+	db := store.NewLimited(pool, dbSettings.Limits)
 
 	rdb, topology, err := cache.Open(ctx, cfg.RedisURL)
 	if err != nil {

@@ -115,12 +115,16 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		log.InfoContext(ctx, "memory limit", "from", res.From, "limit_bytes", res.Limit, "container_bytes", res.Container)
 	}
 
-	pool, err := store.Open(ctx, cfg.DatabaseURL)
+	// Every PostgreSQL call is bounded (store.WorkerSettings), so a
+	// database that stops answering frees the task slots; the pool has a
+	// connection for every slot.
+	dbSettings := store.WorkerSettings(cfg.WorkerConcurrency+cfg.WebhookConcurrency, log)
+	pool, err := store.OpenWith(ctx, cfg.DatabaseURL, dbSettings)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	db := store.New(pool)
+	db := store.NewLimited(pool, dbSettings.Limits)
 
 	// One Redis client serves the task server, the relay's enqueues and the
 	// readiness check; asynq leaves a client it was given open.

@@ -178,6 +178,29 @@ func recoverer(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handle
 	}
 }
 
+// Request deadlines (decisions.md, "Load, limits and failure"): what a
+// request still waits for when its deadline passes ends, and the request
+// answers 503 with Retry-After. Both are below the server's WriteTimeout.
+const (
+	RequestDeadline = 10 * time.Second
+	// LongRequestDeadline is the deadline of the requests that carry many
+	// changes (POST /continuous-feed, POST /m/sync/push).
+	LongRequestDeadline = 20 * time.Second
+)
+
+// deadline gives every request its deadline.
+func deadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d := RequestDeadline
+		if r.Method == http.MethodPost && (r.URL.Path == "/continuous-feed" || r.URL.Path == "/m/sync/push") {
+			d = LongRequestDeadline
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
 // cors answers browsers from the configured origins only; with none
 // configured it does nothing (mobile apps need no CORS).
 func cors(origins []string) func(http.Handler) http.Handler {

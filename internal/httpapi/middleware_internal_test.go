@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -98,4 +99,36 @@ func TestCancelledRequestIsNotAServerError(t *testing.T) {
 	rec = httptest.NewRecorder()
 	respondErr(rec, httptest.NewRequest("GET", "/x", nil), slog.New(slog.NewTextHandler(io.Discard, nil)), context.Canceled)
 	assert.Equal(t, 500, rec.Code)
+}
+
+// Every request gets its deadline; what ends at a deadline (the request's,
+// a call's) answers 503 SERVICE_UNAVAILABLE with Retry-After, not 500.
+func TestDeadlines(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cases := []struct {
+		method, path string
+		want         time.Duration
+	}{
+		{"POST", "/swipe", RequestDeadline},
+		{"GET", "/m/recommendations/x", RequestDeadline},
+		{"POST", "/continuous-feed", LongRequestDeadline},
+		{"POST", "/m/sync/push", LongRequestDeadline},
+		{"POST", "/m/sync/pull", RequestDeadline},
+	}
+	for _, c := range cases {
+		h := deadline(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			d, ok := r.Context().Deadline()
+			require.True(t, ok, "%s %s has no deadline", c.method, c.path)
+			assert.InDelta(t, c.want.Seconds(), time.Until(d).Seconds(), 1, "%s %s", c.method, c.path)
+			respondErr(w, r, log, fmt.Errorf("read the feed: %w", context.DeadlineExceeded))
+		}))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+		require.Equal(t, http.StatusServiceUnavailable, rec.Code, rec.Body.String())
+		assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+		var body errorBody
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+		assert.Equal(t, "SERVICE_UNAVAILABLE", body.Error.Code)
+		assert.NotContains(t, body.Error.Message, "read the feed", "internals never leak")
+	}
 }

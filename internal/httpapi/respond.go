@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -54,7 +55,12 @@ func respondErr(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		return
 	}
 	var de *domain.Error
-	if !errors.As(err, &de) || de.Kind == domain.KindInternal {
+	if !errors.As(err, &de) && timedOut(err) {
+		// A dependency did not answer before a deadline (the request's, a
+		// call's): the client may try again.
+		de = domain.Unavailable("a dependency", err)
+	}
+	if de == nil || de.Kind == domain.KindInternal {
 		log.ErrorContext(r.Context(), "request failed", "method", methodLabel(r.Method), "path", clip(r.URL.Path, maxLoggedPath),
 			"request_id", RequestIDFrom(r.Context()), "err", err)
 		writeError(w, http.StatusInternalServerError, domain.CodeInternal,
@@ -77,6 +83,13 @@ func respondErr(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		code = domain.Errorf(de.Kind, "").Code
 	}
 	writeError(w, status, code, de.Message, de.Details)
+}
+
+// timedOut reports an error that ends in a deadline: a context's, or a
+// network call's.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 func writeError(w http.ResponseWriter, status int, code, message string, details map[string]any) {

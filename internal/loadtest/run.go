@@ -297,6 +297,7 @@ func (r *runner) swipe(ctx context.Context) error {
 		return err
 	}
 	r.printStatements(stmts, swipes)
+	r.printFootprint(ctx)
 	return nil
 }
 
@@ -483,6 +484,12 @@ func (r *runner) reads(ctx context.Context) error {
 		return fmt.Errorf("POST /recommendations: %d %s", status, body)
 	}
 	r.printf("| read | bare GET req/s | service req/s | ratio | p50 | p99 |\n|---|---:|---:|---:|---:|---:|\n")
+	type readCPU struct {
+		name string
+		used CPUSample
+		n    int
+	}
+	var cpus []readCPU
 	for _, rd := range []struct {
 		name string
 		size int
@@ -498,12 +505,15 @@ func (r *runner) reads(ctx context.Context) error {
 		bare := NewClient(url, "", r.c.Clients*2, 30*time.Second)
 		var base, svc []float64
 		var rs []*Result
+		var used CPUSample
 		for range r.c.Rounds {
 			b := ClosedLoop(ctx, bare, r.c.Clients, r.c.Duration, func(int) Request {
 				return Request{Kind: "bare", Method: http.MethodGet, Path: "/v"}
 			})["bare"]
 			base = append(base, b.Rate())
+			before := r.cpu.Sample(ctx)
 			res := ClosedLoop(ctx, r.api, r.c.Clients, r.c.Duration, func(int) Request { return rd.next() })
+			used = addCPU(used, r.cpu.Sample(ctx).Sub(before))
 			for _, x := range res {
 				svc = append(svc, x.Rate())
 				rs = append(rs, x)
@@ -513,8 +523,12 @@ func (r *runner) reads(ctx context.Context) error {
 		all := merge(rs)
 		r.printf("| %s (%d B) | %.0f | %.0f | **%.2f** | %s | %s |\n", rd.name, rd.size, mean(base), mean(svc),
 			mean(svc)/mean(base), ms(all.Quantile(0.5)), ms(all.Quantile(0.99)))
+		cpus = append(cpus, readCPU{rd.name, used, all.OK()})
 	}
 	r.printf("\n")
+	for _, c := range cpus {
+		r.printCPU(c.name+" read", c.used, c.n)
+	}
 	return nil
 }
 

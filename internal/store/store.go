@@ -7,6 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -17,36 +20,83 @@ import (
 
 // Store wraps a pgx pool.
 type Store struct {
-	pool *pgxpool.Pool
+	pool *boundedPool
 }
 
-// New wraps an open pool.
+// New wraps an open pool; its calls are bounded by the caller's contexts
+// only (commands, tests). The API and the worker use NewLimited.
 func New(pool *pgxpool.Pool) *Store {
+	return NewLimited(pool, Limits{})
+}
+
+// NewLimited wraps an open pool whose every call is bounded by lim.
+func NewLimited(pool *pgxpool.Pool, lim Limits) *Store {
 	if pool == nil {
 		panic("store.New: nil pool")
 	}
-	return &Store{pool: pool}
+	return &Store{pool: &boundedPool{Pool: pool, lim: lim}}
 }
 
-// Open connects to databaseURL and checks the connection.
+// Open connects to databaseURL with pgx's defaults and checks the
+// connection (commands and tests; the API and the worker use OpenWith).
 func Open(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+	return OpenWith(ctx, databaseURL, Settings{})
+}
+
+// OpenWith connects to databaseURL with the settings s (what the URL sets
+// itself wins) and checks the connection. When the server refuses the
+// start-up parameters s adds (PgBouncer 1.18 refuses every one it does not
+// know), it connects without them and says so in s.Log: the server-side
+// limits must then come from the role (ALTER ROLE ... SET), and the
+// client-side Limits still hold.
+func OpenWith(ctx context.Context, databaseURL string, s Settings) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
+	added := s.apply(cfg, databaseURL)
+	pool, err := connect(ctx, cfg)
+	if err != nil && len(added) > 0 && refusedParameter(err) {
+		for _, k := range added {
+			delete(cfg.ConnConfig.RuntimeParams, k)
+		}
+		if s.Log != nil {
+			s.Log.WarnContext(ctx, "the database server refused the start-up parameters (a pooler such as PgBouncer?): "+
+				"connected without them; set them on the role (ALTER ROLE ... SET) for server-side limits",
+				"parameters", added, "err", err)
+		}
+		pool, err = connect(ctx, cfg)
+	}
+	return pool, err
+}
+
+func connect(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to postgres: %w", err)
 	}
-	if err := pool.Ping(ctx); err != nil {
+	pctx := ctx
+	if t := cfg.ConnConfig.ConnectTimeout; t > 0 {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(ctx, 2*t)
+		defer cancel()
+	}
+	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("connect to postgres at %s: %w", redactedHost(cfg.ConnConfig.Config), err)
 	}
 	return pool, nil
 }
 
+// refusedParameter reports a server (a pooler) refusing a start-up
+// parameter it does not know.
+func refusedParameter(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && strings.Contains(pgErr.Message, "unsupported startup parameter")
+}
+
 // Pool exposes the pool to the binaries that own it.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+func (s *Store) Pool() *pgxpool.Pool { return s.pool.Pool }
 
 // Ping reports whether PostgreSQL answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
@@ -68,16 +118,40 @@ func mapErr(err error, what string) error {
 	case errors.As(err, &pgErr) && (pgErr.Code == "23514" || pgErr.Code == "22P02" || pgErr.Code == "22003" ||
 		pgErr.Code == "22021" || pgErr.Code == "22P05"): // check, bad text, out of range, NUL/untranslatable character
 		return &domain.Error{Kind: domain.KindInvalid, Code: domain.CodeInvalidRequest, Message: what + ": a value is out of range", Err: err}
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
-	case pgconn.SafeToRetry(err), isConnErr(err):
+	case errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
+		return err // the caller gave up
+	case unavailable(err):
 		return domain.Unavailable("the database", err)
 	default:
 		return fmt.Errorf("store %s: %w", what, err)
 	}
 }
 
-func isConnErr(err error) bool {
-	var connErr *pgconn.ConnectError
-	return errors.As(err, &connErr)
+// unavailable reports an error that says PostgreSQL did not answer in time
+// or could not be reached, rather than anything about the request: a
+// deadline (the call's, the caller's), no pooled connection in time, a
+// connection lost or refused, statement_timeout or lock_timeout, a server
+// shutting down or out of connections. The caller may try again later.
+func unavailable(err error) bool {
+	var (
+		pgErr   *pgconn.PgError
+		connErr *pgconn.ConnectError
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, errAcquire), pgconn.Timeout(err),
+		pgconn.SafeToRetry(err), errors.As(err, &connErr):
+		return true
+	case errors.As(err, &pgErr):
+		switch pgErr.Code {
+		case "57014", // query_canceled: statement_timeout, or a cancel request
+			"55P03",          // lock_not_available: lock_timeout
+			"40001", "40P01", // serialization failure, deadlock: the transaction may simply be tried again
+			"53300",                   // too_many_connections
+			"57P01", "57P02", "57P03": // admin or crash shutdown, cannot connect now
+			return true
+		}
+		return strings.HasPrefix(pgErr.Code, "08") // connection exceptions
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
