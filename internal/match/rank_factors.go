@@ -1,5 +1,7 @@
 package match
 
+import "unsafe"
+
 // Factors are, for one student's profile on one catalogue, the factors of
 // every school's score that the preference weights do not move: SAT match,
 // program strength, affordability, aid, value, location and setting fit,
@@ -11,19 +13,24 @@ package match
 //
 // Factors are immutable once made and safe to share.
 type Factors struct {
-	cat                           *Catalog
-	sat, prog, afford, aid, value []float64
-	loc, setting, dist            []float64
+	cat    *Catalog
+	school []schoolFactors // by catalogue index
+}
+
+// schoolFactors are one school's weight-free factors, with the school's
+// values the weighted factors and the outcomes read (so a pass over the
+// factors reads one record per school, in order).
+type schoolFactors struct {
+	sat, prog, afford, aid, value, loc, setting, dist float64
+	outcomes                                          float32
+	level, size                                       float32 // -1 when unknown (Catalog.levels, sizes)
 }
 
 // NewFactors works out the weight-free factors of every school of cat for
 // the profile p: the cost of one ranking pass.
 func NewFactors(p Profile, cat *Catalog) *Factors {
 	n := cat.Len()
-	buf := make([]float64, 8*n)
-	col := func(k int) []float64 { return buf[k*n : (k+1)*n : (k+1)*n] }
-	f := &Factors{cat: cat, sat: col(0), prog: col(1), afford: col(2), aid: col(3), value: col(4),
-		loc: col(5), setting: col(6), dist: col(7)}
+	f := &Factors{cat: cat, school: make([]schoolFactors, n)}
 	// The factors kept do not depend on the weights (score reads the
 	// weights only for the selectivity target, the size preference and the
 	// sums).
@@ -31,8 +38,9 @@ func NewFactors(p Profile, cat *Catalog) *Factors {
 	var b breakdown
 	for i := range n {
 		sc.score(&cat.feat[i], i, &b)
-		f.sat[i], f.prog[i], f.afford[i], f.aid[i], f.value[i] = b.satMatch, b.program, b.afford, b.aid, b.value
-		f.loc[i], f.setting[i], f.dist[i] = b.loc, b.setting, b.distance
+		f.school[i] = schoolFactors{sat: b.satMatch, prog: b.program, afford: b.afford, aid: b.aid, value: b.value,
+			loc: b.loc, setting: b.setting, dist: b.distance,
+			outcomes: cat.feat[i].outcomes, level: cat.levels[i], size: cat.sizes[i]}
 	}
 	return f
 }
@@ -41,32 +49,35 @@ func NewFactors(p Profile, cat *Catalog) *Factors {
 func (f *Factors) Catalog() *Catalog { return f.cat }
 
 // Bytes is the memory the factors hold.
-func (f *Factors) Bytes() int { return 8 * 8 * f.cat.Len() }
+func (f *Factors) Bytes() int { return int(unsafe.Sizeof(schoolFactors{})) * len(f.school) }
 
-// breakdown fills what feed assembly reads of b for school i (the
-// components, the score and the factors the gradient in the weights
-// reads), exactly as sc.score does; sc is the student's scorer with the
-// weights at hand.
-func (f *Factors) breakdown(sc *scorer, i int, b *breakdown) {
-	ft := &f.cat.feat[i]
-	b.satMatch, b.program = f.sat[i], f.prog[i]
+// weigh fills b's components and score for a school whose factors are sf,
+// exactly as sc.score does; sc is the student's scorer with the weights at
+// hand.
+func (sf *schoolFactors) weigh(sc *scorer, b *breakdown) {
+	b.satMatch, b.program = sf.sat, sf.prog
 	b.selFit = Neutral
-	if ft.selK > 0 {
-		b.selFit = selectivityFit(float64(ft.selLevel), sc.target)
+	if sf.level >= 0 { // selK > 0
+		b.selFit = selectivityFit(float64(sf.level), sc.target)
 	}
 	b.academic = sc.wSAT*b.satMatch + sc.wSel*b.selFit + sc.wProg*b.program
-	b.afford, b.aid, b.value = f.afford[i], f.aid[i], f.value[i]
+	b.afford, b.aid, b.value = sf.afford, sf.aid, sf.value
 	b.financial = sc.wAff*b.afford + sc.wAid*b.aid + sc.wVal*b.value
-	b.loc, b.setting, b.distance = f.loc[i], f.setting[i], f.dist[i]
+	b.loc, b.setting, b.distance = sf.loc, sf.setting, sf.dist
 	b.size = Neutral
-	if ft.hasSize {
-		b.size = sizeFit(float64(ft.sizeScale), sc.sizePref)
+	if sf.size >= 0 { // hasSize
+		b.size = sizeFit(float64(sf.size), sc.sizePref)
 	}
 	b.campus = sc.wLoc*b.loc + sc.wSize*b.size + sc.wSet*b.setting
-	b.outcomes = float64(ft.outcomes)
+	b.outcomes = float64(sf.outcomes)
 	fw := &sc.fw
 	b.score = clamp01(fw.Academic*b.academic + fw.Financial*b.financial + fw.Campus*b.campus + fw.Outcomes*b.outcomes)
 }
+
+// breakdown fills what feed assembly reads of b for school i (the
+// components, the score and the factors the gradient in the weights
+// reads), exactly as sc.score does.
+func (f *Factors) breakdown(sc *scorer, i int, b *breakdown) { f.school[i].weigh(sc, b) }
 
 // ScoreFactors is ScoreAll from the student's factors: dst[k] is Score(p,
 // w, f.Catalog(), idx[k]) but for Confidence, left 0. dst is reused when it
@@ -108,35 +119,18 @@ func RankFactors(dst []Scored, f *Factors, p Profile, m Model) []Scored {
 	sc := newScorer(p, m.Weights(), cat)
 	sizeTab, selTab := expectedFits(&sc, m)
 	kSize, kSel := sc.fw.Campus*sc.wSize, sc.fw.Academic*sc.wSel
-	fw := sc.fw
-	sat, prog, afford, aid, value := f.sat[:n], f.prog[:n], f.afford[:n], f.aid[:n], f.value[:n]
-	loc, setting, dist := f.loc[:n], f.setting[:n], f.dist[:n]
+	var b breakdown
 	for i := range tmp {
-		ft := &cat.feat[i]
-		// As score computes them.
-		selFit := Neutral
-		if ft.selK > 0 {
-			selFit = selectivityFit(float64(ft.selLevel), sc.target)
-		}
-		academic := sc.wSAT*sat[i] + sc.wSel*selFit + sc.wProg*prog[i]
-		financial := sc.wAff*afford[i] + sc.wAid*aid[i] + sc.wVal*value[i]
-		size := Neutral
-		if ft.hasSize {
-			size = sizeFit(float64(ft.sizeScale), sc.sizePref)
-		}
-		campus := sc.wLoc*loc[i] + sc.wSize*size + sc.wSet*setting[i]
-		outcomes := float64(ft.outcomes)
-		s := Scored{
-			Score:    clamp01(fw.Academic*academic + fw.Financial*financial + fw.Campus*campus + fw.Outcomes*outcomes),
-			Academic: academic, Financial: financial, Campus: campus, Outcomes: outcomes,
-			Distance: dist[i], Index: int32(i),
-		}
+		sf := &f.school[i]
+		sf.weigh(&sc, &b)
+		s := Scored{Score: b.score, Academic: b.academic, Financial: b.financial, Campus: b.campus,
+			Outcomes: b.outcomes, Distance: b.distance, Index: int32(i)}
 		// As RankModel adjusts it.
-		if ft.hasSize {
-			s.Score += kSize * (lookup(&sizeTab, float64(ft.sizeScale)) - size)
+		if sf.size >= 0 {
+			s.Score += kSize * (lookup(&sizeTab, float64(sf.size)) - b.size)
 		}
-		if ft.selK > 0 {
-			s.Score += kSel * (lookup(&selTab, float64(ft.selLevel)) - selFit)
+		if sf.level >= 0 {
+			s.Score += kSel * (lookup(&selTab, float64(sf.level)) - b.selFit)
 		}
 		s.Score = clamp01(s.Score)
 		tmp[i] = s
