@@ -119,18 +119,35 @@ func RankFactors(dst []Scored, f *Factors, p Profile, m Model) []Scored {
 	sc := newScorer(p, m.Weights(), cat)
 	sizeTab, selTab := expectedFits(&sc, m)
 	kSize, kSel := sc.fw.Campus*sc.wSize, sc.fw.Academic*sc.wSel
-	var b breakdown
-	for i := range tmp {
-		sf := &f.school[i]
-		sf.weigh(&sc, &b)
-		s := Scored{Score: b.score, Academic: b.academic, Financial: b.financial, Campus: b.campus,
-			Outcomes: b.outcomes, Distance: b.distance, Index: int32(i)}
+	fw := sc.fw
+	school := f.school[:len(tmp)]
+	for i := range school {
+		sf := &school[i]
+		// As weigh (and so score) computes them, written out here: this
+		// is the loop every rebuild runs over the whole catalogue.
+		selFit := Neutral
+		if sf.level >= 0 {
+			selFit = selectivityFit(float64(sf.level), sc.target)
+		}
+		academic := sc.wSAT*sf.sat + sc.wSel*selFit + sc.wProg*sf.prog
+		financial := sc.wAff*sf.afford + sc.wAid*sf.aid + sc.wVal*sf.value
+		size := Neutral
+		if sf.size >= 0 {
+			size = sizeFit(float64(sf.size), sc.sizePref)
+		}
+		campus := sc.wLoc*sf.loc + sc.wSize*size + sc.wSet*sf.setting
+		outcomes := float64(sf.outcomes)
+		s := Scored{
+			Score:    clamp01(fw.Academic*academic + fw.Financial*financial + fw.Campus*campus + fw.Outcomes*outcomes),
+			Academic: academic, Financial: financial, Campus: campus, Outcomes: outcomes,
+			Distance: sf.dist, Index: int32(i),
+		}
 		// As RankModel adjusts it.
 		if sf.size >= 0 {
-			s.Score += kSize * (lookup(&sizeTab, float64(sf.size)) - b.size)
+			s.Score += kSize * (lookup(&sizeTab, float64(sf.size)) - size)
 		}
 		if sf.level >= 0 {
-			s.Score += kSel * (lookup(&selTab, float64(sf.level)) - b.selFit)
+			s.Score += kSel * (lookup(&selTab, float64(sf.level)) - selFit)
 		}
 		s.Score = clamp01(s.Score)
 		tmp[i] = s
