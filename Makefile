@@ -20,7 +20,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 export TEST_DATABASE_URL TEST_REDIS_URL
 
-.PHONY: help run test test-topologies test-hostile fuzz lint migrate seed catalogue bench build tidy fmt up down clean clean-test-db loadtest
+.PHONY: help run test test-topologies test-scaleout test-hostile fuzz lint migrate seed catalogue bench build tidy fmt up down clean clean-test-db loadtest drill
 
 # The demo and docs pages (web/, built into internal/demo/dist and committed).
 NPM_CI := npm ci --ignore-scripts --no-audit --no-fund
@@ -63,6 +63,10 @@ test-topologies: ## only the tests on a Redis Cluster, Sentinel and PgBouncer (s
 	@DATABASE_URL='$(TEST_DATABASE_URL)' REDIS_URL='$(TEST_REDIS_URL)' scripts/services.sh
 	$(GO) test -race -count=1 -run 'TestRedisCluster|TestRedisSentinel|PgBouncer' ./internal/cache ./cmd/api ./cmd/worker
 
+test-scaleout: ## two API and two worker replicas behind a proxy on a Redis Cluster, then Sentinel, through PgBouncer: end-to-end tests, a worker killed, Redis restarted, a failover (scripts/scaleout.sh; TOPOLOGY=cluster|sentinel)
+	@scripts/services.sh
+	@scripts/scaleout.sh $(TOPOLOGY)
+
 lint: ## gofmt check, go vet and staticcheck
 	@unformatted=$$(gofmt -l .); \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
@@ -92,6 +96,9 @@ bench: ## run the benchmarks (no tests)
 
 loadtest: ## the service under load against same-run baselines (scripts/loadtest.sh; REF=rev also measures that build)
 	@scripts/loadtest.sh $(REF)
+
+drill: ## fault drills under a swipe load: worker SIGKILLed, Redis restarted empty, PostgreSQL black-holed (scripts/drill.sh; DRILLS=worker-kill for one)
+	@scripts/drill.sh $(DRILLS)
 
 build: ## build every command under cmd/ into bin/ (-trimpath, version from git)
 	@mkdir -p bin

@@ -19,25 +19,13 @@ CREATE TABLE anonymous_swipes (
     occurred_on      date NOT NULL
 );
 
--- Retention (the worker's retention loop and the relay's pruning): a
--- delivery record in a final state is kept for WEBHOOK_RETENTION, longer
--- than its event (7 days once no delivery that may still be sent refers to
--- it), so the delivery no longer holds its event's row in place. Whoever
--- reads a delivery's event checks that it is there.
-ALTER TABLE webhook_deliveries DROP CONSTRAINT webhook_deliveries_outbox_id_fkey;
--- Published rows by age, for the pruning; ended deliveries by age, for
--- their retention (the states a delivery ends in: succeeded, parked,
--- disabled).
-CREATE INDEX outbox_published_idx ON outbox (published_at) WHERE published_at IS NOT NULL;
-CREATE INDEX webhook_deliveries_final_idx ON webhook_deliveries (updated_at) WHERE status <> 'pending';
-
--- Export and erasure find a student's events by their column (indexed), not
--- by searching every payload's text. Rows an older build wrote without the
--- column get it from their payload.
+-- Export and erasure find a student's events by their column (indexed in
+-- 00007), not by searching every payload's text. Rows an older build wrote
+-- without the column get it from their payload. Row locks only: swipes
+-- keep inserting their events meanwhile.
 UPDATE outbox SET student_id = (payload->>'student_id')::uuid
 WHERE student_id IS NULL
     AND payload->>'student_id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
-CREATE INDEX outbox_student_idx ON outbox (student_id) WHERE student_id IS NOT NULL;
 
 -- Students erased before this migration: what their erasure kept is made
 -- final as DeleteStudent now does. (A student who onboarded again since
@@ -64,10 +52,21 @@ SELECT school_id, direction, interaction_type, counted, is_probe, trigger_feedba
 FROM gone ORDER BY random();
 UPDATE students SET swipe_count = 0 WHERE deleted_at IS NOT NULL AND swipe_count <> 0;
 
+-- Retention (the worker's retention loop and the relay's pruning): a
+-- delivery record in a final state is kept for WEBHOOK_RETENTION, longer
+-- than its event (7 days once no delivery that may still be sent refers to
+-- it), so the delivery no longer holds its event's row in place. Whoever
+-- reads a delivery's event checks that it is there.
+--
+-- Dropping the foreign key locks webhook_deliveries and outbox (every
+-- swipe writes an event) until the migration commits, so it comes last,
+-- and it waits at most 5 s for the lock (a migration that fails here is
+-- run again; one that queued behind a long transaction would stop every
+-- swipe behind it).
+SET LOCAL lock_timeout = '5s';
+ALTER TABLE webhook_deliveries DROP CONSTRAINT webhook_deliveries_outbox_id_fkey;
+
 -- +goose Down
-DROP INDEX outbox_student_idx;
-DROP INDEX webhook_deliveries_final_idx;
-DROP INDEX outbox_published_idx;
 DELETE FROM webhook_attempts WHERE delivery_id IN (
     SELECT d.id FROM webhook_deliveries d WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.id = d.outbox_id));
 DELETE FROM webhook_deliveries d WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.id = d.outbox_id);

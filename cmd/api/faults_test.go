@@ -30,6 +30,7 @@ import (
 // catalogue, reaching PostgreSQL through a fault proxy.
 type faultAPI struct {
 	base    string
+	ops     string
 	proxy   *faultproxy.Proxy
 	direct  string // the database's URL, not through the proxy
 	schools []domain.School
@@ -76,7 +77,7 @@ func startFaultAPI(t *testing.T) *faultAPI {
 	})
 	select {
 	case addrs := <-ready:
-		return &faultAPI{base: "http://" + addrs[0], proxy: proxy, direct: direct, schools: schools}
+		return &faultAPI{base: "http://" + addrs[0], ops: "http://" + addrs[1], proxy: proxy, direct: direct, schools: schools}
 	case err := <-done:
 		t.Fatalf("run returned early: %v", err)
 	case <-time.After(30 * time.Second):
@@ -215,6 +216,19 @@ func TestPostgresBlackholed(t *testing.T) {
 		slowest = max(slowest, a.took)
 	}
 	t.Logf("%d swipes at once while PostgreSQL does not answer: all 503, the slowest in %v", many, slowest.Round(time.Millisecond))
+	// The waits for a connection that were given up show on the pool's
+	// metrics.
+	assert.Positive(t, counter(scrape(t, f.ops), "matching_db_pool_canceled_acquires_total", nil))
+
+	// The writes that carry swipes end in time too.
+	at := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	requireUnavailable(t, f.call(t, student, "POST", "/continuous-feed", map[string]any{"student_id": student, "limit": 5,
+		"swipes": []any{map[string]any{"school_id": ids[1], "direction": "right", "swipe_id": uuid.NewString()}}}))
+	requireUnavailable(t, f.call(t, student, "POST", "/m/sync/push", map[string]any{"student_id": student,
+		"changes": []any{map[string]any{"id": uuid.NewString(), "type": "swipe", "school_id": ids[1],
+			"direction": "left", "occurred_at": at}}}))
+	requireUnavailable(t, f.call(t, student, "POST", "/feedback", map[string]any{"student_id": student,
+		"school_id": ids[0], "reason": "too_expensive"}))
 
 	// The stored feed does not need PostgreSQL.
 	for range 3 {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/webhook"
 )
 
 func main() {
@@ -90,11 +92,36 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	}
 
 	reg := metrics.NewRegistry()
+	metrics.NewDBPool(reg, pool.Stat)
+
+	// The API writes no webhook deliveries. Given WEBHOOK_ENDPOINTS_FILE (a
+	// deployment may hand every process the same files), it reads the list
+	// only to check that the workers read the same one: a difference is
+	// logged and exported (matching_webhook_config_mismatch), as the
+	// workers do.
+	agreeGauge := webhook.NewAgreementGauge(reg)
+	if cfg.WebhookEndpointsFile != "" {
+		endpoints, err := webhook.LoadFile(cfg.WebhookEndpointsFile)
+		if err != nil {
+			return err
+		}
+		host, _ := os.Hostname()
+		agreement := webhook.NewAgreement(log.With("component", "webhook_config"),
+			cache.NewConfigPeers(rdb, webhook.AgreementName, "api/"+host+"/"+strconv.Itoa(os.Getpid()), 3*webhook.AgreementInterval),
+			endpoints, agreeGauge)
+		agreeCtx, stopAgree := context.WithCancel(ctx)
+		agreeDone := make(chan struct{})
+		go func() { defer close(agreeDone); agreement.Run(agreeCtx, webhook.AgreementInterval) }()
+		defer func() { stopAgree(); <-agreeDone }()
+	}
 
 	// The school catalogue is held in memory: loaded before the API listens,
 	// refreshed in the background when the store's catalogue version moves.
 	qm := query.NewMetrics(reg)
-	catalog := active.NewHolder(db, log, active.NewMetrics(reg), active.DefaultPoll)
+	// It is read off the request path, so its reads get the worker's
+	// longer bound: a catalogue ten times today's still loads.
+	catalog := active.NewHolder(store.NewLimited(pool, store.Limits{Call: store.WorkerCallTimeout, Acquire: store.WorkerAcquireTimeout}),
+		log, active.NewMetrics(reg), active.DefaultPoll)
 	if err := catalog.Load(ctx); err != nil {
 		return fmt.Errorf("load the school catalogue: %w", err)
 	}

@@ -137,6 +137,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	queue := handover.NewClient(rdb, handover.NewQueuer())
 
 	reg := metrics.NewRegistry()
+	metrics.NewDBPool(reg, pool.Stat)
 	taskMetrics := tasks.NewTaskMetrics(reg)
 	webhookMetrics := tasks.NewWebhookMetrics(reg)
 
@@ -164,6 +165,12 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	// at a time runs each pass.
 	host, _ := os.Hostname()
 	leader := handover.NewLeader(rdb, host+"/"+strconv.Itoa(os.Getpid()))
+	// Every worker must read the same subscriber list (any replica's relay
+	// may hand an event over): each publishes its list's fingerprint, and a
+	// difference is logged and exported (matching_webhook_config_mismatch).
+	agreement := webhook.NewAgreement(log.With("component", "webhook_config"),
+		cache.NewConfigPeers(rdb, webhook.AgreementName, "worker/"+host+"/"+strconv.Itoa(os.Getpid()), 3*webhook.AgreementInterval),
+		endpoints, webhook.NewAgreementGauge(reg))
 	sweep := tasks.NewLearnSweep(log.With("component", "learn_sweep"), db, queue, leader, reg, opt.sweep)
 	// The queues' state (matching_queue_*) is exported once for the fleet,
 	// by the replica that holds the queue-metrics lease.
@@ -277,6 +284,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		wg.Go(func() { sweep.Run(relayCtx) })
 		wg.Go(func() { queueMetrics.Run(relayCtx) })
 		wg.Go(func() { retention.Run(relayCtx) })
+		wg.Go(func() { agreement.Run(relayCtx, webhook.AgreementInterval) })
 		relay.Run(relayCtx)
 		wg.Wait()
 	}()

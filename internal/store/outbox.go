@@ -157,21 +157,29 @@ func (s *Store) OutboxBacklog(ctx context.Context) (count int, oldest time.Time,
 // deletePublishedOutbox is DeletePublishedOutbox's statement; it reads
 // outbox_published_idx and the deliveries by event.
 const deletePublishedOutbox = `
-DELETE FROM outbox
-WHERE id IN (
-	SELECT o.id FROM outbox o
-	WHERE o.published_at < now() - make_interval(secs => $1)
-	  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.outbox_id = o.id AND d.status <> 'succeeded')
-	ORDER BY o.published_at
-	LIMIT $2
-	FOR UPDATE SKIP LOCKED
-)`
-
+WITH gone AS (
+	DELETE FROM outbox
+	WHERE id IN (
+		SELECT o.id FROM outbox o
+		WHERE o.published_at < now() - make_interval(secs => $1)
+		  AND o.published_at >= $3
+		  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.outbox_id = o.id AND d.status <> 'succeeded')
+		ORDER BY o.published_at
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED
+	)
+	RETURNING published_at
+)
+SELECT count(*), coalesce(max(published_at), $3) FROM gone`
 // DeletePublishedOutbox deletes up to limit rows, oldest first, that were
-// published more than olderThan ago and that no webhook delivery which may
-// still be sent refers to, and reports how many it deleted. Callers repeat
-// it until it deletes fewer than limit: each call is one short statement,
-// so retention never holds many locks or one long transaction.
+// published more than olderThan ago, not before after, and that no webhook
+// delivery which may still be sent refers to, and reports how many it
+// deleted and the publication time of the last (after when none). Callers
+// repeat it until it deletes fewer than limit, passing that time on as the
+// next call's after: each call is one short statement, so retention never
+// holds many locks or one long transaction, and the rows a pass keeps (an
+// event whose delivery is parked stays for WEBHOOK_RETENTION) are read
+// once per pass, not once per call.
 //
 // A published row has done its work (its tasks are queued and, with the
 // queue's own retention, long done). A delivery that is pending still needs
@@ -181,18 +189,17 @@ WHERE id IN (
 // another transaction holds (a replay that locked its event, a concurrent
 // deletion by another replica) are skipped, not waited for; the next pass
 // takes them. Unpublished rows are never deleted, however old.
-func (s *Store) DeletePublishedOutbox(ctx context.Context, olderThan time.Duration, limit int) (deleted int, err error) {
+func (s *Store) DeletePublishedOutbox(ctx context.Context, olderThan time.Duration, limit int, after time.Time) (deleted int, last time.Time, err error) {
 	if limit <= 0 {
-		return 0, fmt.Errorf("store: outbox deletion batch size %d is not positive", limit)
+		return 0, after, fmt.Errorf("store: outbox deletion batch size %d is not positive", limit)
 	}
 	if olderThan <= 0 {
-		return 0, fmt.Errorf("store: outbox retention %v is not positive", olderThan)
+		return 0, after, fmt.Errorf("store: outbox retention %v is not positive", olderThan)
 	}
 	// The age is measured against the database clock, which also set
 	// published_at, so the worker's clock cannot shorten the retention.
-	tag, err := s.pool.Exec(ctx, deletePublishedOutbox, olderThan.Seconds(), limit)
-	if err != nil {
-		return 0, mapErr(err, "outbox")
+	if err := s.pool.QueryRow(ctx, deletePublishedOutbox, olderThan.Seconds(), limit, after).Scan(&deleted, &last); err != nil {
+		return 0, after, mapErr(err, "outbox")
 	}
-	return int(tag.RowsAffected()), nil
+	return deleted, last, nil
 }

@@ -295,7 +295,7 @@ VALUES ($1, 'https://a.example/hook', 'msg_1', 'swipe.recorded')`, ids[3])
 	// Two per statement: four expired rows are free, ids[3] has a delivery.
 	var total []int
 	for {
-		n, err := db.DeletePublishedOutbox(ctx, 7*day, 2)
+		n, _, err := db.DeletePublishedOutbox(ctx, 7*day, 2, time.Time{})
 		require.NoError(t, err)
 		total = append(total, n)
 		if n < 2 {
@@ -306,14 +306,14 @@ VALUES ($1, 'https://a.example/hook', 'msg_1', 'swipe.recorded')`, ids[3])
 	assert.Equal(t, []int64{ids[1], ids[3], ids[4], ids[6]}, outboxIDs(t, db))
 
 	// A shorter retention takes the row published 6 days ago as well.
-	n, err := db.DeletePublishedOutbox(ctx, 5*day, 100)
+	n, _, err := db.DeletePublishedOutbox(ctx, 5*day, 100, time.Time{})
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	assert.Equal(t, []int64{ids[3], ids[4], ids[6]}, outboxIDs(t, db))
 
-	_, err = db.DeletePublishedOutbox(ctx, 0, 100)
+	_, _, err = db.DeletePublishedOutbox(ctx, 0, 100, time.Time{})
 	assert.Error(t, err, "a zero retention would delete every published row")
-	_, err = db.DeletePublishedOutbox(ctx, day, 0)
+	_, _, err = db.DeletePublishedOutbox(ctx, day, 0, time.Time{})
 	assert.Error(t, err)
 	assert.Equal(t, []int64{ids[3], ids[4], ids[6]}, outboxIDs(t, db))
 }
@@ -333,9 +333,47 @@ func TestDeletePublishedOutboxSkipsRowsAnotherTransactionHolds(t *testing.T) {
 
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	n, err := db.DeletePublishedOutbox(dctx, 24*time.Hour, 10)
+	n, _, err := db.DeletePublishedOutbox(dctx, 24*time.Hour, 10, time.Time{})
 	require.NoError(t, err, "must not wait for the held row")
 	assert.Equal(t, 1, n)
 	require.NoError(t, tx.Rollback(ctx))
 	assert.Equal(t, []int64{ids[0]}, outboxIDs(t, db))
+}
+
+// A pass carries where its last statement stopped: the events it keeps
+// (their deliveries may still be sent) are not read again by every
+// statement after it.
+func TestDeletePublishedOutboxCarriesWhereItStopped(t *testing.T) {
+	ctx := context.Background()
+	db := store.New(testutil.NewDB(t))
+	const day = 24 * time.Hour
+	ids := insertEvents(t, db, "", "t", "t", "t", "t")
+	kept, first, second, third := 12*day, 11*day, 10*day, 9*day
+	age(t, db, 13*day, &kept, ids[0])
+	age(t, db, 13*day, &first, ids[1])
+	age(t, db, 13*day, &second, ids[2])
+	age(t, db, 13*day, &third, ids[3])
+	_, err := db.Pool().Exec(ctx, `INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, status)
+		VALUES ($1, 'https://a.example/hook', 'msg_1', 'swipe.recorded', 'parked')`, ids[0])
+	require.NoError(t, err)
+
+	n, last, err := db.DeletePublishedOutbox(ctx, 7*day, 1, time.Time{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.WithinDuration(t, time.Now().Add(-first), last, time.Minute, "the publication time of the row it deleted")
+	// Rows published before the cursor are not looked at: one published
+	// between the kept row and the cursor that a later delivery freed
+	// waits for the next pass.
+	n, last2, err := db.DeletePublishedOutbox(ctx, 7*day, 1, last)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.True(t, last2.After(last))
+	n, last3, err := db.DeletePublishedOutbox(ctx, 7*day, 10, last2)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	n, last4, err := db.DeletePublishedOutbox(ctx, 7*day, 10, last3)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	assert.Equal(t, last3, last4, "nothing deleted: the cursor stays")
+	assert.Equal(t, []int64{ids[0]}, outboxIDs(t, db), "the event of a parked delivery stays")
 }

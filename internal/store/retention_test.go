@@ -89,7 +89,7 @@ func TestRetentionDeletesEndedDeliveriesThenTheirEvents(t *testing.T) {
 	// The events: ev[0], ev[1], ev[2] lost their deliveries, ev[6] never had
 	// one and ev[5]'s only delivery left succeeded: they go. ev[3] (pending)
 	// and ev[4] (parked, replayable) stay, and so does the unpublished ev[7].
-	n, err := db.DeletePublishedOutbox(ctx, 7*day, 100)
+	n, _, err := db.DeletePublishedOutbox(ctx, 7*day, 100, time.Time{})
 	require.NoError(t, err)
 	assert.Equal(t, 5, n)
 	assert.Equal(t, []int64{ev[3], ev[4], ev[7]}, outboxIDs(t, db))
@@ -131,11 +131,11 @@ func TestPruningSkipsAnEventAReplayHolds(t *testing.T) {
 	require.NoError(t, err)
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	n, err := db.DeletePublishedOutbox(dctx, 7*day, 10)
+	n, _, err := db.DeletePublishedOutbox(dctx, 7*day, 10, time.Time{})
 	require.NoError(t, err, "must not wait for the held row")
 	assert.Zero(t, n)
 	require.NoError(t, tx.Commit(ctx))
-	n, err = db.DeletePublishedOutbox(ctx, 7*day, 10)
+	n, _, err = db.DeletePublishedOutbox(ctx, 7*day, 10, time.Time{})
 	require.NoError(t, err)
 	assert.Zero(t, n, "a pending delivery needs its event")
 }
@@ -159,7 +159,7 @@ func TestRetentionAndStudentLookupsUseIndexes(t *testing.T) {
 		args []any
 	}{
 		"ended deliveries":  {store.DeleteFinalDeliveriesSQL, []any{float64(3600), 10}},
-		"published events":  {store.DeletePublishedOutboxSQL, []any{float64(3600), 10}},
+		"published events":  {store.DeletePublishedOutboxSQL, []any{float64(3600), 10, time.Time{}}},
 		"export events":     {store.ExportOutboxSQL, []any{student}},
 		"export deliveries": {store.ExportDeliveriesSQL, []any{student}},
 		"erase events":      {store.DeleteEventsSQL, []any{student}},

@@ -25,7 +25,7 @@ type OutboxSource interface {
 	OutboxBacklog(ctx context.Context) (count int, oldest time.Time, err error)
 	// DeletePublishedOutbox deletes up to limit rows published more than
 	// olderThan ago that no pending webhook delivery needs, oldest first.
-	DeletePublishedOutbox(ctx context.Context, olderThan time.Duration, limit int) (deleted int, err error)
+	DeletePublishedOutbox(ctx context.Context, olderThan time.Duration, limit int, after time.Time) (deleted int, last time.Time, err error)
 }
 
 // Queue hands jobs to the worker fleet in one round trip (handover.Client).
@@ -249,8 +249,10 @@ func (r *Relay) runPrune(ctx context.Context) {
 // statement finds fewer than that. Several replicas may prune at once: each
 // statement skips the rows another holds.
 func (r *Relay) Prune(ctx context.Context) (deleted int, err error) {
+	var after time.Time // where the last statement stopped: the rows before it are kept
 	for ctx.Err() == nil {
-		n, err := r.src.DeletePublishedOutbox(ctx, r.cfg.Retention, r.cfg.PruneBatchSize)
+		var n int
+		n, after, err = r.src.DeletePublishedOutbox(ctx, r.cfg.Retention, r.cfg.PruneBatchSize, after)
 		deleted += n
 		r.m.Deleted.Add(float64(n))
 		if err != nil {

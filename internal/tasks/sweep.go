@@ -80,7 +80,19 @@ type LearnSweep struct {
 	cfg    LearnSweepConfig
 	queued prometheus.Counter
 	passes *prometheus.CounterVec
+
+	// owed is what the last pass found unlearned. A debt a whole pass
+	// later is queued under a second id (sweepIDSuffix): the task the write
+	// queued may be held by a worker that died (asynq keeps it active
+	// until its lease runs out and its recoverer sends it to retry, a
+	// minute or more), and a task under its id is refused meanwhile. One
+	// second id, not one per pass, so a debt that is only waiting in a
+	// long queue adds one task at most.
+	owed map[domain.Unlearned]bool
 }
+
+// sweepIDSuffix makes the second id of a learn task the sweep queues.
+const sweepIDSuffix = ":sweep"
 
 // NewLearnSweep builds the sweep; its collectors are registered on reg.
 func NewLearnSweep(log *slog.Logger, debts LearnDebts, q Queue, leader Leader, reg prometheus.Registerer, cfg LearnSweepConfig) *LearnSweep {
@@ -151,11 +163,19 @@ func (s *LearnSweep) pass(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	queued := 0
-	if len(debts) > 0 {
+	if len(debts) == 0 {
+		s.owed = nil
+	} else {
 		jobs := make([]handover.Job, len(debts))
+		owed := make(map[domain.Unlearned]bool, len(debts))
 		for i, d := range debts {
 			jobs[i] = LearnJob(d.StudentID, d.Version, d.LastFeedbackID)
+			if s.owed[d] {
+				jobs[i].ID += sweepIDSuffix
+			}
+			owed[d] = true
 		}
+		s.owed = owed
 		if queued, err = s.q.Queue(ctx, jobs...); err != nil {
 			return 0, err // the cursor stays: the next pass finds them again
 		}
