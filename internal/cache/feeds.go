@@ -213,22 +213,28 @@ return 1
 func (s *Feeds) Put(ctx context.Context, f Feed) (bool, error) {
 	var stored bool
 	err := s.call(ctx, "put feed", func(ctx context.Context) error {
-		var mi, m, e []byte
-		if f.Compact.ETag != "" {
-			mi, m = joinLines(f.CompactItems), encodeCompact(&f)
-		}
-		if len(f.Described) > 0 {
-			e = encodeEnvelope(&f)
-		}
-		args := append([]any{strconv.FormatInt(f.StudentVersion, 10), strconv.FormatInt(f.LearningVersion, 10),
-			strconv.FormatInt(f.CatalogVersion, 10), s.ttl.Milliseconds(),
-			strconv.Itoa(f.TotalSwipes), strconv.Itoa(f.TotalCount), strconv.FormatInt(f.LearnedVersion, 10),
-			encodeHeader(&f), encodeItems(f.Items), f.Model, mi, m, e}, describedFields(f.Described)...)
-		n, err := putFeed.Run(ctx, s.rdb, []string{FeedKey(f.StudentID)}, args...).Int()
+		n, err := putFeed.Run(ctx, s.rdb, []string{FeedKey(f.StudentID)}, PutArgs(&f, s.ttl)...).Int()
 		stored = n == 1
 		return err
 	})
 	return stored, err
+}
+
+// PutArgs is what Put sends for f with the TTL ttl: the feed encoded as it
+// is stored (the versions, counts, header, items, model, compact page and
+// described items).
+func PutArgs(f *Feed, ttl time.Duration) []any {
+	var mi, m, e []byte
+	if f.Compact.ETag != "" {
+		mi, m = joinLines(f.CompactItems), encodeCompact(f)
+	}
+	if len(f.Described) > 0 {
+		e = encodeEnvelope(f)
+	}
+	return append([]any{strconv.FormatInt(f.StudentVersion, 10), strconv.FormatInt(f.LearningVersion, 10),
+		strconv.FormatInt(f.CatalogVersion, 10), ttl.Milliseconds(),
+		strconv.Itoa(f.TotalSwipes), strconv.Itoa(f.TotalCount), strconv.FormatInt(f.LearnedVersion, 10),
+		encodeHeader(f), encodeItems(f.Items), f.Model, mi, m, e}, describedFields(f.Described)...)
 }
 
 // tombstone drops the feed and remembers the student version that made it

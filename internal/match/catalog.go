@@ -27,6 +27,11 @@ type Catalog struct {
 	price    [domain.IncomeBands + 1][]float32 // [income band, then income unknown][school]
 	priceSrc [domain.IncomeBands + 1][]uint8
 	byID     map[string]int
+	region   []int8 // census region index (regionNames) of each school, by its state first; -1 when unknown
+	// The selectivity level and size scale of each school, -1 when
+	// unknown: what feed assembly tests probe boundaries against, in
+	// columns a scan down a ranked list reads without the features.
+	levels, sizes []float32
 }
 
 // nMajors is the number of fields of study program shares are kept for.
@@ -134,6 +139,9 @@ func NewCatalog(schools []domain.School) *Catalog {
 		cold:     make([]coldFeatures, n),
 		programs: make([][]float64, nMajors),
 		byID:     make(map[string]int, n),
+		region:   make([]int8, n),
+		levels:   make([]float32, n),
+		sizes:    make([]float32, n),
 	}
 	slices.SortStableFunc(c.Schools, func(a, b domain.School) int { return cmp.Compare(a.ID, b.ID) })
 	for j := range c.programs {
@@ -147,6 +155,17 @@ func NewCatalog(schools []domain.School) *Catalog {
 			c.byID[c.Schools[i].ID] = i
 		}
 		c.fill(i)
+		c.region[i] = int8(regionIndex(c.Schools[i].Region))
+		if st := c.feat[i].state; st >= 0 {
+			c.region[i] = stateRegion[st]
+		}
+		c.levels[i], c.sizes[i] = -1, -1
+		if f := &c.feat[i]; f.selK > 0 {
+			c.levels[i] = f.selLevel
+		}
+		if f := &c.feat[i]; f.hasSize {
+			c.sizes[i] = f.sizeScale
+		}
 	}
 	return c
 }

@@ -111,7 +111,9 @@ func MatchedMajors(p Profile, cat *Catalog, idx int) []domain.Major {
 // middle 50%, no degrees in the major, ...). Each line states a figure from
 // the data. A school with little data may get fewer than three lines.
 func Reasons(p Profile, w Weights, cat *Catalog, idx int) []string {
-	return newView(p, w, cat, idx).reasons()
+	var v view // on the stack: a page describes many schools
+	v.init(p, w, cat, idx)
+	return v.reasons()
 }
 
 // Explanation is the match detail paragraph for a school.
@@ -133,9 +135,15 @@ type view struct {
 }
 
 func newView(p Profile, w Weights, cat *Catalog, idx int) *view {
-	v := &view{p: p, w: w.Sanitize(), sc: newScorer(p, w, cat), s: &cat.Schools[idx], f: &cat.feat[idx], cold: &cat.cold[idx]}
+	v := new(view)
+	v.init(p, w, cat, idx)
+	return v
+}
+
+// init makes v the view of school idx.
+func (v *view) init(p Profile, w Weights, cat *Catalog, idx int) {
+	*v = view{p: p, w: w.Sanitize(), sc: newScorer(p, w, cat), s: &cat.Schools[idx], f: &cat.feat[idx], cold: &cat.cold[idx]}
 	v.sc.score(v.f, idx, &v.b)
 	v.band = AdmissionBand(p, cat, idx)
 	v.price = netPrice(&v.sc, &v.b, v.s.Source)
-	return v
 }

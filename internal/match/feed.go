@@ -3,6 +3,7 @@ package match
 import (
 	"math"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/collegematch/matching/internal/domain"
 )
@@ -86,7 +87,16 @@ const (
 	ProbeOtherSize     = "other_size"
 )
 
-var probeKinds = [...]string{ProbePricier, ProbeMoreSelective, ProbeFarther, ProbeOtherSize}
+var probeKinds = [...]string{probePricier: ProbePricier, probeMoreSelective: ProbeMoreSelective,
+	probeFarther: ProbeFarther, probeOtherSize: ProbeOtherSize}
+
+// Positions of the probe kinds in probeKinds.
+const (
+	probePricier = iota
+	probeMoreSelective
+	probeFarther
+	probeOtherSize
+)
 
 // ExplorationStrategy chooses how exploration slots are filled.
 type ExplorationStrategy uint8
@@ -133,6 +143,10 @@ type FeedInput struct {
 	Seed uint64
 	// Exploration is the exploration strategy (default ExploreUncertainty).
 	Exploration ExplorationStrategy
+	// Factors are the student's weight-free factors on Catalog (optional,
+	// NewFactors(Profile, Catalog)): probes and exploration picks are then
+	// weighed without scoring each candidate again. The feed is the same.
+	Factors *Factors
 }
 
 // FeedItem is one school of a feed.
@@ -220,12 +234,7 @@ var stateRegion = func() []int8 {
 }()
 
 // region is the census region index of school i, -1 when unknown.
-func (a *assembler) region(i int) int {
-	if st := a.cat.feat[i].state; st >= 0 {
-		return int(stateRegion[st])
-	}
-	return regionIndex(a.cat.Schools[i].Region)
-}
+func (a *assembler) region(i int) int { return int(a.cat.region[i]) }
 
 // schoolRegion is the school's census region, from its state when the
 // record has none.
@@ -261,7 +270,9 @@ type assembler struct {
 	cursor [nGeoBands]int     // first possibly unused entry of each band
 	pmatch [len(probeKinds)][nGeoBands]probeMatches
 	pbuf   []int32
-	used   []bool // by catalogue index
+	all    []int32 // the bands' array
+	listAt []uint8 // newAssembler's buffer
+	used   []bool  // by position in Ranked (a school is listed at one position only)
 	bandOf []GeoBand
 
 	// probe boundaries
@@ -273,8 +284,16 @@ type assembler struct {
 	// exploration
 	cov     [nParams][nParams]float64 // covariance after the picks made so far
 	version int                       // bumped by every pick; starts at 1
-	cands   map[int32]int32           // position in Ranked -> index in cand
+	candAt  []int32                   // by position in Ranked: 1 + index in cand, 0 when not computed
+	entries []int32                   // buffer of probe and explore: indices in cand
 	cand    []exploreCand
+	slope   [nWeights]float64 // Model.featureSlopes
+
+	// buffers of page
+	kinds  []uint8
+	items  []FeedItem
+	filled []bool
+	picks  []int32
 }
 
 // probeMatches are the schools of one band found past one boundary so far.
@@ -295,7 +314,11 @@ type exploreCand struct {
 // AssembleFeed assembles a student's feed (see the rules at the top of this
 // file). It returns Length items from position Offset+1, fewer only when no
 // school is left.
-func AssembleFeed(in FeedInput) []FeedItem {
+func AssembleFeed(in FeedInput) []FeedItem { return AssembleFeedTo(nil, in) }
+
+// AssembleFeedTo is AssembleFeed reusing dst's array when it is large
+// enough (whole pages to the end of the items asked for).
+func AssembleFeedTo(dst []FeedItem, in FeedInput) []FeedItem {
 	cat := in.Catalog
 	if cat == nil || len(in.Ranked) == 0 {
 		return []FeedItem{}
@@ -311,9 +334,13 @@ func AssembleFeed(in FeedInput) []FeedItem {
 	offset := max(0, in.Offset)
 	total := offset + length
 	a := newAssembler(&in, page)
+	defer a.release()
 	// Whole pages are assembled, so that a list cut at any length is a
 	// prefix of a longer one.
-	out := make([]FeedItem, 0, (total+page-1)/page*page)
+	out := dst[:0]
+	if n := (total + page - 1) / page * page; cap(out) < n {
+		out = make([]FeedItem, 0, n)
+	}
 	for start := 0; start < total; start += page {
 		if !a.page(start, page, &out) {
 			break
@@ -329,19 +356,34 @@ func newAssembler(in *FeedInput, page int) *assembler {
 	cat := in.Catalog
 	m := in.Model.orDefault()
 	w := m.Weights()
+	// The buffers of an assembler released before, cleared.
+	old := assemblers.Get().(*assembler)
 	a := &assembler{
 		in: in, cat: cat, m: m, w: w,
 		le:      newLearnEval(in.Profile, w, cat),
 		rng:     rand.New(rand.NewPCG(in.Seed, in.Seed^0x6a09e667f3bcc909)),
 		maxDist: in.Profile.MaxDistanceMiles,
 		rate:    PhaseFor(in.Swipes).ExplorationRate(),
-		used:    make([]bool, cat.Len()),
-		bandOf:  make([]GeoBand, cat.Len()),
+		used:    cleared(old.used, len(in.Ranked)),
+		bandOf:  cleared(old.bandOf, cat.Len()),
 		cov:     m.cov,
 		version: 1,
-		cands:   make(map[int32]int32, 256),
-		cand:    make([]exploreCand, 0, 256),
+		candAt:  cleared(old.candAt, len(in.Ranked)),
+		cand:    old.cand[:0],
+		all:     old.all,
+		pbuf:    old.pbuf[:0],
+		entries: old.entries[:0],
+		kinds:   old.kinds, items: old.items, filled: old.filled, picks: old.picks,
 	}
+	for k := range a.pmatch {
+		for c := range a.pmatch[k] {
+			a.pmatch[k][c].found = old.pmatch[k][c].found[:0]
+		}
+	}
+	if a.cand == nil {
+		a.cand = make([]exploreCand, 0, 256)
+	}
+	a.slope = m.featureSlopes()
 	if !(a.maxDist > 0) || math.IsInf(a.maxDist, 0) {
 		a.maxDist = domain.DefaultMaxDistanceMiles
 	}
@@ -367,10 +409,12 @@ func newAssembler(in *FeedInput, page int) *assembler {
 		a.bandOf[i] = unseen
 	}
 	var count [nGeoBands]int
+	listAt := cleared(old.listAt, len(in.Ranked)) // list of each position + 1; 0: not listed
+	a.listAt = listAt
 	for pos := range in.Ranked {
 		i := int(in.Ranked[pos].Index)
 		if i < 0 || i >= cat.Len() || a.bandOf[i] != unseen || (i < len(in.Excluded) && in.Excluded[i]) {
-			continue
+			continue // a duplicate in Ranked is listed once
 		}
 		b := GeoOther
 		d := in.Ranked[pos].Distance
@@ -385,24 +429,23 @@ func newAssembler(in *FeedInput, page int) *assembler {
 			}
 		}
 		a.bandOf[i] = b
-		count[a.listOf(b)]++
+		l := a.listOf(b)
+		listAt[pos] = uint8(l) + 1
+		count[l]++
 	}
-	all := make([]int32, 0, count[0]+count[1]+count[2]+count[3])
+	all := a.all[:0]
+	if cap(all) < count[0]+count[1]+count[2]+count[3] {
+		all = make([]int32, 0, count[0]+count[1]+count[2]+count[3])
+	}
+	a.all = all
 	for b := range a.bands {
 		a.bands[b] = all[len(all) : len(all) : len(all)+count[b]]
 		all = all[:len(all)+count[b]]
 	}
-	for pos := range in.Ranked {
-		i := int(in.Ranked[pos].Index)
-		if i < 0 || i >= cat.Len() || a.bandOf[i] == unseen || a.used[i] {
-			continue
+	for pos, l := range listAt {
+		if l != 0 {
+			a.bands[l-1] = append(a.bands[l-1], int32(pos))
 		}
-		a.used[i] = true // a duplicate in Ranked is listed once; cleared below
-		l := a.listOf(a.bandOf[i])
-		a.bands[l] = append(a.bands[l], int32(pos))
-	}
-	for _, pos := range all[:cap(all)] {
-		a.used[in.Ranked[pos].Index] = false
 	}
 
 	// Probe boundaries, from the learned weights and the profile.
@@ -413,6 +456,27 @@ func newAssembler(in *FeedInput, page int) *assembler {
 	a.distHi = a.maxDist * (1.25 + 0.75*(1-w.DistanceWeight))
 	a.sizeLo, a.sizeHi = 0.3, 0.6
 	return a
+}
+
+// assemblers keeps released assemblers (*assembler) for their buffers.
+var assemblers = sync.Pool{New: func() any { return new(assembler) }}
+
+// release gives the assembler's buffers back for the next feed; a is not
+// used after.
+func (a *assembler) release() {
+	a.in, a.cat, a.le = nil, nil, learnEval{}
+	assemblers.Put(a)
+}
+
+// cleared is s resized to n zero values, reusing its array when it is
+// large enough.
+func cleared[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // listOf is the list a school of band b is kept in: its band, or the one
@@ -455,7 +519,13 @@ func chain(b GeoBand) [nGeoBands]GeoBand {
 // them to out. It reports false when the catalogue ran out.
 func (a *assembler) page(start, n int, out *[]FeedItem) bool {
 	pattern := a.pattern
-	kinds := make([]uint8, n)
+	if cap(a.kinds) < n {
+		a.kinds, a.items, a.filled = make([]uint8, n), make([]FeedItem, n), make([]bool, n)
+	}
+	kinds, items, filled := a.kinds[:n], a.items[:n], a.filled[:n]
+	clear(kinds)
+	clear(items)
+	clear(filled)
 	swipes := max(0, a.in.Swipes)
 	for k := range n {
 		p := start + k + 1
@@ -470,19 +540,18 @@ func (a *assembler) page(start, n int, out *[]FeedItem) bool {
 			}
 		}
 	}
-	items := make([]FeedItem, n)
-	filled := make([]bool, n)
 	// Ranked picks of the page, band by band, then put in ranked order.
-	var exploit []int32
+	exploit := a.picks[:0]
 	for k := range n {
 		if kinds[k] == slotExploit {
 			if pos, ok := a.next(pattern[k]); ok {
-				a.used[a.in.Ranked[pos].Index] = true
+				a.used[pos] = true
 				exploit = append(exploit, pos)
 			}
 		}
 	}
 	sortPositions(exploit)
+	a.picks = exploit
 	e := 0
 	for k := range n {
 		if kinds[k] == slotExploit && e < len(exploit) {
@@ -534,7 +603,7 @@ func (a *assembler) page(start, n int, out *[]FeedItem) bool {
 // item takes the school at position pos of Ranked.
 func (a *assembler) item(pos int32) FeedItem {
 	s := a.in.Ranked[pos]
-	a.used[s.Index] = true
+	a.used[pos] = true
 	return FeedItem{Scored: s, Geo: a.bandOf[s.Index]}
 }
 
@@ -543,7 +612,7 @@ func (a *assembler) item(pos int32) FeedItem {
 func (a *assembler) next(b GeoBand) (int32, bool) {
 	for _, c := range chain(b) {
 		list := a.bands[c]
-		for a.cursor[c] < len(list) && a.used[a.in.Ranked[list[a.cursor[c]]].Index] {
+		for a.cursor[c] < len(list) && a.used[list[a.cursor[c]]] {
 			a.cursor[c]++
 		}
 		if a.cursor[c] < len(list) {
@@ -558,18 +627,20 @@ func (a *assembler) next(b GeoBand) (int32, bool) {
 // is (ordinal).
 func (a *assembler) probe(b GeoBand, ordinal int) (int32, string, bool) {
 	for _, c := range chain(b) {
-		best, bestKind, bestV := int32(-1), 0, math.Inf(-1)
+		var pos [len(probeKinds) * ProbePool]int32
+		var kinds [len(probeKinds) * ProbePool]uint8
+		entries := a.entries[:0]
 		for t := range probeKinds {
 			kind := (ordinal + t) % len(probeKinds)
-			for _, pos := range a.pastBoundaryIn(kind, c, ProbePool) {
-				if v, ok := a.beats(a.candidate(pos), bestV); ok {
-					best, bestKind, bestV = pos, kind, v
-				}
+			for _, p := range a.pastBoundaryIn(kind, c, ProbePool) {
+				pos[len(entries)], kinds[len(entries)] = p, uint8(kind)
+				entries = append(entries, a.candIndex(p))
 			}
 		}
-		if best >= 0 {
-			a.observeVirtually(a.candidate(best))
-			return best, probeKinds[bestKind], true
+		a.entries = entries
+		if k := a.best(entries); k >= 0 {
+			a.observeVirtually(&a.cand[entries[k]])
+			return pos[k], probeKinds[kinds[k]], true
 		}
 	}
 	return 0, "", false
@@ -580,27 +651,30 @@ func (a *assembler) probe(b GeoBand, ordinal int) (int32, string, bool) {
 // school is tested against each kind at most once per feed.
 func (a *assembler) pastBoundaryIn(kind int, c GeoBand, n int) []int32 {
 	pm := &a.pmatch[kind][c]
-	list := a.bands[c]
+	list, ranked, used := a.bands[c], a.in.Ranked, a.used
+	found, scanned := pm.found, pm.scanned
 	out := a.pbuf[:0]
-	for j := pm.head; len(out) < n; j++ {
-		for j == len(pm.found) && pm.scanned < len(list) {
-			pos := list[pm.scanned]
-			pm.scanned++
-			if a.pastBoundary(kind, &a.in.Ranked[pos]) {
-				pm.found = append(pm.found, pos)
+	// The used schools met on the way are dropped: the unused ones before j
+	// are moved up to just before j, in order, and head passes the rest.
+	j := pm.head
+	for ; len(out) < n; j++ {
+		for j == len(found) && scanned < len(list) {
+			pos := list[scanned]
+			scanned++
+			if a.pastBoundary(kind, &ranked[pos]) {
+				found = append(found, pos)
 			}
 		}
-		if j == len(pm.found) {
+		if j == len(found) {
 			break
 		}
-		if a.used[a.in.Ranked[pm.found[j]].Index] {
-			if j == pm.head {
-				pm.head++
-			}
-			continue
+		if !used[found[j]] {
+			out = append(out, found[j])
 		}
-		out = append(out, pm.found[j])
 	}
+	pm.head = j - len(out)
+	copy(found[pm.head:j], out)
+	pm.found, pm.scanned = found, scanned
 	a.pbuf = out
 	return out
 }
@@ -609,22 +683,24 @@ func (a *assembler) pastBoundaryIn(kind int, c GeoBand, n int) []int32 {
 // of the given kind.
 func (a *assembler) pastBoundary(kind int, s *Scored) bool {
 	i := int(s.Index)
-	f := &a.cat.feat[i]
 	sc := &a.le.sc
-	switch probeKinds[kind] {
-	case ProbePricier:
+	switch kind {
+	case probePricier:
 		price, src := float64(sc.price[i]), sc.priceSrc[i]
 		if src == srcTuition {
-			price, src = sc.tuition(f)
+			price, src = sc.tuition(&a.cat.feat[i])
 		}
 		return src != srcNone && price > a.budget && price <= a.priceHi
-	case ProbeMoreSelective:
-		return f.selK > 0 && float64(f.selLevel) > a.selLo && float64(f.selLevel) <= a.selHi
-	case ProbeFarther:
+	case probeMoreSelective:
+		// levels[i] is -1 without a level; selLo > 0.
+		l := float64(a.cat.levels[i])
+		return l > a.selLo && l <= a.selHi
+	case probeFarther:
 		return s.Distance > a.maxDist && s.Distance <= a.distHi
-	case ProbeOtherSize:
-		d := math.Abs(float64(f.sizeScale) - sc.sizePref)
-		return f.hasSize && d >= a.sizeLo && d <= a.sizeHi
+	case probeOtherSize:
+		// sizes[i] is -1 without a size: |-1 - pref| > sizeHi.
+		d := math.Abs(float64(a.cat.sizes[i]) - sc.sizePref)
+		return d >= a.sizeLo && d <= a.sizeHi
 	}
 	return false
 }
@@ -635,13 +711,13 @@ func (a *assembler) pastBoundary(kind int, s *Scored) bool {
 func (a *assembler) explore(b GeoBand) (int32, bool) {
 	for _, c := range chain(b) {
 		list := a.bands[c]
-		for a.cursor[c] < len(list) && a.used[a.in.Ranked[list[a.cursor[c]]].Index] {
+		for a.cursor[c] < len(list) && a.used[list[a.cursor[c]]] {
 			a.cursor[c]++
 		}
 		var pool [ExplorePool]int32
 		n := 0
 		for j := a.cursor[c]; j < len(list) && n < ExplorePool; j++ {
-			if !a.used[a.in.Ranked[list[j]].Index] {
+			if !a.used[list[j]] {
 				pool[n] = list[j]
 				n++
 			}
@@ -652,76 +728,152 @@ func (a *assembler) explore(b GeoBand) (int32, bool) {
 		if a.in.Exploration == ExploreUniform {
 			return pool[a.rng.IntN(n)], true
 		}
-		best, bestV := -1, math.Inf(-1)
-		var bestC *exploreCand
+		entries := a.entries[:0]
 		for _, pos := range pool[:n] {
-			cand := a.candidate(pos)
-			if v, ok := a.beats(cand, bestV); ok {
-				best, bestV, bestC = int(pos), v, cand
-			}
+			entries = append(entries, a.candIndex(pos))
 		}
-		if best < 0 {
+		a.entries = entries
+		k := a.best(entries)
+		if k < 0 {
 			continue
 		}
-		a.observeVirtually(bestC)
-		return int32(best), true
+		a.observeVirtually(&a.cand[entries[k]])
+		return pool[k], true
 	}
 	return 0, false
 }
 
 // candidate is the linearised model at the school at position pos of
 // Ranked, computed once.
-func (a *assembler) candidate(pos int32) *exploreCand {
-	if k, ok := a.cands[pos]; ok {
-		return &a.cand[k]
+func (a *assembler) candidate(pos int32) *exploreCand { return &a.cand[a.candIndex(pos)] }
+
+// candIndex is candidate's index in a.cand (a pointer into a.cand does not
+// outlive the next candidate computed).
+func (a *assembler) candIndex(pos int32) int32 {
+	if k := a.candAt[pos]; k > 0 {
+		return k - 1
 	}
 	i := int(a.in.Ranked[pos].Index)
 	var b breakdown
-	s, g := a.le.eval(i, &b)
-	x, z, ok := a.m.features(s, g)
+	var s float64
+	var g [nWeights]float64
+	if f := a.in.Factors; f != nil && f.cat == a.cat {
+		f.breakdown(&a.le.sc, i, &b)
+		s, g = a.le.gradient(i, &b)
+	} else {
+		s, g = a.le.eval(i, &b)
+	}
+	x, z, ok := a.m.featuresWith(&a.slope, s, g)
 	c := exploreCand{u: float64(splitmix64(a.in.Seed^uint64(i))>>11) / (1 << 53)}
 	if ok {
 		c.x, c.z = x, z
 	}
-	a.cands[pos] = int32(len(a.cand))
 	a.cand = append(a.cand, c)
-	return &a.cand[len(a.cand)-1]
+	a.candAt[pos] = int32(len(a.cand))
+	return int32(len(a.cand) - 1)
 }
 
-// beats reports whether candidate c's value beats best, and its value. A
-// candidate's value is p(1-p)*v, a monotone function of its
-// Prediction.Information, under the covariance left by the picks so far,
-// with a little seeded jitter so that near-ties
-// do not go the same way for every student. A pick only takes variance
-// away, so a value never rises: a value computed earlier is an upper
-// bound, and a candidate whose bound does not beat best is not recomputed.
-func (a *assembler) beats(c *exploreCand, best float64) (float64, bool) {
-	if c.stamp != 0 && (c.stamp == a.version || c.value <= best) {
-		return c.value, c.value > best
+// best is the entry of entries (indices in a.cand) whose candidate has the
+// highest value, the first of equal ones, or -1 when there are none: what
+// going through the entries in order and keeping the best value finds.
+// Candidates never valued, or valued since the last pick, are valued
+// first. A value computed before the last pick bounds the candidate's
+// value now (see value), so such a candidate is valued again only when its
+// bound reaches the best value found, highest bound first.
+func (a *assembler) best(entries []int32) int {
+	const most = len(probeKinds) * ProbePool
+	var valued [most]bool
+	var stale [most]uint8
+	ns := 0
+	bestV := math.Inf(-1)
+	for k, ci := range entries {
+		c := &a.cand[ci]
+		if c.stamp != 0 && c.stamp != a.version {
+			stale[ns] = uint8(k)
+			ns++
+			continue
+		}
+		valued[k] = true
+		if v := a.value(c); v > bestV {
+			bestV = v
+		}
 	}
-	like, _, vw := moments(&c.x, c.z, &a.cov)
-	c.value = like * (1 - like) * vw * (1 + 0.1*c.u) // monotone in Information
-	c.stamp = a.version
-	return c.value, c.value > best
+	var bound [most]float64
+	for j, k := range stale[:ns] {
+		bound[j] = a.cand[entries[k]].value
+	}
+	for ns > 0 {
+		// Drop the candidates whose bound is under the best value, and
+		// value the one with the highest bound.
+		next, m := -1, 0
+		for j := range ns {
+			if bound[j] < bestV {
+				continue
+			}
+			stale[m], bound[m] = stale[j], bound[j]
+			if next < 0 || bound[m] > bound[next] {
+				next = m
+			}
+			m++
+		}
+		if next < 0 {
+			break
+		}
+		k := stale[next]
+		valued[k] = true
+		if v := a.value(&a.cand[entries[k]]); v > bestV {
+			bestV = v
+		}
+		m--
+		stale[next], bound[next] = stale[m], bound[m]
+		ns = m
+	}
+	for k := range entries {
+		if valued[k] && a.cand[entries[k]].value == bestV {
+			return k
+		}
+	}
+	return -1
+}
+
+// value is candidate c's value: p(1-p)*v, a monotone function of its
+// Prediction.Information, under the covariance left by the picks so far,
+// with a little seeded jitter so that near-ties do not go the same way for
+// every student. A pick only takes variance away, so a value never rises:
+// a value computed earlier is an upper bound (best relies on it).
+func (a *assembler) value(c *exploreCand) float64 {
+	if c.stamp != a.version {
+		like, _, vw := moments(&c.x, c.z, &a.cov)
+		c.value = like * (1 - like) * vw * (1 + 0.1*c.u) // monotone in Information
+		c.stamp = a.version
+	}
+	return c.value
 }
 
 // observeVirtually takes off the variance a swipe on the candidate would
 // remove, whatever its direction (the variance update of Model.update does
 // not depend on the outcome), so the next pick looks elsewhere.
 func (a *assembler) observeVirtually(c *exploreCand) {
-	var u [nParams]float64
+	var u [nParams]float64 // cov x, unrolled over the columns (nParams is 9)
+	x := &c.x
 	for i := range nParams {
-		for j := range nParams {
-			u[i] += a.cov[i][j] * c.x[j]
-		}
+		r := &a.cov[i]
+		u[i] = r[0]*x[0] + r[1]*x[1] + r[2]*x[2] + r[3]*x[3] + r[4]*x[4] + r[5]*x[5] + r[6]*x[6] + r[7]*x[7] + r[8]*x[8]
 	}
 	like, v, _ := moments(&c.x, c.z, &a.cov)
 	w := like * (1 - like)
 	shrink := w / (1 + v*w)
 	for i := range nParams {
-		for j := range nParams {
-			a.cov[i][j] -= u[i] * u[j] * shrink
-		}
+		r, ui := &a.cov[i], u[i]
+		r[0] -= ui * u[0] * shrink
+		r[1] -= ui * u[1] * shrink
+		r[2] -= ui * u[2] * shrink
+		r[3] -= ui * u[3] * shrink
+		r[4] -= ui * u[4] * shrink
+		r[5] -= ui * u[5] * shrink
+		r[6] -= ui * u[6] * shrink
+		r[7] -= ui * u[7] * shrink
+		r[8] -= ui * u[8] * shrink
 	}
 	a.version++
 }

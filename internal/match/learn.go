@@ -58,6 +58,9 @@ const (
 	nParams
 )
 
+// moments unrolls its products over the nParams parameters.
+var _ = [1]int{}[nParams-9]
+
 // nWeights is the number of preference weights.
 const nWeights = pThreshold
 
@@ -764,12 +767,32 @@ func (m Model) linearise(p Profile, cat *Catalog, idx int) (x [nParams]float64, 
 // features turns a score and its gradient in the weights into the linear
 // predictor's gradient in the parameters (logit weights and threshold).
 func (m *Model) features(s float64, g [nWeights]float64) (x [nParams]float64, z float64, ok bool) {
+	slope := m.featureSlopes()
+	return m.featuresWith(&slope, s, g)
+}
+
+// featureSlopes are the importances at the posterior mean, w =
+// sigmoid(theta), by weight (levels: unused): features multiplies an
+// importance's gradient by w*(1-w), since its logit is the parameter. They
+// depend on the model only, so a caller that linearises many schools
+// computes them once.
+func (m *Model) featureSlopes() (slope [nWeights]float64) {
+	for j := range nWeights {
+		if !isLevel(j) {
+			slope[j] = sigmoid(m.mean[j])
+		}
+	}
+	return slope
+}
+
+// featuresWith is features with the model's featureSlopes.
+func (m *Model) featuresWith(slope *[nWeights]float64, s float64, g [nWeights]float64) (x [nParams]float64, z float64, ok bool) {
 	for j := range nWeights {
 		if isLevel(j) {
 			x[j] = likeSharpness * g[j] // levels are on the [0,1] scale
 			continue
 		}
-		w := sigmoid(m.mean[j])
+		w := slope[j]
 		x[j] = likeSharpness * g[j] * w * (1 - w)
 	}
 	x[pThreshold] = -likeSharpness
@@ -861,12 +884,11 @@ func predictFrom(x *[nParams]float64, z float64, cov *[nParams][nParams]float64)
 // threshold is not what ranking needs to know, so Information counts only
 // that part).
 func moments(x *[nParams]float64, z float64, cov *[nParams][nParams]float64) (like, v, vw float64) {
-	var u [nParams]float64 // cov x
+	var u [nParams]float64 // cov x, unrolled over the columns (nParams is 9)
+	x0, x1, x2, x3, x4, x5, x6, x7, x8 := x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8]
 	for a := range nParams {
-		r := 0.0
-		for b := range nParams {
-			r += cov[a][b] * x[b]
-		}
+		c := &cov[a]
+		r := c[0]*x0 + c[1]*x1 + c[2]*x2 + c[3]*x3 + c[4]*x4 + c[5]*x5 + c[6]*x6 + c[7]*x7 + c[8]*x8
 		u[a] = r
 		v += x[a] * r
 	}

@@ -23,23 +23,10 @@ func RankModel(dst []Scored, p Profile, m Model, cat *Catalog) []Scored {
 	}
 	w := m.Weights()
 	sc := newScorer(p, w, cat)
-	// Expected fits, tabulated over the school's value.
-	var sizeTab, selTab [fitTable + 1]float64
-	for k := range sizeTab {
-		x := float64(k) / fitTable
-		for b := range levelBins {
-			g := levelValue(b)
-			sizeTab[k] += m.grid[levelSize][b] * sizeFit(x, g)
-			t := g
-			if sc.studentK > 0 {
-				t = clamp01(strengthOf(sc.sat) + 0.6*(g-0.5))
-			}
-			selTab[k] += m.grid[levelSelectivity][b] * selectivityFit(x, t)
-		}
-	}
+	sizeTab, selTab := expectedFits(&sc, m)
 	kSize, kSel := sc.fw.Campus*sc.wSize, sc.fw.Academic*sc.wSel
 	var b breakdown
-	for i := range out {
+	for i := range tmp {
 		f := &cat.feat[i]
 		sc.score(f, i, &b)
 		s := b.scored(i)
@@ -50,10 +37,29 @@ func RankModel(dst []Scored, p Profile, m Model, cat *Catalog) []Scored {
 			s.Score += kSel * (lookup(&selTab, float64(f.selLevel)) - b.selFit)
 		}
 		s.Score = clamp01(s.Score)
-		out[i] = s
+		tmp[i] = s
 	}
-	sortScored(out, tmp)
+	rankInto(out, tmp)
 	return out
+}
+
+// expectedFits are size_fit and selectivity_fit averaged over the model's
+// grids of the two levels, tabulated over the school's value.
+func expectedFits(sc *scorer, m Model) (sizeTab, selTab [fitTable + 1]float64) {
+	strength := strengthOf(sc.sat)
+	for k := range sizeTab {
+		x := float64(k) / fitTable
+		for b := range levelBins {
+			g := levelValue(b)
+			sizeTab[k] += m.grid[levelSize][b] * sizeFit(x, g)
+			t := g
+			if sc.studentK > 0 {
+				t = clamp01(strength + 0.6*(g-0.5))
+			}
+			selTab[k] += m.grid[levelSelectivity][b] * selectivityFit(x, t)
+		}
+	}
+	return sizeTab, selTab
 }
 
 // fitTable is the resolution of RankModel's expected-fit tables.

@@ -63,3 +63,81 @@ func TestRankModelIsRankOnceTheLevelsAreKnown(t *testing.T) {
 		assert.InDelta(t, want[k].Score, got[k].Score, 2e-3, "position %d", k)
 	}
 }
+
+func TestRankFactorsIsRankModel(t *testing.T) {
+	cat, p := learnCatalog, learnStudent()
+	f := NewFactors(p, cat)
+	for _, swipes := range []int{0, 4, 30} {
+		m := NewModel(SeedWeights(p))
+		for k := range swipes {
+			d := Like
+			if k%3 == 0 {
+				d = Dislike
+			}
+			m, _ = m.Observe(p, cat, SwipeObservation((k*37)%cat.Len(), d))
+		}
+		want := RankModel(nil, p, m, cat)
+		got := RankFactors(nil, f, p, m)
+		require.Len(t, got, len(want))
+		for k := range want {
+			w := want[k]
+			w.Confidence = 0
+			require.Equal(t, w, got[k], "swipes %d position %d", swipes, k)
+		}
+	}
+	// A profile without a location, academic signal or majors.
+	q := p
+	q.HasHome, q.Basis, q.Majors = false, BasisNone, nil
+	m := NewModel(SeedWeights(q))
+	want, got := RankModel(nil, q, m, cat), RankFactors(nil, NewFactors(q, cat), q, m)
+	for k := range want {
+		w := want[k]
+		w.Confidence = 0
+		require.Equal(t, w, got[k], "position %d", k)
+	}
+}
+
+func TestFactorsBreakdownIsScores(t *testing.T) {
+	cat, p := learnCatalog, learnStudent()
+	f := NewFactors(p, cat)
+	m := NewModel(SeedWeights(p))
+	m, _ = m.Observe(p, cat, SwipeObservation(11, Like))
+	le := newLearnEval(p, m.Weights(), cat)
+	for i := range cat.Len() {
+		var want, got breakdown
+		sWant, gWant := le.eval(i, &want)
+		f.breakdown(&le.sc, i, &got)
+		sGot, gGot := le.gradient(i, &got)
+		require.Equal(t, sWant, sGot, "school %d", i)
+		require.Equal(t, gWant, gGot, "school %d", i)
+		require.Equal(t, want.score, got.score, "school %d", i)
+		require.Equal(t, want.distance, got.distance, "school %d", i)
+	}
+}
+
+func TestAssembleFeedWithFactorsIsTheSameFeed(t *testing.T) {
+	for _, swipes := range []int{0, 7, 40} {
+		in := feedInput(t, swipes)
+		in.Length = 300
+		want := AssembleFeed(in)
+		in.Factors = NewFactors(in.Profile, in.Catalog)
+		assert.Equal(t, want, AssembleFeed(in), "swipes %d", swipes)
+	}
+}
+
+func TestScoreFactorsIsScoreAll(t *testing.T) {
+	cat, p := learnCatalog, learnStudent()
+	m := NewModel(SeedWeights(p))
+	m, _ = m.Observe(p, cat, SwipeObservation(5, Dislike))
+	idx := make([]int32, cat.Len())
+	for i := range idx {
+		idx[i] = int32(cat.Len() - 1 - i)
+	}
+	want := ScoreAll(nil, p, m.Weights(), cat, idx)
+	got := ScoreFactors(nil, NewFactors(p, cat), p, m.Weights(), idx)
+	for k := range want {
+		w := want[k]
+		w.Confidence = 0
+		require.Equal(t, w, got[k], "school %d", idx[k])
+	}
+}

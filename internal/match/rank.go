@@ -3,6 +3,7 @@ package match
 import (
 	"cmp"
 	"slices"
+	"sync"
 )
 
 // Rank scores every school of the catalogue for a student and returns them
@@ -29,51 +30,84 @@ func Rank(dst []Scored, p Profile, w Weights, cat *Catalog) []Scored {
 	}
 	sc := newScorer(p, w, cat)
 	var b breakdown
-	for i := range out {
+	for i := range tmp {
 		sc.score(&cat.feat[i], i, &b)
-		out[i] = b.scored(i)
+		tmp[i] = b.scored(i)
 	}
-	sortScored(out, tmp)
+	rankInto(out, tmp)
 	return out
 }
 
 // sortScored sorts s into ranking order (better), using tmp (len(tmp) >=
-// len(s)) as scratch: an LSD radix sort on the quantised score, which is
-// stable, so schools with equal keys stay in index order, then orderTies.
+// len(s)) as scratch.
 func sortScored(s, tmp []Scored) {
-	n := len(s)
-	if n < 2 {
+	copy(tmp, s)
+	rankInto(s, tmp[:len(s)])
+}
+
+// rankInto puts src into ranking order (better) in dst (len(dst) ==
+// len(src)). It sorts 8-byte keys, not the schools: an LSD radix sort on
+// the quantised score, which is stable, so schools with equal keys stay in
+// src's order (index order, as the rankers fill src), then each school is
+// copied once into place and runs of equal keys are put in exact order.
+func rankInto(dst, src []Scored) {
+	n := len(src)
+	if n == 0 {
 		return
 	}
+	buf := keyBuffers.Get().(*[]uint64)
+	if cap(*buf) < 2*n {
+		*buf = make([]uint64, 2*n)
+	}
+	keys, spare := (*buf)[:n], (*buf)[n:2*n]
 	var counts [2][radixBuckets]int32
-	for i := range s {
-		k := sortKey(s[i].Score)
+	for i := range src {
+		k := sortKey(src[i].Score)
+		keys[i] = uint64(k)<<32 | uint64(i)
 		counts[0][k&radixMask]++
 		counts[1][k>>radixBits]++
 	}
-	src, dst := s, tmp[:n]
+	from, to := keys, spare
 	for d := range 2 {
 		c := &counts[d]
-		shift := uint(d * radixBits)
-		if int(c[(sortKey(src[0].Score)>>shift)&radixMask]) == n {
+		shift := uint(32 + d*radixBits)
+		if int(c[(from[0]>>shift)&radixMask]) == n {
 			continue // every key has the same digit: this pass would not move anything
 		}
 		pos := int32(0)
 		for j := range c {
 			c[j], pos = pos, pos+c[j]
 		}
-		for i := range src {
-			j := (sortKey(src[i].Score) >> shift) & radixMask
-			dst[c[j]] = src[i]
+		for _, k := range from {
+			j := (k >> shift) & radixMask
+			to[c[j]] = k
 			c[j]++
 		}
-		src, dst = dst, src
+		from, to = to, from
 	}
-	if &src[0] != &s[0] {
-		copy(s, src)
+	for j, k := range from {
+		dst[j] = src[uint32(k)]
 	}
-	orderTies(s)
+	// Runs of equal keys, in exact order.
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && from[j]>>32 == from[i]>>32 {
+			j++
+		}
+		if run := dst[i:j]; len(run) > 1 {
+			if len(run) <= 12 {
+				insertionSort(run)
+			} else {
+				slices.SortFunc(run, better)
+			}
+		}
+		i = j
+	}
+	keyBuffers.Put(buf)
 }
+
+// keyBuffers are rankInto's key buffers (*[]uint64).
+var keyBuffers = sync.Pool{New: func() any { return new([]uint64) }}
 
 const (
 	radixBits    = 11
@@ -91,25 +125,6 @@ func sortKey(score float64) uint32 {
 // better is the exact ranking order: score descending, then index (ID) ascending.
 func better(a, b Scored) int {
 	return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.Index, b.Index))
-}
-
-// orderTies puts each run of equal sort keys into exact order.
-func orderTies(s []Scored) {
-	for i := 0; i < len(s); {
-		k := sortKey(s[i].Score)
-		j := i + 1
-		for j < len(s) && sortKey(s[j].Score) == k {
-			j++
-		}
-		if run := s[i:j]; len(run) > 1 {
-			if len(run) <= 12 {
-				insertionSort(run)
-			} else {
-				slices.SortFunc(run, better)
-			}
-		}
-		i = j
-	}
 }
 
 func insertionSort(s []Scored) {

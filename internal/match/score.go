@@ -259,3 +259,23 @@ func Score(p Profile, w Weights, cat *Catalog, idx int) Scored {
 	sc.score(&cat.feat[idx], idx, &b)
 	return b.scored(idx)
 }
+
+// ScoreAll is Score for each school of idx, with one preparation of the
+// student's scorer: dst[k] is Score(p, w, cat, idx[k]). dst is reused when
+// it is large enough. Every index must be in range.
+func ScoreAll(dst []Scored, p Profile, w Weights, cat *Catalog, idx []int32) []Scored {
+	if cap(dst) < len(idx) {
+		dst = make([]Scored, len(idx))
+	}
+	dst = dst[:len(idx)]
+	if len(idx) == 0 {
+		return dst
+	}
+	sc := newScorer(p, w, cat)
+	var b breakdown
+	for k, i := range idx {
+		sc.score(&cat.feat[i], int(i), &b)
+		dst[k] = b.scored(int(i))
+	}
+	return dst
+}

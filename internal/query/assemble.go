@@ -1,6 +1,8 @@
 package query
 
 import (
+	"sync"
+
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/match"
 )
@@ -45,6 +47,9 @@ type AssembleInput struct {
 	Seed          uint64 // FeedSeed(student, TotalSwipes)
 	Size          int    // how many items to return
 	PageSize      int    // FeedPageSize when 0
+	// Factors are the student's weight-free score factors (optional,
+	// match.FeedInput.Factors): the same feed, assembled with less work.
+	Factors *match.Factors
 }
 
 // Slot is one position of an assembled feed.
@@ -82,16 +87,24 @@ func Assemble(in AssembleInput, dst []Slot) []Slot {
 	if page <= 0 {
 		page = FeedPageSize
 	}
-	items := match.AssembleFeed(match.FeedInput{
+	buf := assembled.Get().(*[]match.FeedItem)
+	items := match.AssembleFeedTo(*buf, match.FeedInput{
 		Catalog: in.Catalog, Profile: in.Profile, Model: in.Model, Ranked: in.Ranked,
 		Swipes: in.TotalSwipes, Length: in.Size, PageSize: page,
-		Excluded: in.Excluded, SwipedRegions: in.SwipedRegions, Seed: in.Seed,
+		Excluded: in.Excluded, SwipedRegions: in.SwipedRegions, Seed: in.Seed, Factors: in.Factors,
 	})
 	for _, it := range items {
 		dst = append(dst, Slot{Scored: it.Scored, Probe: it.IsProbe, Exploration: it.IsExploration})
 	}
+	if cap(items) > cap(*buf) {
+		*buf = items[:0]
+	}
+	assembled.Put(buf)
 	return dst
 }
+
+// assembled are Assemble's buffers (*[]match.FeedItem).
+var assembled = sync.Pool{New: func() any { return new([]match.FeedItem) }}
 
 // IsProbePosition reports whether 1-based position p of a feed is a probe
 // position for a student with totalSwipes counted swipes (decisions.md:

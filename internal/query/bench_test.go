@@ -2,7 +2,10 @@ package query_test
 
 import (
 	"testing"
+	"time"
 
+	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
 )
 
@@ -30,3 +33,66 @@ func BenchmarkBuildFeed6500Parallel(b *testing.B) {
 		}
 	})
 }
+
+// rebuildInput is what the worker rebuilds after a fold for a student 20
+// swipes in on an n-school catalogue: a learned model (likes and dislikes
+// along the top of the ranking), the swiped schools left out, the stored
+// feed's 1,000 items and its first DescribedItems described; the student's
+// weight-free score factors are kept from the build before, as the
+// service's FactorCache keeps them.
+func rebuildInput(b *testing.B, n int) query.FeedInput {
+	in := buildInput(b, n, query.DefaultFeedSize)
+	cat := in.Catalog
+	m := in.Model
+	ranked := match.RankModel(nil, in.Profile, m, cat.Catalog)
+	for k := range 20 {
+		i := int(ranked[3*k].Index)
+		d := match.Like
+		if k%3 == 0 {
+			d = match.Dislike
+		}
+		m, _ = m.Observe(in.Profile, cat.Catalog, match.SwipeObservation(i, d))
+		in.Swiped = append(in.Swiped, cat.Schools[i].ID)
+	}
+	in.Model, in.TotalSwipes, in.Describe = m, 20, query.DescribedItems
+	in.Factors = query.NewFactorCache(0, nil)
+	return in
+}
+
+// benchRebuild is the worker's rebuild of one student after a fold, without
+// the Redis round trip: rank the catalogue with the learned model, assemble
+// the stored 1,000 items, describe the first DescribedItems, encode the
+// compact page and everything Put stores (cache.PutArgs). It reports the
+// thread's CPU time per rebuild next to the wall clock.
+func benchRebuild(b *testing.B, n int, factors bool) {
+	in := rebuildInput(b, n)
+	if !factors {
+		in.Factors = nil
+	}
+	f, scratch := query.BuildFeed(in, nil)
+	_ = cache.PutArgs(&f, time.Hour)
+	defer lockThread()()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0, ok := threadCPU()
+	for b.Loop() {
+		f, scratch = query.BuildFeed(in, scratch)
+		_ = cache.PutArgs(&f, time.Hour)
+	}
+	if cpu1, ok1 := threadCPU(); ok && ok1 && b.N > 0 {
+		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
+
+// BenchmarkRebuild6500 is the worker's rebuild at 6,500 schools.
+func BenchmarkRebuild6500(b *testing.B) { benchRebuild(b, 6500, true) }
+
+// BenchmarkRebuild65000 is the same at 65,000 schools.
+func BenchmarkRebuild65000(b *testing.B) { benchRebuild(b, 65000, true) }
+
+// BenchmarkRebuildCold6500 is the rebuild without kept factors: a student's
+// first build, or one after the profile or the catalogue changed.
+func BenchmarkRebuildCold6500(b *testing.B) { benchRebuild(b, 6500, false) }
+
+// BenchmarkRebuildCold65000 is the same at 65,000 schools.
+func BenchmarkRebuildCold65000(b *testing.B) { benchRebuild(b, 65000, false) }

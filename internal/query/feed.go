@@ -3,6 +3,7 @@ package query
 import (
 	"encoding/json"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/collegematch/matching/internal/active"
@@ -48,6 +49,9 @@ type FeedInput struct {
 	// /recommendations shows them (cache.Feed.Described); 0 for none.
 	Describe int
 	Now      time.Time
+	// Factors keeps students' weight-free score factors between builds
+	// (optional): the ranking is the same with or without it.
+	Factors *FactorCache
 }
 
 // BuildFeed ranks the catalogue for the student with the learned model
@@ -74,8 +78,29 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	}
 	cat := in.Catalog
 	w := in.Model.Weights()
-	ranked := match.RankModel(scratch, in.Profile, in.Model, cat.Catalog)
-	excluded := cat.Mask(in.Swiped)
+	profile, _ := json.Marshal(in.Profile) // plain numbers and strings: cannot fail
+	var ranked []match.Scored
+	var factors *match.Factors
+	if in.Factors != nil {
+		factors = in.Factors.Get(in.StudentID, profile, in.Profile, cat.Catalog)
+		ranked = match.RankFactors(scratch, factors, in.Profile, in.Model)
+	} else {
+		ranked = match.RankModel(scratch, in.Profile, in.Model, cat.Catalog)
+	}
+	buf := buildBuffers.Get().(*buildBuffer)
+	defer buildBuffers.Put(buf)
+	excluded := buf.excluded[:0]
+	if cap(excluded) < cat.Len() {
+		excluded = make([]bool, 0, cat.Len())
+	}
+	excluded = excluded[:cat.Len()]
+	clear(excluded)
+	buf.excluded = excluded
+	for _, id := range in.Swiped {
+		if i, ok := cat.Index(id); ok {
+			excluded[i] = true
+		}
+	}
 	swipedIdx := make([]int, 0, len(in.Swiped))
 	for _, id := range in.Swiped {
 		if i, ok := cat.Index(id); ok {
@@ -96,14 +121,23 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	slots := Assemble(AssembleInput{
 		Ranked: ranked, Catalog: cat.Catalog, Profile: in.Profile, Model: in.Model, TotalSwipes: in.TotalSwipes,
 		Excluded: excluded, SwipedRegions: match.RegionsOf(cat.Catalog, swipedIdx),
-		Seed: FeedSeed(in.StudentID, in.TotalSwipes), Size: size,
-	}, make([]Slot, 0, min(size, cat.Len())))
+		Seed: FeedSeed(in.StudentID, in.TotalSwipes), Size: size, Factors: factors,
+	}, buf.slots[:0])
+	idx := buf.idx[:0]
 	for i := range slots {
-		slots[i].Score = match.Score(in.Profile, w, cat.Catalog, int(slots[i].Index)).Score
+		idx = append(idx, slots[i].Index)
 	}
+	if factors != nil {
+		buf.scores = match.ScoreFactors(buf.scores, factors, in.Profile, w, idx)
+	} else {
+		buf.scores = match.ScoreAll(buf.scores, in.Profile, w, cat.Catalog, idx)
+	}
+	for i, s := range buf.scores {
+		slots[i].Score = s.Score
+	}
+	buf.slots, buf.idx = slots, idx
 
-	profile, _ := json.Marshal(in.Profile) // plain numbers and strings: cannot fail
-	model, _ := in.Model.MarshalBinary()   // cannot fail
+	model, _ := in.Model.MarshalBinary() // cannot fail
 	f := cache.Feed{
 		StudentID:        in.StudentID,
 		StudentVersion:   in.StudentVersion,
@@ -129,6 +163,17 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	f.Compact = cache.Compact{ETag: cache.ETag(body), Body: body}
 	return f, ranked
 }
+
+// buildBuffer is BuildFeed's scratch, kept between builds (buildBuffers):
+// nothing in it outlives a build.
+type buildBuffer struct {
+	excluded []bool
+	slots    []Slot
+	idx      []int32
+	scores   []match.Scored
+}
+
+var buildBuffers = sync.Pool{New: func() any { return new(buildBuffer) }}
 
 // CompactProbes are the schools of the feed's compact first page served as
 // probes: the page GET /m/recommendations answers from Redis without any

@@ -14,11 +14,25 @@ type Metrics struct {
 	// FeedWrites counts feed writes by result: stored, kept_newer (a newer
 	// feed was already there) or error.
 	FeedWrites *prometheus.CounterVec
+	// FactorRequests counts feed builds by whether the student's
+	// weight-free score factors were kept from an earlier build (hit) or
+	// worked out (miss); FactorEvictions the students' factors dropped to
+	// keep the FactorCache within its bound, FactorBytes what it holds.
+	FactorRequests  *prometheus.CounterVec
+	FactorEvictions prometheus.Counter
+	FactorBytes     prometheus.Gauge
 }
 
 // NewMetrics creates and registers the read side's metrics on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
+	m := newMetrics()
+	reg.MustRegister(m.FeedReads, m.FeedBuilds, m.FeedWrites, m.FactorRequests, m.FactorEvictions, m.FactorBytes)
+	return m
+}
+
+// newMetrics creates the metrics, unregistered.
+func newMetrics() *Metrics {
+	return &Metrics{
 		FeedReads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "matching_feed_cache_reads_total",
 			Help: "Precomputed feed reads by endpoint and result (hit, miss, stale, error).",
@@ -32,7 +46,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "matching_feed_cache_writes_total",
 			Help: "Feed writes to Redis by result (stored, kept_newer, error).",
 		}, []string{"result"}),
+		FactorRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matching_factor_cache_requests_total",
+			Help: "Feed builds by whether the student's weight-free score factors were kept from an earlier build (hit) or worked out (miss).",
+		}, []string{"result"}),
+		FactorEvictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matching_factor_cache_evictions_total",
+			Help: "Students' score factors dropped from the factor cache to keep it within its memory bound.",
+		}),
+		FactorBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "matching_factor_cache_bytes",
+			Help: "Memory held by the factor cache: students' weight-free score factors.",
+		}),
 	}
-	reg.MustRegister(m.FeedReads, m.FeedBuilds, m.FeedWrites)
-	return m
 }

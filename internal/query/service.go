@@ -81,6 +81,10 @@ type Config struct {
 	// ImageBaseURL is the base of school image URLs (IMAGE_BASE_URL);
 	// optional, match.DefaultImageBaseURL.
 	ImageBaseURL string
+	// FactorCacheBytes bounds the memory of the students' score factors
+	// kept between builds (FactorCache); optional, DefaultFactorCacheBytes;
+	// negative keeps none.
+	FactorCacheBytes int
 }
 
 // Service answers the read side's queries.
@@ -97,6 +101,7 @@ type Service struct {
 
 	builds     singleflight.Group // one build per student at a time
 	scratch    sync.Pool          // *[]match.Scored, Rank's buffer
+	factors    *FactorCache       // nil: none kept
 	categories atomic.Pointer[categoriesMemo]
 }
 
@@ -111,8 +116,12 @@ func New(c Config) *Service {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return &Service{students: c.Students, feeds: c.Feeds, catalogs: c.Catalogs, probes: c.Probes, log: c.Log, m: c.Metrics,
+	s := &Service{students: c.Students, feeds: c.Feeds, catalogs: c.Catalogs, probes: c.Probes, log: c.Log, m: c.Metrics,
 		size: c.FeedSize, now: c.Now, images: c.ImageBaseURL}
+	if c.FactorCacheBytes >= 0 {
+		s.factors = NewFactorCache(c.FactorCacheBytes, c.Metrics)
+	}
+	return s
 }
 
 // buildTimeout bounds one inline build (load, rank, store), which runs on
@@ -257,7 +266,7 @@ func (s *Service) project(st domain.LearnerState, cat *active.Catalog) *feedStat
 	fs.feed, scratch = BuildFeed(FeedInput{
 		StudentID: st.Student.ID, StudentVersion: st.Version, LearningVersion: st.LearningVersion,
 		LearnedVersion: learned, Profile: p, Model: model, TotalSwipes: st.Student.SwipeCount, Swiped: swiped,
-		Catalog: cat, Size: s.size, Describe: DescribedItems, Now: s.now(),
+		Catalog: cat, Size: s.size, Describe: DescribedItems, Now: s.now(), Factors: s.factors,
 	}, scratch)
 	s.putScratch(scratch)
 	s.m.FeedBuilds.Observe(time.Since(start).Seconds())
