@@ -138,6 +138,10 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		// Probes served are remembered for FEED_CACHE_TTL, so a swipe on
 		// one is known as a probe swipe.
 		Probes: cache.NewProbes(rdb, cfg.FeedCacheTTL),
+		// The API builds a feed only when none is stored (a first read, an
+		// expired feed); the rebuilds after swipes, which reuse a student's
+		// kept score factors, run in the worker. No factor cache here.
+		FactorCacheBytes: -1,
 	})
 
 	// The write side: one PostgreSQL statement per swipe (or one pipelined
