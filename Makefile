@@ -20,7 +20,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 export TEST_DATABASE_URL TEST_REDIS_URL
 
-.PHONY: help run test test-topologies test-scaleout test-hostile fuzz lint migrate seed catalogue bench build tidy fmt up down clean clean-test-db loadtest drill
+.PHONY: help run test test-topologies test-scaleout test-hostile fuzz lint migrate seed catalogue bench build tidy fmt up down up-scaleout down-scaleout clean clean-test-db loadtest drill
 
 # The demo and docs pages (web/, built into internal/demo/dist and committed).
 NPM_CI := npm ci --ignore-scripts --no-audit --no-fund
@@ -115,6 +115,12 @@ up: ## run the whole stack with docker compose (API on 127.0.0.1:8080)
 
 down: ## stop the docker compose stack (keeps the database volume)
 	docker compose down
+
+up-scaleout: ## instead of make up: API and 2 workers on a 3-master Redis Cluster, through PgBouncer (compose profile scaleout)
+	VERSION=$(VERSION) docker compose --profile scaleout up -d --build api-scaleout worker-scaleout
+
+down-scaleout: ## stop the docker compose stack, the scaleout profile included (keeps the database volume)
+	docker compose --profile scaleout down
 
 web/node_modules/.package-lock.json: web/package.json web/package-lock.json
 	cd web && $(NPM_CI)
