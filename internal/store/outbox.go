@@ -171,6 +171,7 @@ WITH gone AS (
 	RETURNING published_at
 )
 SELECT count(*), coalesce(max(published_at), $3) FROM gone`
+
 // DeletePublishedOutbox deletes up to limit rows, oldest first, that were
 // published more than olderThan ago, not before after, and that no webhook
 // delivery which may still be sent refers to, and reports how many it
