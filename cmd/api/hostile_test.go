@@ -23,12 +23,12 @@ import (
 	"github.com/collegematch/matching/internal/testutil"
 )
 
-// lockedBuffer (readiness_test.go) collects what the API logs.
+// testutil.Buffer (readiness_test.go) collects what the API logs.
 
 // startHostileAPI runs the API as cmd/api runs it (run, with its servers and
 // timeouts) on a fresh database and returns its public and ops base URLs
 // and its log.
-func startHostileAPI(t *testing.T, extra map[string]string) (public, opsURL string, logs *lockedBuffer) {
+func startHostileAPI(t *testing.T, extra map[string]string) (public, opsURL string, logs *testutil.Buffer) {
 	t.Helper()
 	env := map[string]string{
 		"DATABASE_URL":      testutil.NewDBURL(t),
@@ -44,7 +44,7 @@ func startHostileAPI(t *testing.T, extra map[string]string) (public, opsURL stri
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
-	logs = &lockedBuffer{}
+	logs = &testutil.Buffer{}
 	go func() { done <- run(ctx, func(k string) string { return env[k] }, logs, ready) }()
 	t.Cleanup(func() {
 		cancel()

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,24 +16,6 @@ import (
 	"github.com/collegematch/matching/internal/auth"
 	"github.com/collegematch/matching/internal/testutil"
 )
-
-// lockedBuffer collects the API's log while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // An API that starts while Redis is down is ready (it serves what it can):
 // the outage shows in /health, in /readyz's body, in the metrics and in
@@ -52,7 +32,7 @@ func TestRunReadyWhileRedisIsDown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
-	var logs lockedBuffer
+	var logs testutil.Buffer
 	go func() { done <- run(ctx, func(k string) string { return env[k] }, &logs, ready) }()
 	var addrs [2]string
 	select {

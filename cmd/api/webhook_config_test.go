@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,24 +17,6 @@ import (
 	"github.com/collegematch/matching/internal/testutil"
 	"github.com/collegematch/matching/internal/webhook"
 )
-
-// syncBuffer is a log sink the test reads while the API writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // An API given WEBHOOK_ENDPOINTS_FILE compares its list with the workers':
 // a worker that reads another list is reported at start, in the log and in
@@ -60,7 +41,7 @@ func TestAPIChecksTheWorkersWebhookList(t *testing.T) {
 		"AUTH_HS256_SECRET":      secret,
 		"WEBHOOK_ENDPOINTS_FILE": file,
 	}
-	var logs syncBuffer
+	var logs testutil.Buffer
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ready := make(chan [2]string, 1)

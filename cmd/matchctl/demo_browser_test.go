@@ -269,7 +269,7 @@ func buildServers(t *testing.T) string {
 
 // server is one of the service's binaries running for a test.
 type server struct {
-	log    *lockedBuffer
+	log    *testutil.Buffer
 	listen chan string // the addresses it logs as listening, in order
 }
 
@@ -285,7 +285,7 @@ func startServer(t *testing.T, bin string, env map[string]string) *server {
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	s := &server{log: &lockedBuffer{}, listen: make(chan string, 4)}
+	s := &server{log: &testutil.Buffer{}, listen: make(chan string, 4)}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -106,7 +105,7 @@ func startDemoWith(t *testing.T, ctx context.Context, env map[string]string, arg
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	out, w := io.Pipe()
-	var errOut lockedBuffer
+	var errOut testutil.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, append([]string{"demo", "--addr", "127.0.0.1:0"}, args...),
@@ -137,22 +136,4 @@ func randomHex(t *testing.T, n int) string {
 	_, err := rand.Read(b)
 	require.NoError(t, err)
 	return hex.EncodeToString(b)
-}
-
-// lockedBuffer is a bytes.Buffer safe for one writer and readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,27 +25,9 @@ import (
 	"github.com/collegematch/matching/internal/testutil"
 )
 
-// syncBuffer collects the worker's log while it runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type worker struct {
 	ops    string // ops address
-	logs   *syncBuffer
+	logs   *testutil.Buffer
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has returned err
 	err    error
@@ -63,7 +43,7 @@ func start(t *testing.T, env map[string]string) *worker {
 func startWith(t *testing.T, env map[string]string, opt options) *worker {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &worker{logs: &syncBuffer{}, cancel: cancel, done: make(chan struct{})}
+	w := &worker{logs: &testutil.Buffer{}, cancel: cancel, done: make(chan struct{})}
 	ready := make(chan string, 1)
 	go func() {
 		defer close(w.done)
