@@ -88,10 +88,16 @@ func (a carriedAllowance) atMost(w http.ResponseWriter, r *http.Request, n int) 
 		return -1, 0, a.failed(w, r, err)
 	}
 	if !d.Allowed {
-		a.m.RateLimited.WithLabelValues(string(ratelimit.GroupSwipes)).Inc()
+		// Counted as rate-limited by the caller, once a change was refused:
+		// the ones beyond the allowance may have been invalid anyway.
 		return d.Granted, d.RetryAfter, true
 	}
 	return d.Granted, 0, true
+}
+
+// limited counts a request some of whose swipes the allowance refused.
+func (a carriedAllowance) limited() {
+	a.m.RateLimited.WithLabelValues(string(ratelimit.GroupSwipes)).Inc()
 }
 
 // failed applies the fail-open/closed policy to a limiter error and

@@ -271,3 +271,28 @@ func TestCarriedSwipesWhenTheLimiterCannotCount(t *testing.T) {
 			map[string]string{"group": "swipes", "outcome": "denied"}))
 	})
 }
+
+// A push counts as rate-limited (matching_rate_limited_total) only when one
+// of its changes was refused for the allowance: a push whose changes
+// beyond the allowance are invalid anyway refuses nothing for it.
+func TestSyncPushCountsRateLimitedOnlyWhenAChangeWasRefused(t *testing.T) {
+	api := newTestAPI(t, withRates(redisClient(t), swipeRates(config.Rate{N: 2, Period: time.Minute})))
+	schools := api.seedSchools(t, 10)
+	student, tok := api.newStudent(t, completeProfile())
+	bad := swipeChange(schools[3], "left")
+	bad["direction"] = "sideways"
+	changes := []map[string]any{swipeChange(schools[1], "left"), swipeChange(schools[2], "right"), bad}
+	res := api.do(t, "POST", "/m/sync/push", tok, map[string]any{"student_id": student, "changes": changes})
+	require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
+	rejected := rejectedErrors(res.Body)
+	require.Len(t, rejected, 1, "%s", res.Raw)
+	limited := 0
+	for _, code := range rejected {
+		if code == "rate_limited" {
+			limited = 1
+		}
+	}
+	assert.EqualValues(t, limited, counterValue(t, api.Registry, "matching_rate_limited_total", map[string]string{"group": "swipes"}),
+		"counted when, and only when, a change was refused for the allowance (%v)", rejected)
+	assert.Equal(t, limited == 1, res.Header.Get("Retry-After") != "")
+}

@@ -111,6 +111,7 @@ func handleSyncPush(log *slog.Logger, sync SyncPush, allowance carriedAllowance)
 			return
 		}
 		if res.RateLimited {
+			allowance.limited()
 			w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(retryAfter)))
 		}
 		encode(w, http.StatusOK, res)
