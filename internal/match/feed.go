@@ -781,7 +781,8 @@ func (a *assembler) candIndex(pos int32) int32 {
 // value now (see value), so such a candidate is valued again only when its
 // bound reaches the best value found, highest bound first.
 func (a *assembler) best(entries []int32) int {
-	const most = len(probeKinds) * ProbePool
+	// entries are a probe list (every kind's pool) or an exploration pool.
+	const most = max(len(probeKinds)*ProbePool, ExplorePool)
 	var valued [most]bool
 	var stale [most]uint8
 	ns := 0
