@@ -2,14 +2,18 @@ package query_test
 
 import (
 	"encoding/json"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/collegematch/matching/internal/active"
+	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
+	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
 )
@@ -65,5 +69,60 @@ func TestBuildFeedWithFactorsIsTheSameFeed(t *testing.T) {
 	for range 2 { // made, then kept
 		got, _ := query.BuildFeed(in, nil)
 		assert.Equal(t, want, got)
+	}
+}
+
+// Builds for different students running at once, sharing one factor cache
+// and the assembler's pooled buffers, each give the feed a build made
+// alone gives: nothing of one build's buffers ends up in another's feed.
+func TestConcurrentBuildsShareNoBuffers(t *testing.T) {
+	cat := active.NewCatalog(catalog.Generate(900, 17), 3)
+	inputs := make([]query.FeedInput, 8)
+	for i := range inputs {
+		st := completeStudent()
+		st.HomeLat, st.HomeLon = ptr(30+float64(i)*2), ptr(-120+float64(i)*6)
+		st.SAT = ptr(1000 + i*60)
+		if i%2 == 1 {
+			st.IntendedMajors = []domain.Major{"biology"}
+			st.PreferredSize = "small"
+		}
+		p := match.NewProfile(st)
+		model := match.NewModel(match.SeedWeights(p))
+		for k := range i * 3 { // learned from a few swipes each, in their own way
+			dir := match.Dislike
+			if k%2 == 0 {
+				dir = match.Like
+			}
+			model, _ = model.Observe(p, cat.Catalog, match.SwipeObservation(k*7%len(cat.Schools), dir))
+		}
+		inputs[i] = query.FeedInput{StudentID: st.ID, StudentVersion: int64(i + 1), Profile: p, Model: model,
+			TotalSwipes: i * 3, Catalog: cat, Size: 300, Describe: query.DescribedItems, Now: time.Unix(1_790_000_000, 0)}
+	}
+	want := make([]cache.Feed, len(inputs))
+	for i, in := range inputs {
+		want[i], _ = query.BuildFeed(in, nil)
+	}
+	for i := 1; i < len(want); i++ {
+		require.NotEqual(t, want[0].Items, want[i].Items, "students %d and 0 differ, so a mixed-up buffer shows", i)
+	}
+
+	shared := query.NewFactorCache(0, nil)
+	got := make([][]cache.Feed, len(inputs))
+	var wg sync.WaitGroup
+	for i := range inputs {
+		wg.Go(func() {
+			in := inputs[i]
+			in.Factors = shared
+			for range 3 { // a miss, then hits, while the others build
+				f, _ := query.BuildFeed(in, nil)
+				got[i] = append(got[i], f)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range inputs {
+		for k, f := range got[i] {
+			assert.Equal(t, want[i], f, "student %d, build %d", i, k)
+		}
 	}
 }
