@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/domain"
@@ -58,7 +59,9 @@ func floatColumn(name string, f func(s *domain.School) **float64) column {
 		}}
 }
 
-func int16Column(name string, f func(s *domain.School) **int16) column {
+// intColumn is a column of whole numbers that must fit T.
+func intColumn[T int16 | int32](name string, f func(s *domain.School) **T) column {
+	bits := int(unsafe.Sizeof(T(0))) * 8
 	return column{name: name,
 		get: func(s *domain.School) string {
 			if p := *f(s); p != nil {
@@ -67,30 +70,11 @@ func int16Column(name string, f func(s *domain.School) **int16) column {
 			return ""
 		},
 		set: func(s *domain.School, v string) error {
-			x, err := strconv.ParseInt(v, 10, 16)
+			x, err := strconv.ParseInt(v, 10, bits)
 			if err != nil {
-				return fmt.Errorf("not a 16-bit integer: %q", v)
+				return fmt.Errorf("not a %d-bit integer: %q", bits, v)
 			}
-			y := int16(x)
-			*f(s) = &y
-			return nil
-		}}
-}
-
-func int32Column(name string, f func(s *domain.School) **int32) column {
-	return column{name: name,
-		get: func(s *domain.School) string {
-			if p := *f(s); p != nil {
-				return strconv.Itoa(int(*p))
-			}
-			return ""
-		},
-		set: func(s *domain.School, v string) error {
-			x, err := strconv.ParseInt(v, 10, 32)
-			if err != nil {
-				return fmt.Errorf("not a 32-bit integer: %q", v)
-			}
-			y := int32(x)
+			y := T(x)
 			*f(s) = &y
 			return nil
 		}}
@@ -100,7 +84,7 @@ func int32Column(name string, f func(s *domain.School) **int32) column {
 // this file says which Scorecard or IPEDS variable each one comes from.
 var columns = func() []column {
 	cols := []column{
-		int32Column("unitid", func(s *domain.School) **int32 { return &s.UnitID }),
+		intColumn("unitid", func(s *domain.School) **int32 { return &s.UnitID }),
 		textColumn("name", func(s *domain.School) *string { return &s.Name }),
 		textColumn("city", func(s *domain.School) *string { return &s.City }),
 		textColumn("state", func(s *domain.School) *string { return &s.State }),
@@ -123,29 +107,29 @@ var columns = func() []column {
 				s.Control = domain.Control(x)
 				return nil
 			}},
-		int16Column("locale", func(s *domain.School) **int16 { return &s.Locale }),
-		int16Column("pred_degree", func(s *domain.School) **int16 { return &s.PredDegree }),
-		int32Column("size", func(s *domain.School) **int32 { return &s.Size }),
+		intColumn("locale", func(s *domain.School) **int16 { return &s.Locale }),
+		intColumn("pred_degree", func(s *domain.School) **int16 { return &s.PredDegree }),
+		intColumn("size", func(s *domain.School) **int32 { return &s.Size }),
 		floatColumn("admission_rate", func(s *domain.School) **float64 { return &s.AdmissionRate }),
-		int16Column("sat25", func(s *domain.School) **int16 { return &s.SAT25 }),
-		int16Column("sat75", func(s *domain.School) **int16 { return &s.SAT75 }),
-		int16Column("act25", func(s *domain.School) **int16 { return &s.ACT25 }),
-		int16Column("act75", func(s *domain.School) **int16 { return &s.ACT75 }),
-		int32Column("tuition_in", func(s *domain.School) **int32 { return &s.TuitionIn }),
-		int32Column("tuition_out", func(s *domain.School) **int32 { return &s.TuitionOut }),
-		int32Column("avg_net_price", func(s *domain.School) **int32 { return &s.AvgNetPrice }),
+		intColumn("sat25", func(s *domain.School) **int16 { return &s.SAT25 }),
+		intColumn("sat75", func(s *domain.School) **int16 { return &s.SAT75 }),
+		intColumn("act25", func(s *domain.School) **int16 { return &s.ACT25 }),
+		intColumn("act75", func(s *domain.School) **int16 { return &s.ACT75 }),
+		intColumn("tuition_in", func(s *domain.School) **int32 { return &s.TuitionIn }),
+		intColumn("tuition_out", func(s *domain.School) **int32 { return &s.TuitionOut }),
+		intColumn("avg_net_price", func(s *domain.School) **int32 { return &s.AvgNetPrice }),
 	}
 	for b, name := range []string{"net_price_0_30k", "net_price_30_48k", "net_price_48_75k", "net_price_75_110k", "net_price_110k_plus"} {
-		cols = append(cols, int32Column(name, func(s *domain.School) **int32 { return &s.NetPriceByBand[b] }))
+		cols = append(cols, intColumn(name, func(s *domain.School) **int32 { return &s.NetPriceByBand[b] }))
 	}
 	cols = append(cols,
 		floatColumn("pell_rate", func(s *domain.School) **float64 { return &s.PellRate }),
 		floatColumn("loan_rate", func(s *domain.School) **float64 { return &s.LoanRate }),
-		int32Column("median_debt", func(s *domain.School) **int32 { return &s.MedianDebt }),
+		intColumn("median_debt", func(s *domain.School) **int32 { return &s.MedianDebt }),
 		floatColumn("grad_rate", func(s *domain.School) **float64 { return &s.GradRate }),
 		floatColumn("retention_rate", func(s *domain.School) **float64 { return &s.RetentionRate }),
-		int32Column("earnings_6yr", func(s *domain.School) **int32 { return &s.Earnings6yr }),
-		int32Column("earnings_10yr", func(s *domain.School) **int32 { return &s.Earnings10yr }),
+		intColumn("earnings_6yr", func(s *domain.School) **int32 { return &s.Earnings6yr }),
+		intColumn("earnings_10yr", func(s *domain.School) **int32 { return &s.Earnings10yr }),
 	)
 	for _, m := range domain.Majors {
 		cols = append(cols, column{name: "pcip_" + string(m.Key),
