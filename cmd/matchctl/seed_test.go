@@ -38,12 +38,8 @@ func runSeedCmd(t *testing.T, databaseURL string, args ...string) (int, string, 
 // Without flags, seed loads the bundled real schools: the values of the
 // extract, under the importer's ids, once.
 func TestSeedLoadsTheBundledRealSchoolsOnce(t *testing.T) {
-	dbURL := testutil.NewDBURL(t)
 	ctx := context.Background()
-	pool, err := store.Open(ctx, dbURL)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	st := store.New(pool)
+	dbURL, st := seedTestDB(t)
 
 	code, out, errOut := runSeedCmd(t, dbURL, "seed")
 	require.Equal(t, 0, code, "stderr: %s", errOut)
@@ -95,12 +91,8 @@ func TestSeedLoadsTheBundledRealSchoolsOnce(t *testing.T) {
 // An import of a Scorecard file after the seed merges into the seeded
 // schools (same ids), keeping what the file lacks.
 func TestImportAfterSeedMergesIntoTheBundledSchools(t *testing.T) {
-	dbURL := testutil.NewDBURL(t)
 	ctx := context.Background()
-	pool, err := store.Open(ctx, dbURL)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	st := store.New(pool)
+	dbURL, st := seedTestDB(t)
 
 	code, _, errOut := runSeedCmd(t, dbURL, "seed")
 	require.Equal(t, 0, code, "stderr: %s", errOut)
@@ -153,12 +145,8 @@ func TestSeedRealOverGeneratedRetiresThem(t *testing.T) {
 }
 
 func TestSeedSyntheticFillsAnEmptyCatalogueOnce(t *testing.T) {
-	dbURL := testutil.NewDBURL(t)
 	ctx := context.Background()
-	pool, err := store.Open(ctx, dbURL)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	st := store.New(pool)
+	dbURL, st := seedTestDB(t)
 
 	code, out, errOut := runSeedCmd(t, dbURL, "seed", "--synthetic")
 	require.Equal(t, 0, code, "stderr: %s", errOut)
@@ -169,7 +157,7 @@ func TestSeedSyntheticFillsAnEmptyCatalogueOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, n, 6000)
 
-	rows, err := pool.Query(ctx, `SELECT state, count(*) FROM schools WHERE active AND source = 'seed' GROUP BY state`)
+	rows, err := st.Pool().Query(ctx, `SELECT state, count(*) FROM schools WHERE active AND source = 'seed' GROUP BY state`)
 	require.NoError(t, err)
 	perState := map[string]int{}
 	for rows.Next() {
@@ -290,4 +278,15 @@ func TestSeedForceRefusesToMixWithImportedSchools(t *testing.T) {
 	n, err := store.New(pool).CountSchools(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "nothing generated was added")
+}
+
+// seedTestDB is a fresh database's URL, for the command, and a store on it,
+// for the test's checks.
+func seedTestDB(t *testing.T) (string, *store.Store) {
+	t.Helper()
+	dbURL := testutil.NewDBURL(t)
+	pool, err := store.Open(context.Background(), dbURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return dbURL, store.New(pool)
 }
