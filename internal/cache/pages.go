@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,21 +8,21 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/collegematch/matching/internal/handover"
 )
 
 // Stored pages of the standard envelope (POST /recommendations and
 // /v2/recommendations). A feed keeps, besides its binary items, its first
 // items as those endpoints show each one, encoded when the feed is built,
 // and what the envelope around them says that a swipe's patch does not
-// move (fieldEnvelope). A cached page is then one script call that returns
-// the page's item bytes, which the API wraps in the envelope without
-// decoding them.
+// move (fieldEnvelope). A cached page is then one HMGET of the page's
+// fields (PageRead, pipelined with the request's rate-limit count), whose
+// item bytes the API wraps in the envelope without decoding them.
 //
 // Item k of the list as built is field "j:<k>": "P" and the school id (36
 // characters) for a probe, "-" for any other item, then the item's JSON
-// object. A swipe's patch that takes schools off the top leaves these
+// object. (The probes of the described items are remembered when the feed
+// is stored, so a read no longer needs the id; it is kept so that replicas
+// of the previous build, which read it, share stored feeds with this one.) A swipe's patch that takes schools off the top leaves these
 // fields alone: it appends the schools to fieldRemoved, and item k of the
 // patched list is field j:<k + removed>.
 //
@@ -73,76 +72,126 @@ func encodeEnvelope(f *Feed) []byte {
 	return append(b, f.ShownWeights...)
 }
 
-// pageRead answers a page of a feed's described items: KEYS[1] the feed,
-// KEYS[2] the probe memory (ProbesKey); ARGV offset, limit, now (Unix ms),
-// probe TTL (ms), probe cap. It answers false when the feed is not there
-// (or is a tombstone, or has no described items) or when the page reaches
-// past the described items while the list goes on; otherwise
-// "<cv> <n> <t>\n<envelope>\n" and the page's JSON objects joined by
-// commas. The page's probes are remembered as served (Probes), in the same
-// call. Only the page's items are read.
-var pageRead = redis.NewScript(`
-local f = redis.call('HMGET', KEYS[1], 'cv', 'n', 't', 'e')
-if not f[1] or not f[2] or not f[3] or not f[4] then
-  return false
-end
-local from, limit, total = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(f[3])
-local last = math.min(from + limit, total)
-if last <= from then
-  return f[1] .. ' ' .. f[2] .. ' ' .. f[3] .. '\n' .. f[4] .. '\n'
-end
-local shift = redis.call('HSTRLEN', KEYS[1], 'x') / 16
-local names = {}
-for k = from, last - 1 do
-  names[#names + 1] = 'j:' .. (k + shift)
-end
-local vals = redis.call('HMGET', KEYS[1], unpack(names))
-local out, probes = {}, {}
-for i, v in ipairs(vals) do
-  if not v then
-    return false
-  end
-  if string.byte(v, 1) == 80 then
-    probes[#probes + 1] = string.sub(v, 2, 37)
-    out[i] = string.sub(v, 38)
-  else
-    out[i] = string.sub(v, 2)
-  end
-end
-if #probes > 0 then
-  local now = tonumber(ARGV[3])
-  for _, id in ipairs(probes) do
-    redis.call('ZADD', KEYS[2], now, id)
-  end
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[4]))
-  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -tonumber(ARGV[5]) - 1)
-  redis.call('PEXPIRE', KEYS[2], ARGV[4])
-end
-return f[1] .. ' ' .. f[2] .. ' ' .. f[3] .. '\n' .. f[4] .. '\n' .. table.concat(out, ',')
-`)
+// pageMargin is how many items past a page a page read also asks for.
+// The read is made before it knows how many schools swipes have taken off
+// the feed's top since it was built (fieldRemoved: item k of the patched
+// list is field j:<k + removed>), so it reads j:<from> to
+// j:<from + limit + pageMargin - 1> with the count and uses the ones the
+// count names. The worker's rebuild after a swipe starts the count again,
+// so it is rarely above one or two; a read the margin does not cover is
+// made again with the right names (Feeds.ReadPage).
+const pageMargin = 4
 
-// PageCall is a page read for a caller that runs it in a pipeline of its
-// own (by its hash: on NOSCRIPT, read again with Feeds.Page, which loads
-// it) and reads the answer with ParsePage.
-type PageCall struct {
-	Script *redis.Script
-	Keys   []string
-	Args   []any
+// PageRead is a read of a page of a feed's described items in plain
+// commands (HMGET and HSTRLEN of the feed), for a caller that queues it on
+// a pipeline of its own (Queue) and reads its answer after the pipeline
+// ran (Result). The page's probes were remembered when the feed was
+// stored (query: Service.store), so the read writes nothing.
+type PageRead struct {
+	key         string
+	from, limit int
+	base        int // the removed count the read's names start at
+	span        int // how many items past from+base it asks for
+	fields      *redis.SliceCmd
+	removed     *redis.IntCmd
 }
 
-// PageCall is the read of items [offset, offset+limit) of studentID's feed
-// at nowMillis (see Page).
-func (s *Feeds) PageCall(studentID string, offset, limit int, nowMillis int64) PageCall {
-	return PageCall{Script: pageRead, Keys: pageKeys(studentID), Args: pageArgs(offset, limit, nowMillis, s.ttl.Milliseconds())}
+// PageRead is the read of items [offset, offset+limit) of studentID's
+// feed.
+func (s *Feeds) PageRead(studentID string, offset, limit int) *PageRead {
+	return &PageRead{key: FeedKey(studentID), from: offset, limit: limit, span: limit + pageMargin}
 }
 
-// pageKeys are the keys of a page read of studentID's feed.
-func pageKeys(studentID string) []string { return []string{FeedKey(studentID), ProbesKey(studentID)} }
+// pageHead are the fields every page read asks for, before the items:
+// catalogue version, counted swipes, schools eligible, envelope.
+var pageHead = []string{fieldCatalogVersion, fieldSwipes, fieldTotal, fieldEnvelope}
 
-// pageArgs are the arguments of a page read: items [offset, offset+limit)
-// at nowMillis, probes remembered for probeTTL milliseconds.
-func pageArgs(offset, limit int, nowMillis, probeTTL int64) []any {
-	return []any{offset, limit, nowMillis, probeTTL, maxProbes}
+// Queue adds the read's commands to pipe.
+func (r *PageRead) Queue(ctx context.Context, pipe redis.Pipeliner) {
+	names := make([]string, 0, len(pageHead)+r.span)
+	names = append(names, pageHead...)
+	for k := r.from + r.base; k < r.from+r.base+r.span; k++ {
+		names = append(names, fieldDescribedPrefix+strconv.Itoa(k))
+	}
+	r.fields = pipe.HMGet(ctx, r.key, names...)
+	r.removed = pipe.HStrLen(ctx, r.key, fieldRemoved)
+}
+
+// errPageMoved is a read whose names missed the page: the feed's top moved
+// by removed schools, which the read did not ask far enough for.
+type errPageMoved struct{ removed int }
+
+func (e errPageMoved) Error() string {
+	return fmt.Sprintf("stored page: %d schools taken off the top, past the read's margin", e.removed)
+}
+
+// Result is the page the read found: ErrNotBuilt when the feed is not
+// there (or is a tombstone, or has no described items) or when the page
+// reaches past the described items while the list goes on; errPageMoved
+// when the read must be made again (Feeds.ReadPage does).
+func (r *PageRead) Result() (StoredPage, error) {
+	var p StoredPage
+	if r.fields == nil {
+		return p, errors.New("stored page: read not made")
+	}
+	vals, err := r.fields.Result()
+	if err != nil {
+		return p, err
+	}
+	removedLen, err := r.removed.Result()
+	if err != nil {
+		return p, err
+	}
+	var head [4]string // pageHead's values
+	for i := range head {
+		v, ok := vals[i].(string)
+		if !ok {
+			return p, ErrNotBuilt
+		}
+		head[i] = v
+	}
+	var nums [3]int64
+	for i := range nums {
+		if nums[i], err = strconv.ParseInt(head[i], 10, 64); err != nil {
+			return p, fmt.Errorf("stored page: header: %w", err)
+		}
+	}
+	p.CatalogVersion, p.TotalSwipes, p.TotalCount = nums[0], int(nums[1]), int(nums[2])
+	if err := parseEnvelope(&p, head[3]); err != nil {
+		return p, err
+	}
+	last := min(r.from+r.limit, p.TotalCount)
+	if last <= r.from {
+		return p, nil
+	}
+	removed := int(removedLen / 16)
+	if removed < r.base || removed+last > r.from+r.base+r.span {
+		return p, errPageMoved{removed}
+	}
+	items := vals[len(pageHead)+removed-r.base:]
+	size := 0
+	for k := range last - r.from {
+		v, ok := items[k].(string)
+		if !ok || v == "" {
+			return p, ErrNotBuilt
+		}
+		size += len(v) + 1
+	}
+	out := make([]byte, 0, size)
+	for k := range last - r.from {
+		v := items[k].(string)
+		if k > 0 {
+			out = append(out, ',')
+		}
+		if v[0] == 'P' {
+			v = v[min(len(v), 37):]
+		} else {
+			v = v[1:]
+		}
+		out = append(out, v...)
+	}
+	p.Items = out
+	return p, nil
 }
 
 // StoredPage is a page of described items as read from Redis.
@@ -156,65 +205,59 @@ type StoredPage struct {
 	Items            []byte // the page's JSON objects joined by commas; empty for an empty page
 }
 
-// ParsePage reads a page read's answer. The slices alias raw.
-func ParsePage(raw []byte) (StoredPage, error) {
-	var p StoredPage
-	head, rest, ok := bytes.Cut(raw, []byte("\n"))
-	if !ok {
-		return p, errors.New("stored page: no header line")
-	}
-	env, items, ok := bytes.Cut(rest, []byte("\n"))
-	if !ok {
-		return p, errors.New("stored page: no envelope line")
-	}
-	nums := strings.Fields(string(head))
-	if len(nums) != 3 {
-		return p, fmt.Errorf("stored page: malformed header %q", head)
-	}
-	var ints [3]int64
-	for i, s := range nums {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return p, fmt.Errorf("stored page: header: %w", err)
-		}
-		ints[i] = v
-	}
-	p.CatalogVersion, p.TotalSwipes, p.TotalCount = ints[0], int(ints[1]), int(ints[2])
-	complete, env, ok1 := bytes.Cut(env, []byte(" "))
-	algo, weights, ok2 := bytes.Cut(env, []byte(" "))
+// parseEnvelope reads fieldEnvelope into p.
+func parseEnvelope(p *StoredPage, env string) error {
+	complete, rest, ok1 := strings.Cut(env, " ")
+	algo, weights, ok2 := strings.Cut(rest, " ")
 	if !ok1 || !ok2 {
-		return p, fmt.Errorf("stored page: malformed envelope %q", env)
+		return fmt.Errorf("stored page: malformed envelope %q", env)
 	}
-	p.Complete = string(complete) == "1"
-	p.AlgorithmVersion, p.Weights, p.Items = string(algo), weights, items
-	return p, nil
+	p.Complete = complete == "1"
+	p.AlgorithmVersion, p.Weights = algo, []byte(weights)
+	return nil
 }
 
-// Page reads items [offset, offset+limit) of a student's feed as the
-// standard envelope shows them, remembering its probes as served (for the
-// feed TTL), in one round trip. ErrNotBuilt when the feed is not there or
-// the page reaches past the described items.
-func (s *Feeds) Page(ctx context.Context, studentID string, offset, limit int, nowMillis int64) (StoredPage, error) {
+// ReadPage reads items [offset, offset+limit) of a student's feed as the
+// standard envelope shows them, in one round trip (two when the feed's top
+// moved past the first read's margin). ErrNotBuilt when the feed is not
+// there or the page reaches past the described items. r, when not nil, is
+// a read of that page already made (its answer is used, and the read made
+// again only when it missed).
+func (s *Feeds) ReadPage(ctx context.Context, studentID string, offset, limit int, r *PageRead) (StoredPage, error) {
+	read := s.PageRead(studentID, offset, limit)
+	if r != nil && r.fields != nil {
+		p, err := r.Result()
+		var moved errPageMoved
+		switch {
+		case err == nil, errors.Is(err, ErrNotBuilt):
+			return p, err
+		case errors.As(err, &moved):
+			read.base, read.span = moved.removed, limit
+		}
+		// Otherwise the read did not answer: make it here.
+	}
 	var p StoredPage
 	err := s.call(ctx, "read a page", func(ctx context.Context) error {
-		var cmd *redis.Cmd
-		err := handover.Exec(ctx, s.rdb, []*redis.Script{pageRead}, func(pipe redis.Pipeliner) error {
-			c := s.PageCall(studentID, offset, limit, nowMillis)
-			cmd = pageRead.EvalSha(ctx, pipe, c.Keys, c.Args...)
-			return nil
-		})
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return err
+		for attempt := 0; ; attempt++ {
+			if _, err := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+				read.Queue(ctx, pipe)
+				return nil
+			}); err != nil {
+				return err
+			}
+			var (
+				err   error
+				moved errPageMoved
+			)
+			p, err = read.Result()
+			switch {
+			case !errors.As(err, &moved):
+				return err
+			case attempt == 2:
+				return ErrNotBuilt // swipes keep moving it: the full path answers
+			}
+			read = &PageRead{key: read.key, from: offset, limit: limit, base: moved.removed, span: limit}
 		}
-		raw, err := cmd.Text()
-		if errors.Is(err, redis.Nil) {
-			return ErrNotBuilt
-		}
-		if err != nil {
-			return err
-		}
-		p, err = ParsePage([]byte(raw))
-		return err
 	})
 	return p, err
 }

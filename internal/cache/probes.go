@@ -33,23 +33,38 @@ func NewProbes(rdb redis.UniversalClient, ttl time.Duration) *Probes {
 
 // Remember records schoolIDs as served to studentID as probes now. Each
 // school's entry lives for the TTL from its latest serving; the key itself
-// expires a TTL after the last write, and the set never holds more than
-// maxProbes members (the oldest go first).
+// expires two TTLs after the last write (see RememberUntil), and the set
+// never holds more than maxProbes members (the oldest go first).
 func (p *Probes) Remember(ctx context.Context, studentID string, schoolIDs ...string) error {
+	return p.RememberUntil(ctx, studentID, time.Now(), schoolIDs...)
+}
+
+// RememberUntil records schoolIDs as served to studentID as probes up to
+// until, the latest time they may still be served: a stored feed's probes,
+// which its pages serve from stored bytes without writing anything, are
+// remembered when it is stored, until it expires (at most a TTL ahead).
+// Each entry then lives for the TTL after until.
+func (p *Probes) RememberUntil(ctx context.Context, studentID string, until time.Time, schoolIDs ...string) error {
 	if len(schoolIDs) == 0 {
 		return nil
 	}
 	key := ProbesKey(studentID)
 	now := time.Now()
+	switch {
+	case until.Before(now):
+		until = now
+	case until.After(now.Add(p.ttl)):
+		until = now.Add(p.ttl)
+	}
 	members := make([]redis.Z, len(schoolIDs))
 	for i, id := range schoolIDs {
-		members[i] = redis.Z{Score: float64(now.UnixMilli()), Member: strings.ToLower(id)}
+		members[i] = redis.Z{Score: float64(until.UnixMilli()), Member: strings.ToLower(id)}
 	}
 	_, err := p.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		pipe.ZAdd(ctx, key, members...)
 		pipe.ZRemRangeByScore(ctx, key, "-inf", fmt.Sprint(now.Add(-p.ttl).UnixMilli()))
 		pipe.ZRemRangeByRank(ctx, key, 0, -maxProbes-1)
-		pipe.PExpire(ctx, key, p.ttl)
+		pipe.PExpire(ctx, key, 2*p.ttl) // the longest an entry lives (until is at most a TTL ahead)
 		return nil
 	})
 	if err != nil {

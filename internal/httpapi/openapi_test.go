@@ -206,7 +206,7 @@ func (oaNoQueries) StoredRecommendations(context.Context, string, int, int, bool
 	return nil, false
 }
 
-func (oaNoQueries) PageCall(string, int, int) query.PageCall { return query.PageCall{} }
+func (oaNoQueries) PageRead(string, int, int) *query.PageRead { return nil }
 
 func (oaNoQueries) MatchDetail(context.Context, string, string) (query.MatchDetailView, error) {
 	return query.MatchDetailView{}, errors.New("not used")

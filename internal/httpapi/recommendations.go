@@ -21,7 +21,7 @@ type Queries interface {
 	Recommendations(ctx context.Context, studentID string, limit, offset int) (query.RecommendationsPage, error)
 	RecommendationsV2(ctx context.Context, studentID string, limit, offset int) (query.RecommendationsPage, error)
 	StoredRecommendations(ctx context.Context, studentID string, limit, offset int, anyProfile bool, pf query.Prefetched) ([]byte, bool)
-	PageCall(studentID string, limit, offset int) query.PageCall
+	PageRead(studentID string, limit, offset int) *query.PageRead
 	MatchDetail(ctx context.Context, studentID, schoolID string) (query.MatchDetailView, error)
 	CompactFeedLocation(studentID string) (key, field string)
 	CompactFeed(ctx context.Context, studentID string, pf query.Prefetched) (query.CompactPage, error)
@@ -118,7 +118,8 @@ func handleRecommendations(log *slog.Logger, q Queries) http.Handler {
 // side takes it.
 func prefetched(ctx context.Context) query.Prefetched {
 	pf := prefetchedFrom(ctx)
-	return query.Prefetched{Done: pf.Done, Found: pf.Found, Raw: pf.Value}
+	page, _ := pf.Read.(*query.PageRead)
+	return query.Prefetched{Done: pf.Done, Found: pf.Found, Raw: pf.Value, Page: page}
 }
 
 // handleMatchDetail answers GET /match/{student_id}/{school_id}.

@@ -348,7 +348,7 @@ func TestCompactCachedReadIsOneRoundTrip(t *testing.T) {
 }
 
 // So is a cached page of POST /recommendations and /v2/recommendations:
-// the count and the page read (which remembers the page's probes) in one
+// the count and the page read (an HMGET of the page's stored items) in one
 // round trip, the stored bytes written as they are, no PostgreSQL, and the
 // same body the full path writes.
 func TestRecommendationsCachedPageIsOneRoundTrip(t *testing.T) {

@@ -21,7 +21,7 @@ func addRoutes(r chi.Router, d Deps) {
 	// The cached compact feed is read in the round trip that counts the
 	// request, when the limiter can pipeline (architecture.md, the hot path).
 	// So is a cached page of POST /recommendations (and /v2): the page read
-	// (a script that also remembers its probes) goes with the count.
+	// (an HMGET of the page's stored items) goes with the count.
 	compactLimit, pageLimit := recs, recs
 	if pl, ok := d.Limiter.(PrefetchLimiter); ok {
 		compactLimit = rateLimitPrefetch(d.Log, pl, d.Metrics, ratelimit.GroupRecommendations, d.RateLimits.FailClosed,
@@ -35,8 +35,10 @@ func addRoutes(r chi.Router, d Deps) {
 				if err != nil {
 					return ratelimit.Fetch{} // the handler answers the error
 				}
-				c := d.Queries.PageCall(student, limit, offset)
-				return ratelimit.Fetch{Script: c.Script, Keys: c.Keys, Args: c.Args}
+				if read := d.Queries.PageRead(student, limit, offset); read != nil {
+					return ratelimit.Fetch{Read: read}
+				}
+				return ratelimit.Fetch{}
 			})
 	}
 

@@ -55,7 +55,7 @@ func newEnv(t *testing.T, n, feedSize int) *env {
 func (e *env) service(t *testing.T, students query.Students, feeds query.FeedStore, feedSize int) *query.Service {
 	t.Helper()
 	return query.New(query.Config{Students: students, Feeds: feeds, Catalogs: e.Catalog,
-		Log: testutil.Logger(t), Metrics: e.Metrics, FeedSize: feedSize})
+		Probes: cache.NewProbes(e.Redis, feeds.TTL()), Log: testutil.Logger(t), Metrics: e.Metrics, FeedSize: feedSize})
 }
 
 // countingStudents adapts the store and counts loads, so a test can tell a

@@ -3,6 +3,7 @@ package query
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -175,14 +176,23 @@ type buildBuffer struct {
 
 var buildBuffers = sync.Pool{New: func() any { return new(buildBuffer) }}
 
-// CompactProbes are the schools of the feed's compact first page served as
-// probes: the page GET /m/recommendations answers from Redis without any
-// other round trip, so its probes are remembered when the feed is built.
-func CompactProbes(f *cache.Feed) []string {
+// StoredProbes are the schools a stored feed's cached pages serve as
+// probes: those of its compact first page (GET /m/recommendations) when it
+// has one, and those of its described items (POST /recommendations).
+// Those pages are answered from Redis without any other round trip, so
+// their probes are remembered when the feed is stored.
+func StoredProbes(f *cache.Feed) []string {
 	var out []string
-	for _, it := range f.Range(0, CompactPageSize) {
-		if it.Probe {
-			out = append(out, it.SchoolID.String())
+	if f.Compact.ETag != "" {
+		for _, it := range f.Range(0, CompactPageSize) {
+			if it.Probe {
+				out = append(out, it.SchoolID.String())
+			}
+		}
+	}
+	for _, d := range f.Described {
+		if d.Probe && !slices.Contains(out, d.SchoolID) {
+			out = append(out, d.SchoolID)
 		}
 	}
 	return out

@@ -138,7 +138,7 @@ func TestBuildFeed(t *testing.T) {
 		}
 	}
 	assert.Len(t, probes, 5, "with 12 swipes, positions 4, 8, 12, 16 and 20")
-	assert.Equal(t, probes, query.CompactProbes(&f))
+	assert.Equal(t, probes, query.StoredProbes(&f))
 	assert.Regexp(t, `^"[0-9a-f]{40}"$`, f.Compact.ETag, "the body's SHA-1, as a swipe's patch makes it")
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -67,16 +69,28 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 
 	// The same read made by a caller in a round trip of its own (the rate
 	// limiter's) and handed back.
-	c := e.Service.PageCall(st.ID, 20, 0)
-	raw, err := c.Script.Run(ctx, e.Redis, c.Keys, c.Args...).Text()
-	require.NoError(t, err)
-	pre, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{Done: true, Found: true, Raw: []byte(raw)})
+	prefetch := func(limit, offset int) query.Prefetched {
+		t.Helper()
+		read := e.Service.PageRead(st.ID, limit, offset)
+		_, err := e.Redis.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			read.Queue(ctx, pipe)
+			return nil
+		})
+		require.NoError(t, err)
+		return query.Prefetched{Done: true, Page: read}
+	}
+	pre, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, prefetch(20, 0))
 	require.True(t, ok)
 	assert.Equal(t, string(first), string(pre))
-	_, ok = e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{Done: true})
+	nobody := uuid.NewString()
+	missing := e.Service.PageRead(nobody, 20, 0)
+	_, err := e.Redis.Pipelined(ctx, func(pipe redis.Pipeliner) error { missing.Queue(ctx, pipe); return nil })
+	require.NoError(t, err)
+	_, ok = e.Service.StoredRecommendations(ctx, nobody, 20, 0, false, query.Prefetched{Done: true, Page: missing})
 	assert.False(t, ok, "a prefetched miss takes the full path")
 
-	// The page's probes are remembered as served.
+	// The page's probes were remembered when the feed was stored, as served
+	// until it expires: a read writes nothing.
 	var page query.RecommendationsPage
 	require.NoError(t, json.Unmarshal(stored, &page))
 	var probes []string
@@ -86,13 +100,15 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, probes)
+	remembered, err := e.Redis.ZRange(ctx, cache.ProbesKey(st.ID), 0, -1).Result()
+	require.NoError(t, err)
+	assert.Subset(t, remembered, probes)
 	require.NoError(t, e.Redis.Del(ctx, cache.ProbesKey(st.ID)).Err())
-	var remembered []string
 	_, ok = e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{})
 	require.True(t, ok)
-	remembered, err = e.Redis.ZRange(ctx, cache.ProbesKey(st.ID), 0, -1).Result()
+	n, err := e.Redis.Exists(ctx, cache.ProbesKey(st.ID)).Result()
 	require.NoError(t, err)
-	assert.ElementsMatch(t, probes, remembered)
+	assert.Zero(t, n, "a cached page writes nothing")
 
 	// A swipe on the first item patches the feed: the stored pages move
 	// with its items and counts.
@@ -106,6 +122,21 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 	after, _ := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{})
 	assert.NotContains(t, string(after), head)
 	assert.Contains(t, string(after), `"total_swipes":1}`)
+
+	// Swipes take more schools off the top than a read asks past its page
+	// for: the read is made again with the right names, prefetched or not.
+	f, err = e.Feeds.Feed(ctx, st.ID)
+	require.NoError(t, err)
+	var five []string
+	for _, it := range f.Range(0, 5) {
+		five = append(five, it.SchoolID.String())
+	}
+	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: st.ID, Version: f.StudentVersion + 1,
+		SwipeCount: f.TotalSwipes + 5, Swiped: five}))
+	check("after six swipes' patches", query.DescribedItems-6)
+	moved, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 3, false, prefetch(20, 3))
+	require.True(t, ok)
+	assert.Equal(t, string(fullPage(t, e, st.ID, 20, 3, false)), string(moved))
 
 	// A feed built on another catalogue version is not served from bytes.
 	require.NoError(t, e.Redis.HSet(ctx, cache.FeedKey(st.ID), "cv", f.CatalogVersion+1).Err())

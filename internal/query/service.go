@@ -51,14 +51,16 @@ type FeedStore interface {
 	Invalidate(ctx context.Context, studentID string, version int64) error
 	Delete(ctx context.Context, studentID string) error
 	CompactLocation(studentID string) (key, field string)
-	Page(ctx context.Context, studentID string, offset, limit int, nowMillis int64) (cache.StoredPage, error)
-	PageCall(studentID string, offset, limit int, nowMillis int64) cache.PageCall
+	TTL() time.Duration
+	ReadPage(ctx context.Context, studentID string, offset, limit int, made *cache.PageRead) (cache.StoredPage, error)
+	PageRead(studentID string, offset, limit int) *cache.PageRead
 }
 
 // ProbeRecorder remembers the schools served to a student as probes
 // (cache.Probes), so that a swipe on one is known as a probe swipe.
 type ProbeRecorder interface {
 	Remember(ctx context.Context, studentID string, schoolIDs ...string) error
+	RememberUntil(ctx context.Context, studentID string, until time.Time, schoolIDs ...string) error
 }
 
 // Catalogs gives the catalogue currently held (active.Holder).
@@ -294,9 +296,7 @@ func (s *Service) store(ctx context.Context, fs *feedState) error {
 		return err
 	case stored:
 		s.m.FeedWrites.WithLabelValues("stored").Inc()
-		if f.Compact.ETag != "" {
-			s.rememberProbes(ctx, f.StudentID, CompactProbes(&f))
-		}
+		s.rememberStoredProbes(ctx, &f)
 	default:
 		s.m.FeedWrites.WithLabelValues("kept_newer").Inc()
 	}
@@ -305,6 +305,22 @@ func (s *Service) store(ctx context.Context, fs *feedState) error {
 
 // probeTimeout bounds remembering probes, which is best effort.
 const probeTimeout = 250 * time.Millisecond
+
+// rememberStoredProbes records the probes a stored feed's cached pages
+// serve (its compact page and its described items, which GET
+// /m/recommendations and POST /recommendations answer from Redis without
+// writing anything) as served until the feed expires.
+func (s *Service) rememberStoredProbes(ctx context.Context, f *cache.Feed) {
+	probes := StoredProbes(f)
+	if s.probes == nil || len(probes) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+	defer cancel()
+	if err := s.probes.RememberUntil(ctx, f.StudentID, time.Now().Add(s.feeds.TTL()), probes...); err != nil {
+		s.log.DebugContext(ctx, "probes not remembered", "student_id", f.StudentID, "err", err)
+	}
+}
 
 // rememberProbes records schools served to the student as probes.
 func (s *Service) rememberProbes(ctx context.Context, studentID string, schoolIDs []string) {
@@ -406,26 +422,16 @@ func (s *Service) recommendations(ctx context.Context, endpoint, studentID strin
 // path (Recommendations), when the stored feed cannot answer: not there,
 // built on another catalogue or ranking, the page deeper than the
 // described items, an incomplete profile POST /recommendations refuses, or
-// Redis unavailable. The page's probes are remembered as served in the
-// same round trip. pf is the page read already made (PageCall), if any.
+// Redis unavailable. The page's probes were remembered as served when the
+// feed was stored (store). pf.Page is the page read already made
+// (PageRead), if any.
 func (s *Service) StoredRecommendations(ctx context.Context, studentID string, limit, offset int, anyProfile bool, pf Prefetched) (body []byte, ok bool) {
 	endpoint := "recommendations"
 	if anyProfile {
 		endpoint = "v2_recommendations"
 	}
 	cat := s.catalogs.Current()
-	var (
-		p   cache.StoredPage
-		err error
-	)
-	switch {
-	case pf.Done && !pf.Found:
-		err = cache.ErrNotBuilt
-	case pf.Done:
-		p, err = cache.ParsePage(pf.Raw)
-	default:
-		p, err = s.feeds.Page(ctx, studentID, offset, limit, s.now().UnixMilli())
-	}
+	p, err := s.feeds.ReadPage(ctx, studentID, offset, limit, pf.Page)
 	switch {
 	case errors.Is(err, cache.ErrNotBuilt):
 		return nil, false // the full path counts the read
@@ -439,14 +445,13 @@ func (s *Service) StoredRecommendations(ctx context.Context, studentID string, l
 	return PageBody(p), true
 }
 
-// PageCall is a page read of the stored feed (cache.PageCall).
-type PageCall = cache.PageCall
+// PageRead is a page read of the stored feed (cache.PageRead).
+type PageRead = cache.PageRead
 
-// PageCall is the read StoredRecommendations makes, for a caller that
-// runs it in a round trip of its own and hands the answer back
-// (Prefetched).
-func (s *Service) PageCall(studentID string, limit, offset int) PageCall {
-	return s.feeds.PageCall(studentID, offset, limit, s.now().UnixMilli())
+// PageRead is the read StoredRecommendations makes, for a caller that
+// queues it in a round trip of its own and hands it back (Prefetched).
+func (s *Service) PageRead(studentID string, limit, offset int) *PageRead {
+	return s.feeds.PageRead(studentID, offset, limit)
 }
 
 // PageBody is the envelope of POST /recommendations around a stored page's
@@ -570,6 +575,9 @@ type Prefetched struct {
 	Done  bool   // the read answered; when false, CompactFeed reads Redis itself
 	Found bool   // a value was there
 	Raw   []byte // the stored value when Found
+	// Page is a page read made for StoredRecommendations (PageRead), its
+	// commands run.
+	Page *PageRead
 }
 
 // CompactFeedLocation is the Redis hash and field holding a student's

@@ -14,15 +14,19 @@ import (
 )
 
 // Fetch names a value to read in the same round trip as the count: an
-// HGET of Field on Key, a GET of Key when Field is empty, or, when Script
-// is set, the script run (by its hash) on Keys and Args, whose string
-// answer is the value (false or nil: not found). The zero Fetch reads
-// nothing.
+// HGET of Field on Key, a GET of Key when Field is empty, or, when Read is
+// set, the caller's own commands (Read queues them, and the caller reads
+// their answers from its own value once AllowFetch returns). The zero
+// Fetch reads nothing.
 type Fetch struct {
 	Key, Field string
-	Script     *redis.Script
-	Keys       []string
-	Args       []any
+	Read       PipeRead
+}
+
+// PipeRead is a read of the caller's own that goes in the count's
+// pipeline.
+type PipeRead interface {
+	Queue(ctx context.Context, pipe redis.Pipeliner)
 }
 
 // Fetched is what a Fetch found.
@@ -30,6 +34,9 @@ type Fetched struct {
 	Done  bool   // the read reached Redis and answered (found or not)
 	Found bool   // the key (and field) exists
 	Value []byte // the value when Found
+	// Read is Fetch.Read once its commands ran (each with its own answer
+	// or error, which the caller reads).
+	Read PipeRead
 }
 
 // Pipelined is a Limiter that can also read one value in the same Redis
@@ -72,8 +79,8 @@ func (p *Pipelined) AllowFetch(ctx context.Context, group Group, key string, f F
 	count := pipe.EvalSha(callCtx, gcra.Hash(), keys, args...)
 	var read interface{ Bytes() ([]byte, error) }
 	switch {
-	case f.Script != nil:
-		read = scriptBytes{pipe.EvalSha(callCtx, f.Script.Hash(), f.Keys, f.Args...)}
+	case f.Read != nil:
+		f.Read.Queue(callCtx, pipe)
 	case f.Field != "":
 		read = pipe.HGet(callCtx, f.Key, f.Field)
 	case f.Key != "":
@@ -82,9 +89,10 @@ func (p *Pipelined) AllowFetch(ctx context.Context, group Group, key string, f F
 	_, _ = pipe.Exec(callCtx) // errors are per command, below
 
 	var fetched Fetched
+	if f.Read != nil {
+		fetched = Fetched{Done: true, Read: f.Read}
+	}
 	if read != nil {
-		// A script Redis does not know (after a restart) leaves Done false:
-		// the handler reads by itself, loading it.
 		if v, err := read.Bytes(); err == nil {
 			fetched = Fetched{Done: true, Found: true, Value: v}
 		} else if errors.Is(err, redis.Nil) {
@@ -234,11 +242,3 @@ end
 local retry_after = -1
 return {cost, remaining, tostring(retry_after), tostring(reset_after)}
 `)
-
-// scriptBytes reads a script's string answer as bytes.
-type scriptBytes struct{ *redis.Cmd }
-
-func (c scriptBytes) Bytes() ([]byte, error) {
-	s, err := c.Text()
-	return []byte(s), err
-}
