@@ -32,6 +32,7 @@ func TestOpenTopologies(t *testing.T) {
 		assert.Equal(t, testutil.RedisDBCache, c.Options().DB)
 		assert.Equal(t, 2*time.Second, c.Options().DialTimeout, "the service's default")
 		assert.True(t, c.Options().ContextTimeoutEnabled)
+		assert.Equal(t, 2, c.Options().Protocol, "RESP2 unless the URL asks for 3")
 		require.NoError(t, cache.Ping(ctx, rdb))
 	})
 
@@ -42,6 +43,14 @@ func TestOpenTopologies(t *testing.T) {
 		assert.Equal(t, 5*time.Second, rdb.(*redis.Client).Options().DialTimeout)
 		assert.Equal(t, 3*time.Second, rdb.(*redis.Client).Options().ReadTimeout)
 		assert.Equal(t, time.Second, rdb.(*redis.Client).Options().WriteTimeout)
+	})
+
+	t.Run("the URL's protocol wins", func(t *testing.T) {
+		rdb, _, err := cache.Open(ctx, node+"?protocol=3")
+		require.NoError(t, err)
+		defer rdb.Close()
+		assert.Equal(t, 3, rdb.(*redis.Client).Options().Protocol)
+		require.NoError(t, cache.Ping(ctx, rdb))
 	})
 
 	t.Run("several nodes that are not a cluster are refused", func(t *testing.T) {

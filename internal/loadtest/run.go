@@ -61,6 +61,9 @@ func Run(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
+	if opt.Protocol == 0 {
+		opt.Protocol = 2 // as the service's clients speak (cache.Open), so the bare handler's GET costs what theirs do
+	}
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	r := &runner{c: c, pool: pool, rdb: rdb, api: NewClient(c.APIURL, c.Token, c.Clients*2, 30*time.Second),
