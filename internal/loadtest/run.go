@@ -543,6 +543,9 @@ func (r *runner) sustained(ctx context.Context) error {
 	if r.c.Receiver != nil {
 		r.c.Receiver.Reset()
 	}
+	if err := ResetStatements(ctx, r.pool); err != nil {
+		return err
+	}
 	lagBefore := r.histogram(ctx, "matching_feed_lag_seconds")
 	pollCtx, stopPolls := context.WithCancel(ctx)
 	var pollWG sync.WaitGroup
@@ -592,6 +595,15 @@ func (r *runner) sustained(ctx context.Context) error {
 	}
 	r.printf("\n")
 	r.printCPU("swipe", used, res.OK())
+	// What PostgreSQL ran per swipe at this rate: at a rate the machine
+	// is not saturated by, execution times are the statements' own rather
+	// than time spent waiting for a core.
+	r.waitDrained(ctx, res.OK())
+	stmts, err := ReadStatements(ctx, r.pool)
+	if err != nil {
+		return err
+	}
+	r.printStatements(stmts, res.OK())
 	return nil
 }
 
