@@ -10,9 +10,9 @@ import (
 )
 
 // BenchmarkBuildFeed6500 builds one student's feed from a 6,500-school
-// catalogue: rank everything, assemble the top 1,000, round, encode the
-// compact first page and its ETag. Rank's buffer is reused, as the service
-// does.
+// catalogue: rank everything, assemble the DefaultFeedSize items stored,
+// round, encode the compact first page and its ETag. Rank's buffer is
+// reused, as the service does.
 func BenchmarkBuildFeed6500(b *testing.B) {
 	in := buildInput(b, 6500, query.DefaultFeedSize)
 	_, scratch := query.BuildFeed(in, nil)
@@ -37,9 +37,9 @@ func BenchmarkBuildFeed6500Parallel(b *testing.B) {
 // rebuildInput is what the worker rebuilds after a fold for a student 20
 // swipes in on an n-school catalogue: a learned model (likes and dislikes
 // along the top of the ranking), the swiped schools left out, the stored
-// feed's 1,000 items and its first DescribedItems described; the student's
-// weight-free score factors are kept from the build before, as the
-// service's FactorCache keeps them.
+// feed's DefaultFeedSize items and its first DescribedItems described; the
+// student's weight-free score factors are kept from the build before, as
+// the service's FactorCache keeps them.
 func rebuildInput(b *testing.B, n int) query.FeedInput {
 	in := buildInput(b, n, query.DefaultFeedSize)
 	cat := in.Catalog
@@ -61,9 +61,9 @@ func rebuildInput(b *testing.B, n int) query.FeedInput {
 
 // benchRebuild is the worker's rebuild of one student after a fold, without
 // the Redis round trip: rank the catalogue with the learned model, assemble
-// the stored 1,000 items, describe the first DescribedItems, encode the
-// compact page and everything Put stores (cache.PutArgs). It reports the
-// thread's CPU time per rebuild next to the wall clock.
+// the DefaultFeedSize items stored, describe the first DescribedItems,
+// encode the compact page and everything Put stores (cache.PutArgs). It
+// reports the thread's CPU time per rebuild next to the wall clock.
 func benchRebuild(b *testing.B, n int, factors bool) {
 	in := rebuildInput(b, n)
 	if !factors {

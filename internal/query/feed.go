@@ -15,8 +15,16 @@ import (
 // Feed sizes.
 const (
 	// DefaultFeedSize is how many ranked items a stored feed keeps: pages
-	// within them are served from Redis, deeper pages are ranked per request.
-	DefaultFeedSize = 1000
+	// within them are served from Redis, deeper pages are ranked per
+	// request (Service.deeper) and continue the same list. A student swipes
+	// from the top of the feed and the worker rebuilds it after every fold,
+	// so the first pages are what is read: 200 items are ten pages of 20
+	// (five of 40), and a rebuild assembles only those. The cost falls on
+	// the rare deeper page: a build on the API (rank, assemble to the
+	// page's end, describe it) and, for a feed read from Redis, a read of
+	// the student's swiped schools from PostgreSQL and of the model from
+	// Redis.
+	DefaultFeedSize = 200
 	// CompactPageSize is how many items GET /m/recommendations returns: the
 	// first page of the feed, the default limit of POST /recommendations.
 	CompactPageSize = 20
