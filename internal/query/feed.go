@@ -246,24 +246,37 @@ type compactItem struct {
 
 // compactItems encodes the items of GET /m/recommendations for the first
 // slots (items are the same positions, rounded), one JSON object each.
+// The items share one array.
 func compactItems(cat *active.Catalog, slots []Slot, items []cache.FeedItem) [][]byte {
 	out := make([][]byte, len(items))
+	buf := make([]byte, 0, 128*len(items))
 	for i, it := range items {
 		s := &cat.Schools[slots[i].Index]
-		out[i], _ = json.Marshal(compactItem{ // strings and numbers: cannot fail
+		start := len(buf)
+		buf = appendCompactItem(buf, &compactItem{
 			I: s.ID, N: s.Name, S: match.Percent(it.Score), G: match.Grade(it.Score), C: s.City, St: s.State, P: it.Probe,
 		})
+		out[i] = buf[start:len(buf):len(buf)]
 	}
 	return out
 }
 
 // describe encodes the first items as POST /recommendations shows each
 // (recommendation), with the weights a page read from Redis shows.
+// The encodings share one array; an item json.Marshal would refuse (a
+// float that is not finite, which the scores never are) is left nil, as
+// json.Marshal's error left it.
 func describe(cat *active.Catalog, p match.Profile, w match.Weights, slots []Slot, items []cache.FeedItem) []cache.Described {
 	out := make([]cache.Described, len(items))
+	buf := make([]byte, 0, 1280*len(items))
 	for i, it := range items {
 		idx := int(slots[i].Index)
-		b, _ := json.Marshal(recommendation(cat, p, w, idx, it)) // strings, numbers and pointers to them: cannot fail
+		r := recommendation(cat, p, w, idx, it)
+		start := len(buf)
+		var b []byte
+		if enc, ok := appendRecommendation(buf, &r); ok {
+			buf, b = enc, enc[start:len(enc):len(enc)]
+		}
 		out[i] = cache.Described{SchoolID: cat.ID(idx).String(), Probe: it.Probe, JSON: b}
 	}
 	return out
