@@ -116,6 +116,24 @@ func Reasons(p Profile, w Weights, cat *Catalog, idx int) []string {
 	return v.reasons()
 }
 
+// Description is what a list shows of a school for a student beside its
+// scores.
+type Description struct {
+	Reasons       []string       // Reasons
+	AdmissionBand string         // AdmissionBand
+	NetPrice      NetPrice       // EstimateNetPrice
+	MatchedMajors []domain.Major // MatchedMajors
+}
+
+// Describe is Reasons, AdmissionBand, EstimateNetPrice and MatchedMajors
+// of school idx at once, from one scoring of the school: what a page of
+// recommendations shows of each item.
+func Describe(p Profile, w Weights, cat *Catalog, idx int) Description {
+	var v view // on the stack: a page describes many schools
+	v.init(p, w, cat, idx)
+	return Description{Reasons: v.reasons(), AdmissionBand: v.band, NetPrice: v.price, MatchedMajors: MatchedMajors(p, cat, idx)}
+}
+
 // Explanation is the match detail paragraph for a school.
 func Explanation(p Profile, w Weights, cat *Catalog, idx int) string {
 	return newView(p, w, cat, idx).explanation()

@@ -17,11 +17,46 @@ const (
 	positive = 1
 )
 
+// reason is one match_reasons line the data supports: which line, its
+// polarity and relevance. Its words are made only when it is shown (text).
 type reason struct {
-	text string
+	line reasonLine
 	pol  int
 	rel  float64 // how much the factor behind it moves this match
 }
+
+// reasonLine names a line's wording (text).
+type reasonLine uint8
+
+const (
+	lineScores             reasonLine = iota // test scores against the middle 50%
+	lineVerySelective                        // admits under 25%
+	lineAdmits                               // the admission rate
+	lineNoDegrees                            // none in the student's majors
+	lineStrongIn                             // the best major's share, strong
+	lineFewDegrees                           // the best major's share, weak
+	lineShareOfDegrees                       // the best major's share
+	linePrice                                // the price, against the budget when there is one
+	linePell                                 // Pell grants
+	lineLoans                                // few federal loans
+	lineValue                                // earnings against the price
+	lineEarnings                             // earnings
+	lineNear                                 // the distance, within range
+	lineFar                                  // the distance, beyond range
+	lineSizeAsPreferred                      // the size the student prefers
+	lineLarger                               // larger than preferred
+	lineSmaller                              // smaller than preferred
+	lineSettingAsPreferred                   // the setting the student prefers
+	lineSettingOther                         // another setting
+	lineGraduate                             // the graduation rate
+	lineFewGraduate                          // a low graduation rate
+	lineRetention                            // the retention rate
+	lineLimitedData                          // little data
+)
+
+// maxCandidates bounds candidates: at most one line for each of the
+// groups it goes through.
+const maxCandidates = 12
 
 // Reason selection limits.
 const (
@@ -33,89 +68,97 @@ const (
 // then neutral facts if fewer than three lines were found, then the single
 // most relevant caveat.
 func (v *view) reasons() []string {
-	cands := v.candidates()
+	var buf [maxCandidates]reason
+	cands := v.candidates(buf[:0])
 	slices.SortStableFunc(cands, func(a, b reason) int { return cmp.Compare(b.rel, a.rel) })
-	var pos, neu, cav []string
+	var pos, neu [maxCandidates]reason
+	var cav reason
+	npos, nneu, ncav := 0, 0, 0
 	for _, r := range cands {
 		switch r.pol {
 		case positive:
-			if len(pos) < maxPositive {
-				pos = append(pos, r.text)
+			if npos < maxPositive {
+				pos[npos] = r
+				npos++
 			}
 		case caveat:
-			if len(cav) < 1 {
-				cav = append(cav, r.text)
+			if ncav < 1 {
+				cav = r
+				ncav++
 			}
 		default:
-			neu = append(neu, r.text)
+			neu[nneu] = r
+			nneu++
 		}
 	}
-	out := pos
-	for _, t := range neu {
-		if len(out)+len(cav) >= minReasons {
+	n := npos
+	for range neu[:nneu] {
+		if n+ncav >= minReasons {
 			break
 		}
-		out = append(out, t)
+		n++
 	}
-	out = append(out, cav...)
-	if out == nil {
-		out = []string{}
+	out := make([]string, 0, n+ncav)
+	for _, r := range pos[:npos] {
+		out = append(out, v.text(r.line))
+	}
+	for _, r := range neu[:n-npos] {
+		out = append(out, v.text(r.line))
+	}
+	if ncav > 0 {
+		out = append(out, v.text(cav.line))
 	}
 	return out
 }
 
-// candidates are every reason line the data supports, with polarity and relevance.
-func (v *view) candidates() []reason {
+// candidates appends to dst every reason line the data supports, with
+// polarity and relevance.
+func (v *view) candidates(dst []reason) []reason {
 	b, sc, f, s, fw := &v.b, &v.sc, v.f, v.s, &v.sc.fw
 	rel := func(family, within, factor float64) float64 { return family * within * math.Abs(factor-Neutral) }
-	var out []reason
-	add := func(text string, pol int, r float64) { out = append(out, reason{text, pol, r}) }
+	out := dst
+	add := func(line reasonLine, pol int, r float64) { out = append(out, reason{line, pol, r}) }
 
 	// Test scores against the middle 50%.
-	if c, ok := v.comparison(); ok && v.p.Basis != BasisGPA {
+	if pos, ok := v.comparisonPos(); ok && v.p.Basis != BasisGPA {
 		pol := positive
-		if c.pos < 0 {
+		if pos < 0 {
 			pol = caveat
 		}
-		add(c.student+" is "+c.where()+" this school's middle 50% ("+c.school+")", pol, rel(fw.Academic, sc.wSAT, b.satMatch))
+		add(lineScores, pol, rel(fw.Academic, sc.wSAT, b.satMatch))
 	}
 	// Selectivity.
 	if v.cold.admRate >= 0 {
-		a := v.cold.admRate
 		r := rel(fw.Academic, sc.wSel, b.selFit)
 		switch {
-		case a < 0.25:
-			add("Very selective: admits "+pct(a)+" of applicants", caveat, r)
+		case v.cold.admRate < 0.25:
+			add(lineVerySelective, caveat, r)
 		default:
-			add("Admits "+pct(a)+" of applicants", neutral, r)
+			add(lineAdmits, neutral, r)
 		}
 	}
 	// Programs.
 	if sc.nMaj > 0 && f.hasPrograms {
 		r := rel(fw.Academic, sc.wProg, b.program)
-		name := domain.MajorName(domain.Majors[b.bestMajor].Key)
 		switch {
 		case b.bestShare <= 0:
-			add("No degrees awarded in "+v.majorList(2), caveat, r)
+			add(lineNoDegrees, caveat, r)
 		case b.program >= 0.6:
-			add("Strong in "+name+" ("+pct(b.bestShare)+" of degrees)", positive, r)
+			add(lineStrongIn, positive, r)
 		case b.program < 0.3:
-			add("Few degrees in "+name+" ("+pct(b.bestShare)+" of degrees)", caveat, r)
+			add(lineFewDegrees, caveat, r)
 		default:
-			add(name+" is "+pct(b.bestShare)+" of degrees", neutral, r)
+			add(lineShareOfDegrees, neutral, r)
 		}
 	}
 	// Price.
 	if v.price.Known() {
 		r := rel(fw.Financial, sc.wAff, b.afford)
-		text := v.priceLead()
 		pol := neutral
 		switch {
 		case v.p.HasBudget:
-			clause, over := budgetClause(b.price, v.p.Budget)
-			text += ", " + clause
 			pol = positive
-			if over {
+			if b.price > float64(v.p.Budget) { // budgetClause's over
 				pol = caveat
 			}
 		case b.afford >= 0.8:
@@ -123,62 +166,53 @@ func (v *view) candidates() []reason {
 		case b.afford < 0.5:
 			pol = caveat
 		}
-		if b.priceSrc == srcBand && !v.p.HasBudget {
-			text += " for families earning " + incomeBandLabels[sc.band]
-		}
-		add(text, pol, r)
+		add(linePrice, pol, r)
 	}
 	// Aid.
 	if b.aid >= 0.65 {
 		r := rel(fw.Financial, sc.wAid, b.aid)
 		switch {
 		case v.cold.pell >= 0.35:
-			add(pct(v.cold.pell)+" of students receive Pell grants", positive, r)
+			add(linePell, positive, r)
 		case v.cold.loan >= 0 && v.cold.loan <= 0.3:
-			add("Only "+pct(v.cold.loan)+" of students take federal loans", positive, r)
+			add(lineLoans, positive, r)
 		}
 	}
 	// Value and earnings: one line, whichever says more.
-	earn, earnK := earnings10(s)
 	o := outcomesOf(s)
-	if earnK > 0 {
-		when := "ten"
-		if earnK < 1 {
-			earn, when = float64(*s.Earnings6yr), "six"
-		}
+	if _, earnK := earnings10(s); earnK > 0 {
 		rEarn := rel(fw.Outcomes, outEarningsWeight, o.earn)
 		rVal := rel(fw.Financial, sc.wVal, b.value)
 		switch {
 		case (b.priceSrc == srcBand || b.priceSrc == srcAverage) && b.value >= 0.7 && rVal > rEarn:
-			add("Strong value: former students earn a median "+money(earn)+" on a net price of about "+money(b.price), positive, rVal)
+			add(lineValue, positive, rVal)
 		case o.earn >= 0.6:
-			add("Former students earn a median "+money(earn)+" "+when+" years after enrolling", positive, rEarn)
+			add(lineEarnings, positive, rEarn)
 		case o.earn <= 0.25:
-			add("Former students earn a median "+money(earn)+" "+when+" years after enrolling", caveat, rEarn)
+			add(lineEarnings, caveat, rEarn)
 		default:
-			add("Former students earn a median "+money(earn)+" "+when+" years after enrolling", neutral, rEarn)
+			add(lineEarnings, neutral, rEarn)
 		}
 	}
 	// Distance.
 	if b.distance >= 0 {
 		r := rel(fw.Campus, sc.wLoc, b.loc)
 		if b.distance <= sc.maxDist {
-			add(capitalize(v.milesText()+" from home"), positive, r)
+			add(lineNear, positive, r)
 		} else {
-			add(capitalize(v.milesText()+" from home, beyond your "+strconv.Itoa(int(math.Round(sc.maxDist)))+"-mile range"), caveat, r)
+			add(lineFar, caveat, r)
 		}
 	}
 	// Size, when the student has a size preference.
 	if f.hasSize && v.statesSize() {
 		r := rel(fw.Campus, sc.wSize, b.size)
-		n := int(*s.Size)
 		switch {
 		case b.size >= 0.8:
-			add(capitalize(article(sizeWord(n)))+" "+sizeWord(n)+" school ("+commas(n)+" undergraduates), as you prefer", positive, r)
+			add(lineSizeAsPreferred, positive, r)
 		case b.size <= 0.35 && float64(f.sizeScale) > sc.sizePref:
-			add("Larger than you prefer ("+commas(n)+" undergraduates)", caveat, r)
+			add(lineLarger, caveat, r)
 		case b.size <= 0.35:
-			add("Smaller than you prefer ("+commas(n)+" undergraduates)", caveat, r)
+			add(lineSmaller, caveat, r)
 		}
 	}
 	// Setting.
@@ -186,9 +220,9 @@ func (v *view) candidates() []reason {
 		r := rel(fw.Campus, sc.wSet, b.setting)
 		switch {
 		case b.setting >= 1:
-			add("A "+settingAdj[f.setting]+" campus, as you prefer", positive, r)
+			add(lineSettingAsPreferred, positive, r)
 		case b.setting <= 0.35:
-			add("A "+settingAdj[f.setting]+" campus, not the "+settingAdj[sc.setting]+" setting you prefer", caveat, r)
+			add(lineSettingOther, caveat, r)
 		}
 	}
 	// Graduation.
@@ -197,24 +231,106 @@ func (v *view) candidates() []reason {
 		if g, ok := rate(s.GradRate); ok {
 			switch {
 			case g >= 0.6:
-				add(pct(g)+" of students graduate", positive, r)
+				add(lineGraduate, positive, r)
 			case g < 0.4:
-				add("Only "+pct(g)+" of students graduate", caveat, r)
+				add(lineFewGraduate, caveat, r)
 			default:
-				add(pct(g)+" of students graduate", neutral, r)
+				add(lineGraduate, neutral, r)
 			}
 		} else if ret, ok := rate(s.RetentionRate); ok {
 			pol := neutral
 			if ret >= 0.85 {
 				pol = positive
 			}
-			add(pct(ret)+" of first-year students return for a second year", pol, r)
+			add(lineRetention, pol, r)
 		}
 	}
 	if b.confidence < 0.4 {
-		add("Limited data is available for this school", caveat, 0)
+		add(lineLimitedData, caveat, 0)
 	}
 	return out
+}
+
+// text words a reason line, from the figures candidates chose it on.
+func (v *view) text(line reasonLine) string {
+	b, sc, f, s := &v.b, &v.sc, v.f, v.s
+	switch line {
+	case lineScores:
+		c, _ := v.comparison()
+		return c.student + " is " + c.where() + " this school's middle 50% (" + c.school + ")"
+	case lineVerySelective:
+		return "Very selective: admits " + pct(v.cold.admRate) + " of applicants"
+	case lineAdmits:
+		return "Admits " + pct(v.cold.admRate) + " of applicants"
+	case lineNoDegrees:
+		return "No degrees awarded in " + v.majorList(2)
+	case lineStrongIn:
+		return "Strong in " + v.bestMajor() + " (" + pct(b.bestShare) + " of degrees)"
+	case lineFewDegrees:
+		return "Few degrees in " + v.bestMajor() + " (" + pct(b.bestShare) + " of degrees)"
+	case lineShareOfDegrees:
+		return v.bestMajor() + " is " + pct(b.bestShare) + " of degrees"
+	case linePrice:
+		text := v.priceLead()
+		if v.p.HasBudget {
+			clause, _ := budgetClause(b.price, v.p.Budget)
+			text += ", " + clause
+		}
+		if b.priceSrc == srcBand && !v.p.HasBudget {
+			text += " for families earning " + incomeBandLabels[sc.band]
+		}
+		return text
+	case linePell:
+		return pct(v.cold.pell) + " of students receive Pell grants"
+	case lineLoans:
+		return "Only " + pct(v.cold.loan) + " of students take federal loans"
+	case lineValue:
+		earn, _ := v.earnings()
+		return "Strong value: former students earn a median " + money(earn) + " on a net price of about " + money(b.price)
+	case lineEarnings:
+		earn, when := v.earnings()
+		return "Former students earn a median " + money(earn) + " " + when + " years after enrolling"
+	case lineNear:
+		return capitalize(v.milesText() + " from home")
+	case lineFar:
+		return capitalize(v.milesText() + " from home, beyond your " + strconv.Itoa(int(math.Round(sc.maxDist))) + "-mile range")
+	case lineSizeAsPreferred:
+		n := int(*s.Size)
+		return capitalize(article(sizeWord(n))) + " " + sizeWord(n) + " school (" + commas(n) + " undergraduates), as you prefer"
+	case lineLarger:
+		return "Larger than you prefer (" + commas(int(*s.Size)) + " undergraduates)"
+	case lineSmaller:
+		return "Smaller than you prefer (" + commas(int(*s.Size)) + " undergraduates)"
+	case lineSettingAsPreferred:
+		return "A " + settingAdj[f.setting] + " campus, as you prefer"
+	case lineSettingOther:
+		return "A " + settingAdj[f.setting] + " campus, not the " + settingAdj[sc.setting] + " setting you prefer"
+	case lineGraduate:
+		g, _ := rate(s.GradRate)
+		return pct(g) + " of students graduate"
+	case lineFewGraduate:
+		g, _ := rate(s.GradRate)
+		return "Only " + pct(g) + " of students graduate"
+	case lineRetention:
+		ret, _ := rate(s.RetentionRate)
+		return pct(ret) + " of first-year students return for a second year"
+	case lineLimitedData:
+		return "Limited data is available for this school"
+	}
+	return ""
+}
+
+// bestMajor names the student's major the school is strongest in.
+func (v *view) bestMajor() string { return domain.MajorName(domain.Majors[v.b.bestMajor].Key) }
+
+// earnings is the median earnings a reason line states: ten years after
+// entry, else six, with which it is.
+func (v *view) earnings() (float64, string) {
+	earn, earnK := earnings10(v.s)
+	if earnK < 1 {
+		return float64(*v.s.Earnings6yr), "six"
+	}
+	return earn, "ten"
 }
 
 // explanation is the match detail paragraph.
@@ -343,14 +459,11 @@ func (c scoreComparison) where() string {
 }
 
 func (v *view) comparison() (scoreComparison, bool) {
-	f, s, p := v.f, v.s, v.p
+	f, p := v.f, v.p
 	if !f.hasRange || p.Basis == BasisNone {
 		return scoreComparison{}, false
 	}
-	actLo, actHi, hasACT := 0, 0, s.ACT25 != nil && s.ACT75 != nil && *s.ACT25 > 0 && *s.ACT75 > 0
-	if hasACT {
-		actLo, actHi = int(min(*s.ACT25, *s.ACT75)), int(max(*s.ACT25, *s.ACT75))
-	}
+	actLo, actHi, hasACT := v.actRange()
 	if p.Basis == BasisACT && hasACT {
 		return scoreComparison{
 			student: "Your ACT of " + strconv.Itoa(p.ACT),
@@ -370,6 +483,27 @@ func (v *view) comparison() (scoreComparison, bool) {
 		c.school = "ACT " + strconv.Itoa(actLo) + "-" + strconv.Itoa(actHi)
 	}
 	return c, true
+}
+
+// comparisonPos is comparison's pos and ok, without the wording.
+func (v *view) comparisonPos() (int, bool) {
+	f, p := v.f, v.p
+	if !f.hasRange || p.Basis == BasisNone {
+		return 0, false
+	}
+	if actLo, actHi, hasACT := v.actRange(); p.Basis == BasisACT && hasACT {
+		return position(float64(p.ACT), float64(actLo), float64(actHi)), true
+	}
+	return position(float64(p.SAT), float64(f.satLo), float64(f.satHi)), true
+}
+
+// actRange is the school's ACT middle 50%, when it reports one.
+func (v *view) actRange() (lo, hi int, ok bool) {
+	s := v.s
+	if s.ACT25 == nil || s.ACT75 == nil || *s.ACT25 <= 0 || *s.ACT75 <= 0 {
+		return 0, 0, false
+	}
+	return int(min(*s.ACT25, *s.ACT75)), int(max(*s.ACT25, *s.ACT75)), true
 }
 
 func position(x, lo, hi float64) int {

@@ -169,8 +169,8 @@ func TestReasonPriceLine(t *testing.T) {
 			cat := NewCatalog([]domain.School{s})
 			v := newView(NewProfile(tt.student), DefaultWeights(), cat, 0)
 			var texts []string
-			for _, c := range v.candidates() {
-				texts = append(texts, c.text)
+			for _, c := range v.candidates(nil) {
+				texts = append(texts, v.text(c.line))
 			}
 			assert.Contains(t, texts, tt.want)
 		})
