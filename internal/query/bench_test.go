@@ -64,10 +64,13 @@ func rebuildInput(b *testing.B, n int) query.FeedInput {
 // the DefaultFeedSize items stored, describe the first DescribedItems,
 // encode the compact page and everything Put stores (cache.PutArgs). It
 // reports the thread's CPU time per rebuild next to the wall clock.
-func benchRebuild(b *testing.B, n int, factors bool) {
+func benchRebuild(b *testing.B, n int, factors factorsKept) {
 	in := rebuildInput(b, n)
-	if !factors {
+	switch factors {
+	case noFactors:
 		in.Factors = nil
+	case factorsMissed:
+		in.Factors = query.NewFactorCache(1, nil) // too small to keep any
 	}
 	f, scratch := query.BuildFeed(in, nil)
 	_ = cache.PutArgs(&f, time.Hour)
@@ -84,15 +87,32 @@ func benchRebuild(b *testing.B, n int, factors bool) {
 	}
 }
 
+// factorsKept is what a benchmarked rebuild has of the student's factors.
+type factorsKept int
+
+const (
+	factorsHit    factorsKept = iota // kept from the build before
+	noFactors                        // no factor cache (as the API builds)
+	factorsMissed                    // a factor cache without the student's
+)
+
 // BenchmarkRebuild6500 is the worker's rebuild at 6,500 schools.
-func BenchmarkRebuild6500(b *testing.B) { benchRebuild(b, 6500, true) }
+func BenchmarkRebuild6500(b *testing.B) { benchRebuild(b, 6500, factorsHit) }
 
 // BenchmarkRebuild65000 is the same at 65,000 schools.
-func BenchmarkRebuild65000(b *testing.B) { benchRebuild(b, 65000, true) }
+func BenchmarkRebuild65000(b *testing.B) { benchRebuild(b, 65000, factorsHit) }
 
-// BenchmarkRebuildCold6500 is the rebuild without kept factors: a student's
-// first build, or one after the profile or the catalogue changed.
-func BenchmarkRebuildCold6500(b *testing.B) { benchRebuild(b, 6500, false) }
+// BenchmarkRebuildCold6500 is the rebuild without a factor cache, as the
+// API builds.
+func BenchmarkRebuildCold6500(b *testing.B) { benchRebuild(b, 6500, noFactors) }
 
 // BenchmarkRebuildCold65000 is the same at 65,000 schools.
-func BenchmarkRebuildCold65000(b *testing.B) { benchRebuild(b, 65000, false) }
+func BenchmarkRebuildCold65000(b *testing.B) { benchRebuild(b, 65000, noFactors) }
+
+// BenchmarkRebuildMiss6500 is the worker's rebuild when its factor cache
+// does not hold the student's factors: a student's first build, one after
+// the profile or the catalogue changed, or one evicted.
+func BenchmarkRebuildMiss6500(b *testing.B) { benchRebuild(b, 6500, factorsMissed) }
+
+// BenchmarkRebuildMiss65000 is the same at 65,000 schools.
+func BenchmarkRebuildMiss65000(b *testing.B) { benchRebuild(b, 65000, factorsMissed) }

@@ -91,8 +91,7 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	var ranked []match.Scored
 	var factors *match.Factors
 	if in.Factors != nil {
-		factors = in.Factors.Get(in.StudentID, profile, in.Profile, cat.Catalog)
-		ranked = match.RankFactors(scratch, factors, in.Profile, in.Model)
+		ranked, factors = in.Factors.Rank(scratch, in.StudentID, profile, in.Profile, in.Model, cat.Catalog)
 	} else {
 		ranked = match.RankModel(scratch, in.Profile, in.Model, cat.Catalog)
 	}
@@ -261,6 +260,9 @@ func compactItems(cat *active.Catalog, slots []Slot, items []cache.FeedItem) [][
 	return out
 }
 
+// describedBytes is room for one described item: they take 1.1-1.5 KB.
+const describedBytes = 1600
+
 // describe encodes the first items as POST /recommendations shows each
 // (recommendation), with the weights a page read from Redis shows.
 // The encodings share one array; an item json.Marshal would refuse (a
@@ -268,7 +270,7 @@ func compactItems(cat *active.Catalog, slots []Slot, items []cache.FeedItem) [][
 // json.Marshal's error left it.
 func describe(cat *active.Catalog, p match.Profile, w match.Weights, slots []Slot, items []cache.FeedItem) []cache.Described {
 	out := make([]cache.Described, len(items))
-	buf := make([]byte, 0, 1280*len(items))
+	buf := make([]byte, 0, describedBytes*len(items))
 	for i, it := range items {
 		idx := int(slots[i].Index)
 		r := recommendation(cat, p, w, idx, it)
