@@ -442,11 +442,13 @@ func newAssembler(in *FeedInput, page int) *assembler {
 		a.bands[b] = all[len(all) : len(all) : len(all)+count[b]]
 		all = all[:len(all)+count[b]]
 	}
+	bands := a.bands // filled on the stack, then stored once
 	for pos, l := range listAt {
 		if l != 0 {
-			a.bands[l-1] = append(a.bands[l-1], int32(pos))
+			bands[l-1] = append(bands[l-1], int32(pos))
 		}
 	}
+	a.bands = bands
 
 	// Probe boundaries, from the learned weights and the profile.
 	sc := &a.le.sc
@@ -653,6 +655,9 @@ func (a *assembler) pastBoundaryIn(kind int, c GeoBand, n int) []int32 {
 	pm := &a.pmatch[kind][c]
 	list, ranked, used := a.bands[c], a.in.Ranked, a.used
 	found, scanned := pm.found, pm.scanned
+	if scanned == 0 && a.noneFarther(kind, c) {
+		scanned = len(list) // what testing each school would find: none
+	}
 	out := a.pbuf[:0]
 	// The used schools met on the way are dropped: the unused ones before j
 	// are moved up to just before j, in order, and head passes the rest.
@@ -677,6 +682,17 @@ func (a *assembler) pastBoundaryIn(kind int, c GeoBand, n int) []int32 {
 	pm.found, pm.scanned = found, scanned
 	a.pbuf = out
 	return out
+}
+
+// noneFarther reports whether no school of band c can be past the distance
+// boundary when kind is that boundary: with the mix, a near school is
+// within the max distance, and one farther than twice it or at an unknown
+// distance is beyond distHi when distHi is at most twice the max distance.
+func (a *assembler) noneFarther(kind int, c GeoBand) bool {
+	if kind != probeFarther || !a.geo {
+		return false
+	}
+	return c == GeoNear || c != GeoBeyond && a.distHi <= 2*a.maxDist
 }
 
 // pastBoundary reports whether school s is just past the learned boundary
