@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/collegematch/matching/internal/domain"
 )
@@ -251,73 +252,141 @@ func (v *view) candidates(dst []reason) []reason {
 	return out
 }
 
-// text words a reason line, from the figures candidates chose it on.
+// text words a reason line, from the figures candidates chose it on. The
+// words are appended to one buffer and made a string once.
 func (v *view) text(line reasonLine) string {
+	var buf [160]byte
+	return string(v.appendText(buf[:0], line))
+}
+
+// appendText appends the words of a reason line to t.
+func (v *view) appendText(t []byte, line reasonLine) []byte {
 	b, sc, f, s := &v.b, &v.sc, v.f, v.s
 	switch line {
 	case lineScores:
-		c, _ := v.comparison()
-		return c.student + " is " + c.where() + " this school's middle 50% (" + c.school + ")"
+		t = v.appendStudentScore(t)
+		pos, _ := v.comparisonPos()
+		t = append(t, " is "...)
+		t = append(t, scoreComparison{pos: pos}.where()...)
+		t = append(t, " this school's middle 50% ("...)
+		t = v.appendSchoolRange(t)
+		return append(t, ')')
 	case lineVerySelective:
-		return "Very selective: admits " + pct(v.cold.admRate) + " of applicants"
+		t = append(t, "Very selective: admits "...)
+		t = appendPct(t, v.cold.admRate)
+		return append(t, " of applicants"...)
 	case lineAdmits:
-		return "Admits " + pct(v.cold.admRate) + " of applicants"
+		t = append(t, "Admits "...)
+		t = appendPct(t, v.cold.admRate)
+		return append(t, " of applicants"...)
 	case lineNoDegrees:
-		return "No degrees awarded in " + v.majorList(2)
+		t = append(t, "No degrees awarded in "...)
+		return append(t, v.majorList(2)...)
 	case lineStrongIn:
-		return "Strong in " + v.bestMajor() + " (" + pct(b.bestShare) + " of degrees)"
+		t = append(t, "Strong in "...)
+		t = append(t, v.bestMajor()...)
+		t = append(t, " ("...)
+		t = appendPct(t, b.bestShare)
+		return append(t, " of degrees)"...)
 	case lineFewDegrees:
-		return "Few degrees in " + v.bestMajor() + " (" + pct(b.bestShare) + " of degrees)"
+		t = append(t, "Few degrees in "...)
+		t = append(t, v.bestMajor()...)
+		t = append(t, " ("...)
+		t = appendPct(t, b.bestShare)
+		return append(t, " of degrees)"...)
 	case lineShareOfDegrees:
-		return v.bestMajor() + " is " + pct(b.bestShare) + " of degrees"
+		t = append(t, v.bestMajor()...)
+		t = append(t, " is "...)
+		t = appendPct(t, b.bestShare)
+		return append(t, " of degrees"...)
 	case linePrice:
-		text := v.priceLead()
+		t = v.appendPriceLead(t)
 		if v.p.HasBudget {
-			clause, _ := budgetClause(b.price, v.p.Budget)
-			text += ", " + clause
+			t = append(t, ", "...)
+			t, _ = appendBudgetClause(t, b.price, v.p.Budget)
 		}
 		if b.priceSrc == srcBand && !v.p.HasBudget {
-			text += " for families earning " + incomeBandLabels[sc.band]
+			t = append(t, " for families earning "...)
+			t = append(t, incomeBandLabels[sc.band]...)
 		}
-		return text
+		return t
 	case linePell:
-		return pct(v.cold.pell) + " of students receive Pell grants"
+		t = appendPct(t, v.cold.pell)
+		return append(t, " of students receive Pell grants"...)
 	case lineLoans:
-		return "Only " + pct(v.cold.loan) + " of students take federal loans"
+		t = append(t, "Only "...)
+		t = appendPct(t, v.cold.loan)
+		return append(t, " of students take federal loans"...)
 	case lineValue:
 		earn, _ := v.earnings()
-		return "Strong value: former students earn a median " + money(earn) + " on a net price of about " + money(b.price)
+		t = append(t, "Strong value: former students earn a median "...)
+		t = appendMoney(t, earn)
+		t = append(t, " on a net price of about "...)
+		return appendMoney(t, b.price)
 	case lineEarnings:
 		earn, when := v.earnings()
-		return "Former students earn a median " + money(earn) + " " + when + " years after enrolling"
+		t = append(t, "Former students earn a median "...)
+		t = appendMoney(t, earn)
+		t = append(t, ' ')
+		t = append(t, when...)
+		return append(t, " years after enrolling"...)
 	case lineNear:
-		return capitalize(v.milesText() + " from home")
+		from := len(t)
+		t = v.appendMiles(t)
+		t = append(t, " from home"...)
+		return capitalizeFrom(t, from)
 	case lineFar:
-		return capitalize(v.milesText() + " from home, beyond your " + strconv.Itoa(int(math.Round(sc.maxDist))) + "-mile range")
+		from := len(t)
+		t = v.appendMiles(t)
+		t = append(t, " from home, beyond your "...)
+		t = strconv.AppendInt(t, int64(int(math.Round(sc.maxDist))), 10)
+		t = append(t, "-mile range"...)
+		return capitalizeFrom(t, from)
 	case lineSizeAsPreferred:
 		n := int(*s.Size)
-		return capitalize(article(sizeWord(n))) + " " + sizeWord(n) + " school (" + commas(n) + " undergraduates), as you prefer"
+		from := len(t)
+		t = append(t, article(sizeWord(n))...)
+		t = capitalizeFrom(t, from)
+		t = append(t, ' ')
+		t = append(t, sizeWord(n)...)
+		t = append(t, " school ("...)
+		t = appendCommas(t, n)
+		return append(t, " undergraduates), as you prefer"...)
 	case lineLarger:
-		return "Larger than you prefer (" + commas(int(*s.Size)) + " undergraduates)"
+		t = append(t, "Larger than you prefer ("...)
+		t = appendCommas(t, int(*s.Size))
+		return append(t, " undergraduates)"...)
 	case lineSmaller:
-		return "Smaller than you prefer (" + commas(int(*s.Size)) + " undergraduates)"
+		t = append(t, "Smaller than you prefer ("...)
+		t = appendCommas(t, int(*s.Size))
+		return append(t, " undergraduates)"...)
 	case lineSettingAsPreferred:
-		return "A " + settingAdj[f.setting] + " campus, as you prefer"
+		t = append(t, "A "...)
+		t = append(t, settingAdj[f.setting]...)
+		return append(t, " campus, as you prefer"...)
 	case lineSettingOther:
-		return "A " + settingAdj[f.setting] + " campus, not the " + settingAdj[sc.setting] + " setting you prefer"
+		t = append(t, "A "...)
+		t = append(t, settingAdj[f.setting]...)
+		t = append(t, " campus, not the "...)
+		t = append(t, settingAdj[sc.setting]...)
+		return append(t, " setting you prefer"...)
 	case lineGraduate:
 		g, _ := rate(s.GradRate)
-		return pct(g) + " of students graduate"
+		t = appendPct(t, g)
+		return append(t, " of students graduate"...)
 	case lineFewGraduate:
 		g, _ := rate(s.GradRate)
-		return "Only " + pct(g) + " of students graduate"
+		t = append(t, "Only "...)
+		t = appendPct(t, g)
+		return append(t, " of students graduate"...)
 	case lineRetention:
 		ret, _ := rate(s.RetentionRate)
-		return pct(ret) + " of first-year students return for a second year"
+		t = appendPct(t, ret)
+		return append(t, " of first-year students return for a second year"...)
 	case lineLimitedData:
-		return "Limited data is available for this school"
+		return append(t, "Limited data is available for this school"...)
 	}
-	return ""
+	return t
 }
 
 // bestMajor names the student's major the school is strongest in.
@@ -459,30 +528,50 @@ func (c scoreComparison) where() string {
 }
 
 func (v *view) comparison() (scoreComparison, bool) {
-	f, p := v.f, v.p
-	if !f.hasRange || p.Basis == BasisNone {
+	pos, ok := v.comparisonPos()
+	if !ok {
 		return scoreComparison{}, false
 	}
-	actLo, actHi, hasACT := v.actRange()
-	if p.Basis == BasisACT && hasACT {
-		return scoreComparison{
-			student: "Your ACT of " + strconv.Itoa(p.ACT),
-			school:  "ACT " + strconv.Itoa(actLo) + "-" + strconv.Itoa(actHi),
-			pos:     position(float64(p.ACT), float64(actLo), float64(actHi)),
-		}, true
-	}
-	c := scoreComparison{
-		student: "Your SAT of " + strconv.Itoa(p.SAT),
-		school:  strconv.Itoa(int(f.satLo)) + "-" + strconv.Itoa(int(f.satHi)),
-		pos:     position(float64(p.SAT), float64(f.satLo), float64(f.satHi)),
+	var buf [64]byte
+	c := scoreComparison{student: string(v.appendStudentScore(buf[:0])), pos: pos}
+	c.school = string(v.appendSchoolRange(buf[:0]))
+	return c, true
+}
+
+// appendStudentScore appends comparison's student: "Your SAT of 1380",
+// "Your ACT of 29", or "Your ACT of 29 (about 1330 on the SAT)" when the
+// school reports no ACT range.
+func (v *view) appendStudentScore(t []byte) []byte {
+	p := v.p
+	if _, _, hasACT := v.actRange(); p.Basis == BasisACT && hasACT {
+		t = append(t, "Your ACT of "...)
+		return strconv.AppendInt(t, int64(p.ACT), 10)
 	}
 	if p.Basis == BasisACT {
-		c.student = "Your ACT of " + strconv.Itoa(p.ACT) + " (about " + strconv.Itoa(p.SAT) + " on the SAT)"
+		t = append(t, "Your ACT of "...)
+		t = strconv.AppendInt(t, int64(p.ACT), 10)
+		t = append(t, " (about "...)
+		t = strconv.AppendInt(t, int64(p.SAT), 10)
+		return append(t, " on the SAT)"...)
 	}
-	if v.cold.rangeFromACT {
-		c.school = "ACT " + strconv.Itoa(actLo) + "-" + strconv.Itoa(actHi)
+	t = append(t, "Your SAT of "...)
+	return strconv.AppendInt(t, int64(p.SAT), 10)
+}
+
+// appendSchoolRange appends comparison's school: "1210-1340", or "ACT
+// 27-31" when the student's ACT is compared with the school's or the
+// school's range is its ACT one.
+func (v *view) appendSchoolRange(t []byte) []byte {
+	actLo, actHi, hasACT := v.actRange()
+	if v.p.Basis == BasisACT && hasACT || v.cold.rangeFromACT {
+		t = append(t, "ACT "...)
+		t = strconv.AppendInt(t, int64(actLo), 10)
+		t = append(t, '-')
+		return strconv.AppendInt(t, int64(actHi), 10)
 	}
-	return c, true
+	t = strconv.AppendInt(t, int64(v.f.satLo), 10)
+	t = append(t, '-')
+	return strconv.AppendInt(t, int64(v.f.satHi), 10)
 }
 
 // comparisonPos is comparison's pos and ok, without the wording.
@@ -524,36 +613,52 @@ func (v *view) statesSize() bool {
 
 // priceLead opens the price line: "Net price about $14,200 a year".
 func (v *view) priceLead() string {
+	var buf [64]byte
+	return string(v.appendPriceLead(buf[:0]))
+}
+
+func (v *view) appendPriceLead(t []byte) []byte {
 	switch v.b.priceSrc {
 	case srcAverage:
-		return "Average net price about " + money(v.b.price) + " a year"
+		t = append(t, "Average net price about "...)
 	case srcTuitionIn:
-		return "In-state tuition about " + money(v.b.price) + " a year"
+		t = append(t, "In-state tuition about "...)
 	case srcTuitionOut:
-		return "Out-of-state tuition about " + money(v.b.price) + " a year"
+		t = append(t, "Out-of-state tuition about "...)
+	default:
+		t = append(t, "Net price about "...)
 	}
-	return "Net price about " + money(v.b.price) + " a year"
+	t = appendMoney(t, v.b.price)
+	return append(t, " a year"...)
 }
 
 // milesText is the distance as a person would say it: "312 miles", "1,240
 // miles", "less than a mile"; "about 310 miles" when either end is a
 // state's centre rather than a real location.
 func (v *view) milesText() string {
+	var buf [32]byte
+	return string(v.appendMiles(buf[:0]))
+}
+
+func (v *view) appendMiles(t []byte) []byte {
 	d := v.b.distance
 	if v.p.HomeApprox || v.f.locK < 2 {
 		r := int(math.Round(d/10) * 10)
 		if r < 10 {
-			return "less than 10 miles"
+			return append(t, "less than 10 miles"...)
 		}
-		return "about " + commas(r) + " miles"
+		t = append(t, "about "...)
+		t = appendCommas(t, r)
+		return append(t, " miles"...)
 	}
 	switch r := int(math.Round(d)); {
 	case d < 1:
-		return "less than a mile"
+		return append(t, "less than a mile"...)
 	case r == 1:
-		return "1 mile"
+		return append(t, "1 mile"...)
 	default:
-		return commas(r) + " miles"
+		t = appendCommas(t, r)
+		return append(t, " miles"...)
 	}
 }
 
@@ -597,9 +702,16 @@ func sizeWord(n int) string {
 // is over by less than the rounding, "over" otherwise. over reports whether
 // the price exceeds the budget at all.
 func budgetClause(price float64, budget int) (clause string, over bool) {
+	var buf [48]byte
+	t, over := appendBudgetClause(buf[:0], price, budget)
+	return string(t), over
+}
+
+func appendBudgetClause(t []byte, price float64, budget int) ([]byte, bool) {
 	shown := math.Round(price/100) * 100
 	b := float64(budget)
 	var verb string
+	over := false
 	switch {
 	case price <= b && shown < b:
 		verb = "under"
@@ -610,43 +722,63 @@ func budgetClause(price float64, budget int) (clause string, over bool) {
 	default:
 		verb, over = "over", true
 	}
-	return verb + " your " + exact(budget) + " budget", over
+	t = append(t, verb...)
+	t = append(t, " your $"...)
+	t = appendCommas(t, budget)
+	return append(t, " budget"...), over
 }
 
 // pct formats a share as a whole percent; a share above 0 that rounds to 0
 // is "under 1%".
 func pct(v float64) string {
+	var buf [24]byte
+	return string(appendPct(buf[:0], v))
+}
+
+func appendPct(t []byte, v float64) []byte {
 	p := int(math.Round(v * 100))
 	if p == 0 && v > 0 {
-		return "under 1%"
+		return append(t, "under 1%"...)
 	}
-	return strconv.Itoa(p) + "%"
+	return append(strconv.AppendInt(t, int64(p), 10), '%')
 }
 
 // money formats an amount to the nearest $100: "$14,200".
-func money(v float64) string { return "$" + commas(int(math.Round(v/100))*100) }
+func money(v float64) string {
+	var buf [32]byte
+	return string(appendMoney(buf[:0], v))
+}
+
+func appendMoney(t []byte, v float64) []byte {
+	return appendCommas(append(t, '$'), int(math.Round(v/100))*100)
+}
 
 // exact formats a whole-dollar amount: "$20,000".
-func exact(n int) string { return "$" + commas(n) }
+func exact(n int) string {
+	var buf [32]byte
+	return string(appendCommas(append(buf[:0], '$'), n))
+}
 
 // commas formats an integer with thousands separators.
 func commas(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
+	var buf [32]byte
+	return string(appendCommas(buf[:0], n))
+}
+
+func appendCommas(t []byte, n int) []byte {
+	var buf [24]byte
+	s := strconv.AppendInt(buf[:0], int64(n), 10)
+	if s[0] == '-' {
+		t = append(t, '-')
 		s = s[1:]
 	}
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, r := range s {
+	for i, c := range s {
 		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
+			t = append(t, ',')
 		}
-		b.WriteRune(r)
+		t = append(t, c)
 	}
-	return b.String()
+	return t
 }
 
 // gpa formats a GPA with at most two decimals: "3.7", "3.85".
@@ -657,6 +789,22 @@ func article(word string) string {
 		return "an"
 	}
 	return "a"
+}
+
+// capitalizeFrom capitalizes the word starting at t[from], as capitalize
+// does.
+func capitalizeFrom(t []byte, from int) []byte {
+	if from >= len(t) {
+		return t
+	}
+	if c := t[from]; c < utf8.RuneSelf {
+		if 'a' <= c && c <= 'z' {
+			t[from] = c - 'a' + 'A'
+		}
+		return t
+	}
+	up := capitalize(string(t[from:]))
+	return append(t[:from], up...)
 }
 
 func capitalize(s string) string {

@@ -104,7 +104,9 @@ func appendRecommendation(b []byte, r *Recommendation) (_ []byte, ok bool) {
 	w.raw(`,"match_grade":`)
 	w.str(r.MatchGrade)
 	w.raw(`,"match_reasons":`)
+	reasons := len(w.b)
 	w.strings(r.MatchReasons)
+	reasonsEnd := len(w.b)
 	c := &r.Components
 	w.raw(`,"components":{"academic":`)
 	w.float(c.Academic)
@@ -117,7 +119,13 @@ func appendRecommendation(b []byte, r *Recommendation) (_ []byte, ok bool) {
 	w.raw(`},"school":`)
 	w.schoolView(&r.School)
 	w.raw(`,"explanations":`)
-	w.strings(r.Explanations)
+	if sameStrings(r.Explanations, r.MatchReasons) {
+		// The same lines (recommendation shows the reasons twice): their
+		// encoding again.
+		w.b = append(w.b, w.b[reasons:reasonsEnd]...)
+	} else {
+		w.strings(r.Explanations)
+	}
 	w.raw(`,"is_probe":`)
 	w.bool(r.IsProbe)
 	w.raw(`,"matched_majors":`)
@@ -175,6 +183,12 @@ func (w *jsonAppender) schoolView(s *SchoolView) {
 	w.raw(`,"url":`)
 	w.strPtr(s.URL)
 	w.b = append(w.b, '}')
+}
+
+// sameStrings reports whether a and b are the same slice (the same array,
+// length and nil-ness), so that they encode the same.
+func sameStrings(a, b []string) bool {
+	return len(a) == len(b) && (a == nil) == (b == nil) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // appendCompactItem appends c as json.Marshal writes it (p only when true).

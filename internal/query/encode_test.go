@@ -117,6 +117,14 @@ func genRecommendation(r *rand.Rand) Recommendation {
 	if r.IntN(3) > 0 {
 		rec.School.NetPrice = &NetPriceView{Amount: int(r.Int64()), Source: genString(r)}
 	}
+	switch r.IntN(4) {
+	case 0: // the same lines, as recommendation gives them
+		rec.Explanations = rec.MatchReasons
+	case 1: // part of the same array
+		if len(rec.MatchReasons) > 0 {
+			rec.Explanations = rec.MatchReasons[:r.IntN(len(rec.MatchReasons))]
+		}
+	}
 	return rec
 }
 

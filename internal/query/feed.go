@@ -260,29 +260,41 @@ func compactItems(cat *active.Catalog, slots []Slot, items []cache.FeedItem) [][
 	return out
 }
 
-// describedBytes is room for one described item: they take 1.1-1.5 KB.
-const describedBytes = 1600
+// describeChunk is the size of the arrays described items are copied into:
+// a dozen items (1.1-1.5 KB each), and small enough for the allocator's
+// size classes (a larger array costs a page allocation of its own).
+const describeChunk = 16 << 10
 
 // describe encodes the first items as POST /recommendations shows each
-// (recommendation), with the weights a page read from Redis shows.
-// The encodings share one array; an item json.Marshal would refuse (a
-// float that is not finite, which the scores never are) is left nil, as
-// json.Marshal's error left it.
+// (recommendation), with the weights a page read from Redis shows. Each is
+// encoded in a reused buffer and copied into a shared chunk; an item
+// json.Marshal would refuse (a float that is not finite, which the scores
+// never are) is left nil, as json.Marshal's error left it.
 func describe(cat *active.Catalog, p match.Profile, w match.Weights, slots []Slot, items []cache.FeedItem) []cache.Described {
 	out := make([]cache.Described, len(items))
-	buf := make([]byte, 0, describedBytes*len(items))
+	scratch := encodeBuffers.Get().(*[]byte)
+	defer encodeBuffers.Put(scratch)
+	var chunk []byte
 	for i, it := range items {
 		idx := int(slots[i].Index)
 		r := recommendation(cat, p, w, idx, it)
-		start := len(buf)
 		var b []byte
-		if enc, ok := appendRecommendation(buf, &r); ok {
-			buf, b = enc, enc[start:len(enc):len(enc)]
+		if enc, ok := appendRecommendation((*scratch)[:0], &r); ok {
+			*scratch = enc
+			if len(enc) > cap(chunk)-len(chunk) {
+				chunk = make([]byte, 0, max(describeChunk, len(enc)))
+			}
+			start := len(chunk)
+			chunk = append(chunk, enc...)
+			b = chunk[start:len(chunk):len(chunk)]
 		}
 		out[i] = cache.Described{SchoolID: cat.ID(idx).String(), Probe: it.Probe, JSON: b}
 	}
 	return out
 }
+
+// encodeBuffers are describe's encoding buffers (*[]byte).
+var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // CompactPage is a pre-encoded compact page with its ETag.
 type CompactPage = cache.Compact
