@@ -404,17 +404,23 @@ func newAssembler(in *FeedInput, page int) *assembler {
 	}
 	// Classify every eligible school (bandOf), then lay the bands out in
 	// one array, each in ranked order.
-	const unseen = nGeoBands
-	for i := range a.bandOf {
-		a.bandOf[i] = unseen
+	const unseen, excluded = nGeoBands, nGeoBands + 1
+	bandOf := a.bandOf
+	for i := range bandOf {
+		bandOf[i] = unseen
+	}
+	for i, x := range in.Excluded[:min(len(in.Excluded), len(bandOf))] {
+		if x {
+			bandOf[i] = excluded // never listed
+		}
 	}
 	var count [nGeoBands]int
 	listAt := cleared(old.listAt, len(in.Ranked)) // list of each position + 1; 0: not listed
 	a.listAt = listAt
 	for pos := range in.Ranked {
 		i := int(in.Ranked[pos].Index)
-		if i < 0 || i >= cat.Len() || a.bandOf[i] != unseen || (i < len(in.Excluded) && in.Excluded[i]) {
-			continue // a duplicate in Ranked is listed once
+		if uint(i) >= uint(len(bandOf)) || bandOf[i] != unseen {
+			continue // excluded, or a duplicate in Ranked (listed once)
 		}
 		b := GeoOther
 		d := in.Ranked[pos].Distance
@@ -428,7 +434,7 @@ func newAssembler(in *FeedInput, page int) *assembler {
 				b = GeoDiscovery
 			}
 		}
-		a.bandOf[i] = b
+		bandOf[i] = b
 		l := a.listOf(b)
 		listAt[pos] = uint8(l) + 1
 		count[l]++

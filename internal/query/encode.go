@@ -242,11 +242,13 @@ func appendJSONText(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i < len(s) && jsonSafe[s[i]] { // the common case, byte by byte
+			i++
+		}
+		if i == len(s) {
+			break
+		}
 		if c := s[i]; c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '\\', '"':
@@ -289,9 +291,11 @@ func appendJSONText(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// jsonSafe are the ASCII bytes a JSON string holds as they are when HTML
-// characters are escaped (encoding/json's htmlSafeSet).
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+// jsonSafe are the bytes a JSON string holds as they are when HTML
+// characters are escaped (encoding/json's htmlSafeSet): ASCII but control
+// characters, '"', '\\', '<', '>' and '&'. Bytes from utf8.RuneSelf on are
+// not in it: they start a rune that is looked at whole.
+var jsonSafe = func() (t [256]bool) {
 	for c := range utf8.RuneSelf {
 		t[c] = c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
 	}
