@@ -403,15 +403,24 @@ func newAssembler(in *FeedInput, page int) *assembler {
 		}
 	}
 	// Classify every eligible school (bandOf), then lay the bands out in
-	// one array, each in ranked order.
-	const unseen, excluded = nGeoBands, nGeoBands + 1
+	// one array, each in ranked order. What does not depend on the rank
+	// (excluded, in a region the student has not swiped in) is marked in
+	// catalogue order first, so the ranked pass reads one byte per school.
+	const (
+		unseen          = nGeoBands     // eligible, not classified yet
+		unseenDiscovery = nGeoBands + 1 // the same, in a region not swiped in
+		excluded        = nGeoBands + 2 // never listed
+	)
 	bandOf := a.bandOf
 	for i := range bandOf {
 		bandOf[i] = unseen
+		if r := a.region(i); r >= 0 && !swiped[r] {
+			bandOf[i] = unseenDiscovery
+		}
 	}
 	for i, x := range in.Excluded[:min(len(in.Excluded), len(bandOf))] {
 		if x {
-			bandOf[i] = excluded // never listed
+			bandOf[i] = excluded
 		}
 	}
 	var count [nGeoBands]int
@@ -419,7 +428,11 @@ func newAssembler(in *FeedInput, page int) *assembler {
 	a.listAt = listAt
 	for pos := range in.Ranked {
 		i := int(in.Ranked[pos].Index)
-		if uint(i) >= uint(len(bandOf)) || bandOf[i] != unseen {
+		if uint(i) >= uint(len(bandOf)) {
+			continue
+		}
+		mark := bandOf[i]
+		if mark != unseen && mark != unseenDiscovery {
 			continue // excluded, or a duplicate in Ranked (listed once)
 		}
 		b := GeoOther
@@ -429,32 +442,37 @@ func newAssembler(in *FeedInput, page int) *assembler {
 			b = GeoNear
 		case d >= 0 && d <= 2*a.maxDist:
 			b = GeoBeyond
-		default:
-			if r := a.region(i); r >= 0 && !swiped[r] {
-				b = GeoDiscovery
-			}
+		case mark == unseenDiscovery:
+			b = GeoDiscovery
 		}
 		bandOf[i] = b
 		l := a.listOf(b)
 		listAt[pos] = uint8(l) + 1
 		count[l]++
 	}
+	total := count[0] + count[1] + count[2] + count[3]
 	all := a.all[:0]
-	if cap(all) < count[0]+count[1]+count[2]+count[3] {
-		all = make([]int32, 0, count[0]+count[1]+count[2]+count[3])
+	if cap(all) < total {
+		all = make([]int32, 0, total)
 	}
-	a.all = all
+	all = all[:total]
+	a.all = all[:0]
+	var at [nGeoBands]int // where each band's next position goes in all
+	for b := 1; b < int(nGeoBands); b++ {
+		at[b] = at[b-1] + count[b-1]
+	}
 	for b := range a.bands {
-		a.bands[b] = all[len(all) : len(all) : len(all)+count[b]]
-		all = all[:len(all)+count[b]]
+		a.bands[b] = all[at[b] : at[b] : at[b]+count[b]]
 	}
-	bands := a.bands // filled on the stack, then stored once
 	for pos, l := range listAt {
 		if l != 0 {
-			bands[l-1] = append(bands[l-1], int32(pos))
+			all[at[l-1]] = int32(pos)
+			at[l-1]++
 		}
 	}
-	a.bands = bands
+	for b := range a.bands {
+		a.bands[b] = a.bands[b][:count[b]]
+	}
 
 	// Probe boundaries, from the learned weights and the profile.
 	sc := &a.le.sc
