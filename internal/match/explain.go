@@ -3,7 +3,6 @@ package match
 import (
 	"cmp"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -71,7 +70,13 @@ const (
 func (v *view) reasons() []string {
 	var buf [maxCandidates]reason
 	cands := v.candidates(buf[:0])
-	slices.SortStableFunc(cands, func(a, b reason) int { return cmp.Compare(b.rel, a.rel) })
+	// Most relevant first, in a stable insertion sort (what
+	// slices.SortStableFunc does with so few).
+	for i := 1; i < len(cands); i++ {
+		for j := i; j > 0 && cmp.Compare(cands[j-1].rel, cands[j].rel) < 0; j-- {
+			cands[j], cands[j-1] = cands[j-1], cands[j]
+		}
+	}
 	var pos, neu [maxCandidates]reason
 	var cav reason
 	npos, nneu, ncav := 0, 0, 0

@@ -275,9 +275,10 @@ func describe(cat *active.Catalog, p match.Profile, w match.Weights, slots []Slo
 	scratch := encodeBuffers.Get().(*[]byte)
 	defer encodeBuffers.Put(scratch)
 	var chunk []byte
+	d := match.NewDescriber(p, w, cat.Catalog)
 	for i, it := range items {
 		idx := int(slots[i].Index)
-		r := recommendation(cat, p, w, idx, it)
+		r := described(cat, &d, idx, it)
 		var b []byte
 		if enc, ok := appendRecommendation((*scratch)[:0], &r); ok {
 			*scratch = enc

@@ -233,8 +233,14 @@ func majorNames(ms []domain.Major) []string {
 
 // recommendation is the item for stored feed item it, school idx.
 func recommendation(cat *active.Catalog, p match.Profile, w match.Weights, idx int, it cache.FeedItem) Recommendation {
+	d := match.NewDescriber(p, w, cat.Catalog)
+	return described(cat, &d, idx, it)
+}
+
+// described is recommendation with the student's describer made already.
+func described(cat *active.Catalog, describer *match.Describer, idx int, it cache.FeedItem) Recommendation {
 	s := &cat.Schools[idx]
-	d := match.Describe(p, w, cat.Catalog, idx)
+	d := describer.Describe(idx)
 	return Recommendation{
 		SchoolID:     s.ID,
 		Name:         s.Name,
