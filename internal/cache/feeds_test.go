@@ -214,13 +214,14 @@ func TestEveryKeyHasTheTTL(t *testing.T) {
 	}
 }
 
-// TestFeedSize measures the stored document: the top 1,000 of a 6,500-school
-// catalogue is what the service keeps per student.
+// TestFeedSize measures the stored document: the top 200 of a 6,500-school
+// catalogue is what the service keeps per student (query.DefaultFeedSize),
+// 1,000 what it kept before, 6,500 the whole catalogue.
 func TestFeedSize(t *testing.T) {
 	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
 	feeds := cache.NewFeeds(rdb, ttl)
 	ctx := context.Background()
-	for _, n := range []int{1000, 6500} {
+	for _, n := range []int{200, 1000, 6500} {
 		f := sampleFeed(uuid.NewString(), 1, 1, n)
 		_, err := feeds.Put(ctx, f)
 		require.NoError(t, err)

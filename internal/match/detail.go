@@ -116,6 +116,45 @@ func Reasons(p Profile, w Weights, cat *Catalog, idx int) []string {
 	return v.reasons()
 }
 
+// Description is what a list shows of a school for a student beside its
+// scores.
+type Description struct {
+	Reasons       []string       // Reasons
+	AdmissionBand string         // AdmissionBand
+	NetPrice      NetPrice       // EstimateNetPrice
+	MatchedMajors []domain.Major // MatchedMajors
+}
+
+// Describe is Reasons, AdmissionBand, EstimateNetPrice and MatchedMajors
+// of school idx at once, from one scoring of the school: what a page of
+// recommendations shows of each item.
+func Describe(p Profile, w Weights, cat *Catalog, idx int) Description {
+	d := NewDescriber(p, w, cat)
+	return d.Describe(idx)
+}
+
+// Describer describes schools of one catalogue for one student and
+// weights (Describe), with what every school's description shares made
+// once.
+type Describer struct {
+	p   Profile
+	w   Weights // sanitized
+	sc  scorer
+	cat *Catalog
+}
+
+// NewDescriber is a Describer for the student p with the weights w on cat.
+func NewDescriber(p Profile, w Weights, cat *Catalog) Describer {
+	return Describer{p: p, w: w.Sanitize(), sc: newScorer(p, w, cat), cat: cat}
+}
+
+// Describe is Describe(p, w, cat, idx) for the describer's p, w and cat.
+func (d *Describer) Describe(idx int) Description {
+	var v view // on the stack: a page describes many schools
+	v.initScorer(d.p, d.w, d.sc, d.cat, idx)
+	return Description{Reasons: v.reasons(), AdmissionBand: v.band, NetPrice: v.price, MatchedMajors: MatchedMajors(d.p, d.cat, idx)}
+}
+
 // Explanation is the match detail paragraph for a school.
 func Explanation(p Profile, w Weights, cat *Catalog, idx int) string {
 	return newView(p, w, cat, idx).explanation()
@@ -142,7 +181,13 @@ func newView(p Profile, w Weights, cat *Catalog, idx int) *view {
 
 // init makes v the view of school idx.
 func (v *view) init(p Profile, w Weights, cat *Catalog, idx int) {
-	*v = view{p: p, w: w.Sanitize(), sc: newScorer(p, w, cat), s: &cat.Schools[idx], f: &cat.feat[idx], cold: &cat.cold[idx]}
+	v.initScorer(p, w.Sanitize(), newScorer(p, w, cat), cat, idx)
+}
+
+// initScorer is init with w sanitized and the student's scorer sc
+// (newScorer(p, w, cat)) made already.
+func (v *view) initScorer(p Profile, w Weights, sc scorer, cat *Catalog, idx int) {
+	*v = view{p: p, w: w, sc: sc, s: &cat.Schools[idx], f: &cat.feat[idx], cold: &cat.cold[idx]}
 	v.sc.score(v.f, idx, &v.b)
 	v.band = AdmissionBand(p, cat, idx)
 	v.price = netPrice(&v.sc, &v.b, v.s.Source)

@@ -3,9 +3,9 @@ package match
 import (
 	"cmp"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/collegematch/matching/internal/domain"
 )
@@ -17,11 +17,46 @@ const (
 	positive = 1
 )
 
+// reason is one match_reasons line the data supports: which line, its
+// polarity and relevance. Its words are made only when it is shown (text).
 type reason struct {
-	text string
+	line reasonLine
 	pol  int
 	rel  float64 // how much the factor behind it moves this match
 }
+
+// reasonLine names a line's wording (text).
+type reasonLine uint8
+
+const (
+	lineScores             reasonLine = iota // test scores against the middle 50%
+	lineVerySelective                        // admits under 25%
+	lineAdmits                               // the admission rate
+	lineNoDegrees                            // none in the student's majors
+	lineStrongIn                             // the best major's share, strong
+	lineFewDegrees                           // the best major's share, weak
+	lineShareOfDegrees                       // the best major's share
+	linePrice                                // the price, against the budget when there is one
+	linePell                                 // Pell grants
+	lineLoans                                // few federal loans
+	lineValue                                // earnings against the price
+	lineEarnings                             // earnings
+	lineNear                                 // the distance, within range
+	lineFar                                  // the distance, beyond range
+	lineSizeAsPreferred                      // the size the student prefers
+	lineLarger                               // larger than preferred
+	lineSmaller                              // smaller than preferred
+	lineSettingAsPreferred                   // the setting the student prefers
+	lineSettingOther                         // another setting
+	lineGraduate                             // the graduation rate
+	lineFewGraduate                          // a low graduation rate
+	lineRetention                            // the retention rate
+	lineLimitedData                          // little data
+)
+
+// maxCandidates bounds candidates: at most one line for each of the
+// groups it goes through.
+const maxCandidates = 12
 
 // Reason selection limits.
 const (
@@ -33,89 +68,103 @@ const (
 // then neutral facts if fewer than three lines were found, then the single
 // most relevant caveat.
 func (v *view) reasons() []string {
-	cands := v.candidates()
-	slices.SortStableFunc(cands, func(a, b reason) int { return cmp.Compare(b.rel, a.rel) })
-	var pos, neu, cav []string
+	var buf [maxCandidates]reason
+	cands := v.candidates(buf[:0])
+	// Most relevant first, in a stable insertion sort (what
+	// slices.SortStableFunc does with so few).
+	for i := 1; i < len(cands); i++ {
+		for j := i; j > 0 && cmp.Compare(cands[j-1].rel, cands[j].rel) < 0; j-- {
+			cands[j], cands[j-1] = cands[j-1], cands[j]
+		}
+	}
+	var pos, neu [maxCandidates]reason
+	var cav reason
+	npos, nneu, ncav := 0, 0, 0
 	for _, r := range cands {
 		switch r.pol {
 		case positive:
-			if len(pos) < maxPositive {
-				pos = append(pos, r.text)
+			if npos < maxPositive {
+				pos[npos] = r
+				npos++
 			}
 		case caveat:
-			if len(cav) < 1 {
-				cav = append(cav, r.text)
+			if ncav < 1 {
+				cav = r
+				ncav++
 			}
 		default:
-			neu = append(neu, r.text)
+			neu[nneu] = r
+			nneu++
 		}
 	}
-	out := pos
-	for _, t := range neu {
-		if len(out)+len(cav) >= minReasons {
+	n := npos
+	for range neu[:nneu] {
+		if n+ncav >= minReasons {
 			break
 		}
-		out = append(out, t)
+		n++
 	}
-	out = append(out, cav...)
-	if out == nil {
-		out = []string{}
+	out := make([]string, 0, n+ncav)
+	for _, r := range pos[:npos] {
+		out = append(out, v.text(r.line))
+	}
+	for _, r := range neu[:n-npos] {
+		out = append(out, v.text(r.line))
+	}
+	if ncav > 0 {
+		out = append(out, v.text(cav.line))
 	}
 	return out
 }
 
-// candidates are every reason line the data supports, with polarity and relevance.
-func (v *view) candidates() []reason {
+// candidates appends to dst every reason line the data supports, with
+// polarity and relevance.
+func (v *view) candidates(dst []reason) []reason {
 	b, sc, f, s, fw := &v.b, &v.sc, v.f, v.s, &v.sc.fw
 	rel := func(family, within, factor float64) float64 { return family * within * math.Abs(factor-Neutral) }
-	var out []reason
-	add := func(text string, pol int, r float64) { out = append(out, reason{text, pol, r}) }
+	out := dst
+	add := func(line reasonLine, pol int, r float64) { out = append(out, reason{line, pol, r}) }
 
 	// Test scores against the middle 50%.
-	if c, ok := v.comparison(); ok && v.p.Basis != BasisGPA {
+	if pos, ok := v.comparisonPos(); ok && v.p.Basis != BasisGPA {
 		pol := positive
-		if c.pos < 0 {
+		if pos < 0 {
 			pol = caveat
 		}
-		add(c.student+" is "+c.where()+" this school's middle 50% ("+c.school+")", pol, rel(fw.Academic, sc.wSAT, b.satMatch))
+		add(lineScores, pol, rel(fw.Academic, sc.wSAT, b.satMatch))
 	}
 	// Selectivity.
 	if v.cold.admRate >= 0 {
-		a := v.cold.admRate
 		r := rel(fw.Academic, sc.wSel, b.selFit)
 		switch {
-		case a < 0.25:
-			add("Very selective: admits "+pct(a)+" of applicants", caveat, r)
+		case v.cold.admRate < 0.25:
+			add(lineVerySelective, caveat, r)
 		default:
-			add("Admits "+pct(a)+" of applicants", neutral, r)
+			add(lineAdmits, neutral, r)
 		}
 	}
 	// Programs.
 	if sc.nMaj > 0 && f.hasPrograms {
 		r := rel(fw.Academic, sc.wProg, b.program)
-		name := domain.MajorName(domain.Majors[b.bestMajor].Key)
 		switch {
 		case b.bestShare <= 0:
-			add("No degrees awarded in "+v.majorList(2), caveat, r)
+			add(lineNoDegrees, caveat, r)
 		case b.program >= 0.6:
-			add("Strong in "+name+" ("+pct(b.bestShare)+" of degrees)", positive, r)
+			add(lineStrongIn, positive, r)
 		case b.program < 0.3:
-			add("Few degrees in "+name+" ("+pct(b.bestShare)+" of degrees)", caveat, r)
+			add(lineFewDegrees, caveat, r)
 		default:
-			add(name+" is "+pct(b.bestShare)+" of degrees", neutral, r)
+			add(lineShareOfDegrees, neutral, r)
 		}
 	}
 	// Price.
 	if v.price.Known() {
 		r := rel(fw.Financial, sc.wAff, b.afford)
-		text := v.priceLead()
 		pol := neutral
 		switch {
 		case v.p.HasBudget:
-			clause, over := budgetClause(b.price, v.p.Budget)
-			text += ", " + clause
 			pol = positive
-			if over {
+			if b.price > float64(v.p.Budget) { // budgetClause's over
 				pol = caveat
 			}
 		case b.afford >= 0.8:
@@ -123,62 +172,53 @@ func (v *view) candidates() []reason {
 		case b.afford < 0.5:
 			pol = caveat
 		}
-		if b.priceSrc == srcBand && !v.p.HasBudget {
-			text += " for families earning " + incomeBandLabels[sc.band]
-		}
-		add(text, pol, r)
+		add(linePrice, pol, r)
 	}
 	// Aid.
 	if b.aid >= 0.65 {
 		r := rel(fw.Financial, sc.wAid, b.aid)
 		switch {
 		case v.cold.pell >= 0.35:
-			add(pct(v.cold.pell)+" of students receive Pell grants", positive, r)
+			add(linePell, positive, r)
 		case v.cold.loan >= 0 && v.cold.loan <= 0.3:
-			add("Only "+pct(v.cold.loan)+" of students take federal loans", positive, r)
+			add(lineLoans, positive, r)
 		}
 	}
 	// Value and earnings: one line, whichever says more.
-	earn, earnK := earnings10(s)
 	o := outcomesOf(s)
-	if earnK > 0 {
-		when := "ten"
-		if earnK < 1 {
-			earn, when = float64(*s.Earnings6yr), "six"
-		}
+	if _, earnK := earnings10(s); earnK > 0 {
 		rEarn := rel(fw.Outcomes, outEarningsWeight, o.earn)
 		rVal := rel(fw.Financial, sc.wVal, b.value)
 		switch {
 		case (b.priceSrc == srcBand || b.priceSrc == srcAverage) && b.value >= 0.7 && rVal > rEarn:
-			add("Strong value: former students earn a median "+money(earn)+" on a net price of about "+money(b.price), positive, rVal)
+			add(lineValue, positive, rVal)
 		case o.earn >= 0.6:
-			add("Former students earn a median "+money(earn)+" "+when+" years after enrolling", positive, rEarn)
+			add(lineEarnings, positive, rEarn)
 		case o.earn <= 0.25:
-			add("Former students earn a median "+money(earn)+" "+when+" years after enrolling", caveat, rEarn)
+			add(lineEarnings, caveat, rEarn)
 		default:
-			add("Former students earn a median "+money(earn)+" "+when+" years after enrolling", neutral, rEarn)
+			add(lineEarnings, neutral, rEarn)
 		}
 	}
 	// Distance.
 	if b.distance >= 0 {
 		r := rel(fw.Campus, sc.wLoc, b.loc)
 		if b.distance <= sc.maxDist {
-			add(capitalize(v.milesText()+" from home"), positive, r)
+			add(lineNear, positive, r)
 		} else {
-			add(capitalize(v.milesText()+" from home, beyond your "+strconv.Itoa(int(math.Round(sc.maxDist)))+"-mile range"), caveat, r)
+			add(lineFar, caveat, r)
 		}
 	}
 	// Size, when the student has a size preference.
 	if f.hasSize && v.statesSize() {
 		r := rel(fw.Campus, sc.wSize, b.size)
-		n := int(*s.Size)
 		switch {
 		case b.size >= 0.8:
-			add(capitalize(article(sizeWord(n)))+" "+sizeWord(n)+" school ("+commas(n)+" undergraduates), as you prefer", positive, r)
+			add(lineSizeAsPreferred, positive, r)
 		case b.size <= 0.35 && float64(f.sizeScale) > sc.sizePref:
-			add("Larger than you prefer ("+commas(n)+" undergraduates)", caveat, r)
+			add(lineLarger, caveat, r)
 		case b.size <= 0.35:
-			add("Smaller than you prefer ("+commas(n)+" undergraduates)", caveat, r)
+			add(lineSmaller, caveat, r)
 		}
 	}
 	// Setting.
@@ -186,9 +226,9 @@ func (v *view) candidates() []reason {
 		r := rel(fw.Campus, sc.wSet, b.setting)
 		switch {
 		case b.setting >= 1:
-			add("A "+settingAdj[f.setting]+" campus, as you prefer", positive, r)
+			add(lineSettingAsPreferred, positive, r)
 		case b.setting <= 0.35:
-			add("A "+settingAdj[f.setting]+" campus, not the "+settingAdj[sc.setting]+" setting you prefer", caveat, r)
+			add(lineSettingOther, caveat, r)
 		}
 	}
 	// Graduation.
@@ -197,24 +237,174 @@ func (v *view) candidates() []reason {
 		if g, ok := rate(s.GradRate); ok {
 			switch {
 			case g >= 0.6:
-				add(pct(g)+" of students graduate", positive, r)
+				add(lineGraduate, positive, r)
 			case g < 0.4:
-				add("Only "+pct(g)+" of students graduate", caveat, r)
+				add(lineFewGraduate, caveat, r)
 			default:
-				add(pct(g)+" of students graduate", neutral, r)
+				add(lineGraduate, neutral, r)
 			}
 		} else if ret, ok := rate(s.RetentionRate); ok {
 			pol := neutral
 			if ret >= 0.85 {
 				pol = positive
 			}
-			add(pct(ret)+" of first-year students return for a second year", pol, r)
+			add(lineRetention, pol, r)
 		}
 	}
 	if b.confidence < 0.4 {
-		add("Limited data is available for this school", caveat, 0)
+		add(lineLimitedData, caveat, 0)
 	}
 	return out
+}
+
+// text words a reason line, from the figures candidates chose it on. The
+// words are appended to one buffer and made a string once.
+func (v *view) text(line reasonLine) string {
+	var buf [160]byte
+	return string(v.appendText(buf[:0], line))
+}
+
+// appendText appends the words of a reason line to t.
+func (v *view) appendText(t []byte, line reasonLine) []byte {
+	b, sc, f, s := &v.b, &v.sc, v.f, v.s
+	switch line {
+	case lineScores:
+		t = v.appendStudentScore(t)
+		pos, _ := v.comparisonPos()
+		t = append(t, " is "...)
+		t = append(t, scoreComparison{pos: pos}.where()...)
+		t = append(t, " this school's middle 50% ("...)
+		t = v.appendSchoolRange(t)
+		return append(t, ')')
+	case lineVerySelective:
+		t = append(t, "Very selective: admits "...)
+		t = appendPct(t, v.cold.admRate)
+		return append(t, " of applicants"...)
+	case lineAdmits:
+		t = append(t, "Admits "...)
+		t = appendPct(t, v.cold.admRate)
+		return append(t, " of applicants"...)
+	case lineNoDegrees:
+		t = append(t, "No degrees awarded in "...)
+		return append(t, v.majorList(2)...)
+	case lineStrongIn:
+		t = append(t, "Strong in "...)
+		t = append(t, v.bestMajor()...)
+		t = append(t, " ("...)
+		t = appendPct(t, b.bestShare)
+		return append(t, " of degrees)"...)
+	case lineFewDegrees:
+		t = append(t, "Few degrees in "...)
+		t = append(t, v.bestMajor()...)
+		t = append(t, " ("...)
+		t = appendPct(t, b.bestShare)
+		return append(t, " of degrees)"...)
+	case lineShareOfDegrees:
+		t = append(t, v.bestMajor()...)
+		t = append(t, " is "...)
+		t = appendPct(t, b.bestShare)
+		return append(t, " of degrees"...)
+	case linePrice:
+		t = v.appendPriceLead(t)
+		if v.p.HasBudget {
+			t = append(t, ", "...)
+			t, _ = appendBudgetClause(t, b.price, v.p.Budget)
+		}
+		if b.priceSrc == srcBand && !v.p.HasBudget {
+			t = append(t, " for families earning "...)
+			t = append(t, incomeBandLabels[sc.band]...)
+		}
+		return t
+	case linePell:
+		t = appendPct(t, v.cold.pell)
+		return append(t, " of students receive Pell grants"...)
+	case lineLoans:
+		t = append(t, "Only "...)
+		t = appendPct(t, v.cold.loan)
+		return append(t, " of students take federal loans"...)
+	case lineValue:
+		earn, _ := v.earnings()
+		t = append(t, "Strong value: former students earn a median "...)
+		t = appendMoney(t, earn)
+		t = append(t, " on a net price of about "...)
+		return appendMoney(t, b.price)
+	case lineEarnings:
+		earn, when := v.earnings()
+		t = append(t, "Former students earn a median "...)
+		t = appendMoney(t, earn)
+		t = append(t, ' ')
+		t = append(t, when...)
+		return append(t, " years after enrolling"...)
+	case lineNear:
+		from := len(t)
+		t = v.appendMiles(t)
+		t = append(t, " from home"...)
+		return capitalizeFrom(t, from)
+	case lineFar:
+		from := len(t)
+		t = v.appendMiles(t)
+		t = append(t, " from home, beyond your "...)
+		t = strconv.AppendInt(t, int64(int(math.Round(sc.maxDist))), 10)
+		t = append(t, "-mile range"...)
+		return capitalizeFrom(t, from)
+	case lineSizeAsPreferred:
+		n := int(*s.Size)
+		from := len(t)
+		t = append(t, article(sizeWord(n))...)
+		t = capitalizeFrom(t, from)
+		t = append(t, ' ')
+		t = append(t, sizeWord(n)...)
+		t = append(t, " school ("...)
+		t = appendCommas(t, n)
+		return append(t, " undergraduates), as you prefer"...)
+	case lineLarger:
+		t = append(t, "Larger than you prefer ("...)
+		t = appendCommas(t, int(*s.Size))
+		return append(t, " undergraduates)"...)
+	case lineSmaller:
+		t = append(t, "Smaller than you prefer ("...)
+		t = appendCommas(t, int(*s.Size))
+		return append(t, " undergraduates)"...)
+	case lineSettingAsPreferred:
+		t = append(t, "A "...)
+		t = append(t, settingAdj[f.setting]...)
+		return append(t, " campus, as you prefer"...)
+	case lineSettingOther:
+		t = append(t, "A "...)
+		t = append(t, settingAdj[f.setting]...)
+		t = append(t, " campus, not the "...)
+		t = append(t, settingAdj[sc.setting]...)
+		return append(t, " setting you prefer"...)
+	case lineGraduate:
+		g, _ := rate(s.GradRate)
+		t = appendPct(t, g)
+		return append(t, " of students graduate"...)
+	case lineFewGraduate:
+		g, _ := rate(s.GradRate)
+		t = append(t, "Only "...)
+		t = appendPct(t, g)
+		return append(t, " of students graduate"...)
+	case lineRetention:
+		ret, _ := rate(s.RetentionRate)
+		t = appendPct(t, ret)
+		return append(t, " of first-year students return for a second year"...)
+	case lineLimitedData:
+		return append(t, "Limited data is available for this school"...)
+	}
+	return t
+}
+
+// bestMajor names the student's major the school is strongest in.
+func (v *view) bestMajor() string { return domain.MajorName(domain.Majors[v.b.bestMajor].Key) }
+
+// earnings is the median earnings a reason line states: ten years after
+// entry, else six, with which it is.
+func (v *view) earnings() (float64, string) {
+	earn, earnK := earnings10(v.s)
+	if earnK < 1 {
+		return float64(*v.s.Earnings6yr), "six"
+	}
+	return earn, "ten"
 }
 
 // explanation is the match detail paragraph.
@@ -343,33 +533,71 @@ func (c scoreComparison) where() string {
 }
 
 func (v *view) comparison() (scoreComparison, bool) {
-	f, s, p := v.f, v.s, v.p
-	if !f.hasRange || p.Basis == BasisNone {
+	pos, ok := v.comparisonPos()
+	if !ok {
 		return scoreComparison{}, false
 	}
-	actLo, actHi, hasACT := 0, 0, s.ACT25 != nil && s.ACT75 != nil && *s.ACT25 > 0 && *s.ACT75 > 0
-	if hasACT {
-		actLo, actHi = int(min(*s.ACT25, *s.ACT75)), int(max(*s.ACT25, *s.ACT75))
-	}
-	if p.Basis == BasisACT && hasACT {
-		return scoreComparison{
-			student: "Your ACT of " + strconv.Itoa(p.ACT),
-			school:  "ACT " + strconv.Itoa(actLo) + "-" + strconv.Itoa(actHi),
-			pos:     position(float64(p.ACT), float64(actLo), float64(actHi)),
-		}, true
-	}
-	c := scoreComparison{
-		student: "Your SAT of " + strconv.Itoa(p.SAT),
-		school:  strconv.Itoa(int(f.satLo)) + "-" + strconv.Itoa(int(f.satHi)),
-		pos:     position(float64(p.SAT), float64(f.satLo), float64(f.satHi)),
+	var buf [64]byte
+	c := scoreComparison{student: string(v.appendStudentScore(buf[:0])), pos: pos}
+	c.school = string(v.appendSchoolRange(buf[:0]))
+	return c, true
+}
+
+// appendStudentScore appends comparison's student: "Your SAT of 1380",
+// "Your ACT of 29", or "Your ACT of 29 (about 1330 on the SAT)" when the
+// school reports no ACT range.
+func (v *view) appendStudentScore(t []byte) []byte {
+	p := v.p
+	if _, _, hasACT := v.actRange(); p.Basis == BasisACT && hasACT {
+		t = append(t, "Your ACT of "...)
+		return strconv.AppendInt(t, int64(p.ACT), 10)
 	}
 	if p.Basis == BasisACT {
-		c.student = "Your ACT of " + strconv.Itoa(p.ACT) + " (about " + strconv.Itoa(p.SAT) + " on the SAT)"
+		t = append(t, "Your ACT of "...)
+		t = strconv.AppendInt(t, int64(p.ACT), 10)
+		t = append(t, " (about "...)
+		t = strconv.AppendInt(t, int64(p.SAT), 10)
+		return append(t, " on the SAT)"...)
 	}
-	if v.cold.rangeFromACT {
-		c.school = "ACT " + strconv.Itoa(actLo) + "-" + strconv.Itoa(actHi)
+	t = append(t, "Your SAT of "...)
+	return strconv.AppendInt(t, int64(p.SAT), 10)
+}
+
+// appendSchoolRange appends comparison's school: "1210-1340", or "ACT
+// 27-31" when the student's ACT is compared with the school's or the
+// school's range is its ACT one.
+func (v *view) appendSchoolRange(t []byte) []byte {
+	actLo, actHi, hasACT := v.actRange()
+	if v.p.Basis == BasisACT && hasACT || v.cold.rangeFromACT {
+		t = append(t, "ACT "...)
+		t = strconv.AppendInt(t, int64(actLo), 10)
+		t = append(t, '-')
+		return strconv.AppendInt(t, int64(actHi), 10)
 	}
-	return c, true
+	t = strconv.AppendInt(t, int64(v.f.satLo), 10)
+	t = append(t, '-')
+	return strconv.AppendInt(t, int64(v.f.satHi), 10)
+}
+
+// comparisonPos is comparison's pos and ok, without the wording.
+func (v *view) comparisonPos() (int, bool) {
+	f, p := v.f, v.p
+	if !f.hasRange || p.Basis == BasisNone {
+		return 0, false
+	}
+	if actLo, actHi, hasACT := v.actRange(); p.Basis == BasisACT && hasACT {
+		return position(float64(p.ACT), float64(actLo), float64(actHi)), true
+	}
+	return position(float64(p.SAT), float64(f.satLo), float64(f.satHi)), true
+}
+
+// actRange is the school's ACT middle 50%, when it reports one.
+func (v *view) actRange() (lo, hi int, ok bool) {
+	s := v.s
+	if s.ACT25 == nil || s.ACT75 == nil || *s.ACT25 <= 0 || *s.ACT75 <= 0 {
+		return 0, 0, false
+	}
+	return int(min(*s.ACT25, *s.ACT75)), int(max(*s.ACT25, *s.ACT75)), true
 }
 
 func position(x, lo, hi float64) int {
@@ -390,36 +618,52 @@ func (v *view) statesSize() bool {
 
 // priceLead opens the price line: "Net price about $14,200 a year".
 func (v *view) priceLead() string {
+	var buf [64]byte
+	return string(v.appendPriceLead(buf[:0]))
+}
+
+func (v *view) appendPriceLead(t []byte) []byte {
 	switch v.b.priceSrc {
 	case srcAverage:
-		return "Average net price about " + money(v.b.price) + " a year"
+		t = append(t, "Average net price about "...)
 	case srcTuitionIn:
-		return "In-state tuition about " + money(v.b.price) + " a year"
+		t = append(t, "In-state tuition about "...)
 	case srcTuitionOut:
-		return "Out-of-state tuition about " + money(v.b.price) + " a year"
+		t = append(t, "Out-of-state tuition about "...)
+	default:
+		t = append(t, "Net price about "...)
 	}
-	return "Net price about " + money(v.b.price) + " a year"
+	t = appendMoney(t, v.b.price)
+	return append(t, " a year"...)
 }
 
 // milesText is the distance as a person would say it: "312 miles", "1,240
 // miles", "less than a mile"; "about 310 miles" when either end is a
 // state's centre rather than a real location.
 func (v *view) milesText() string {
+	var buf [32]byte
+	return string(v.appendMiles(buf[:0]))
+}
+
+func (v *view) appendMiles(t []byte) []byte {
 	d := v.b.distance
 	if v.p.HomeApprox || v.f.locK < 2 {
 		r := int(math.Round(d/10) * 10)
 		if r < 10 {
-			return "less than 10 miles"
+			return append(t, "less than 10 miles"...)
 		}
-		return "about " + commas(r) + " miles"
+		t = append(t, "about "...)
+		t = appendCommas(t, r)
+		return append(t, " miles"...)
 	}
 	switch r := int(math.Round(d)); {
 	case d < 1:
-		return "less than a mile"
+		return append(t, "less than a mile"...)
 	case r == 1:
-		return "1 mile"
+		return append(t, "1 mile"...)
 	default:
-		return commas(r) + " miles"
+		t = appendCommas(t, r)
+		return append(t, " miles"...)
 	}
 }
 
@@ -463,9 +707,16 @@ func sizeWord(n int) string {
 // is over by less than the rounding, "over" otherwise. over reports whether
 // the price exceeds the budget at all.
 func budgetClause(price float64, budget int) (clause string, over bool) {
+	var buf [48]byte
+	t, over := appendBudgetClause(buf[:0], price, budget)
+	return string(t), over
+}
+
+func appendBudgetClause(t []byte, price float64, budget int) ([]byte, bool) {
 	shown := math.Round(price/100) * 100
 	b := float64(budget)
 	var verb string
+	over := false
 	switch {
 	case price <= b && shown < b:
 		verb = "under"
@@ -476,43 +727,63 @@ func budgetClause(price float64, budget int) (clause string, over bool) {
 	default:
 		verb, over = "over", true
 	}
-	return verb + " your " + exact(budget) + " budget", over
+	t = append(t, verb...)
+	t = append(t, " your $"...)
+	t = appendCommas(t, budget)
+	return append(t, " budget"...), over
 }
 
 // pct formats a share as a whole percent; a share above 0 that rounds to 0
 // is "under 1%".
 func pct(v float64) string {
+	var buf [24]byte
+	return string(appendPct(buf[:0], v))
+}
+
+func appendPct(t []byte, v float64) []byte {
 	p := int(math.Round(v * 100))
 	if p == 0 && v > 0 {
-		return "under 1%"
+		return append(t, "under 1%"...)
 	}
-	return strconv.Itoa(p) + "%"
+	return append(strconv.AppendInt(t, int64(p), 10), '%')
 }
 
 // money formats an amount to the nearest $100: "$14,200".
-func money(v float64) string { return "$" + commas(int(math.Round(v/100))*100) }
+func money(v float64) string {
+	var buf [32]byte
+	return string(appendMoney(buf[:0], v))
+}
+
+func appendMoney(t []byte, v float64) []byte {
+	return appendCommas(append(t, '$'), int(math.Round(v/100))*100)
+}
 
 // exact formats a whole-dollar amount: "$20,000".
-func exact(n int) string { return "$" + commas(n) }
+func exact(n int) string {
+	var buf [32]byte
+	return string(appendCommas(append(buf[:0], '$'), n))
+}
 
 // commas formats an integer with thousands separators.
 func commas(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
+	var buf [32]byte
+	return string(appendCommas(buf[:0], n))
+}
+
+func appendCommas(t []byte, n int) []byte {
+	var buf [24]byte
+	s := strconv.AppendInt(buf[:0], int64(n), 10)
+	if s[0] == '-' {
+		t = append(t, '-')
 		s = s[1:]
 	}
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, r := range s {
+	for i, c := range s {
 		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
+			t = append(t, ',')
 		}
-		b.WriteRune(r)
+		t = append(t, c)
 	}
-	return b.String()
+	return t
 }
 
 // gpa formats a GPA with at most two decimals: "3.7", "3.85".
@@ -523,6 +794,22 @@ func article(word string) string {
 		return "an"
 	}
 	return "a"
+}
+
+// capitalizeFrom capitalizes the word starting at t[from], as capitalize
+// does.
+func capitalizeFrom(t []byte, from int) []byte {
+	if from >= len(t) {
+		return t
+	}
+	if c := t[from]; c < utf8.RuneSelf {
+		if 'a' <= c && c <= 'z' {
+			t[from] = c - 'a' + 'A'
+		}
+		return t
+	}
+	up := capitalize(string(t[from:]))
+	return append(t[:from], up...)
 }
 
 func capitalize(s string) string {

@@ -169,8 +169,8 @@ func TestReasonPriceLine(t *testing.T) {
 			cat := NewCatalog([]domain.School{s})
 			v := newView(NewProfile(tt.student), DefaultWeights(), cat, 0)
 			var texts []string
-			for _, c := range v.candidates() {
-				texts = append(texts, c.text)
+			for _, c := range v.candidates(nil) {
+				texts = append(texts, v.text(c.line))
 			}
 			assert.Contains(t, texts, tt.want)
 		})
@@ -205,6 +205,11 @@ func TestFormatting(t *testing.T) {
 	assert.Equal(t, "65,000", commas(65000))
 	assert.Equal(t, "1,234,567", commas(1234567))
 	assert.Equal(t, "-1,200", commas(-1200))
+	assert.Equal(t, "-999", commas(-999))
+	assert.Equal(t, "-9,223,372,036,854,775,808", commas(-1<<63))
+	for _, s := range []string{"", "a", "about 10 miles", "1 mile", "Zed", "é grand", "\xe9x", "an"} {
+		assert.Equal(t, "x"+capitalize(s), string(capitalizeFrom([]byte("x"+s), 1)), "%q", s)
+	}
 	assert.Equal(t, "$14,200", money(14180))
 	assert.Equal(t, "$14,200", money(14249))
 	assert.Equal(t, "$0", money(20))

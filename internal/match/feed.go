@@ -403,18 +403,37 @@ func newAssembler(in *FeedInput, page int) *assembler {
 		}
 	}
 	// Classify every eligible school (bandOf), then lay the bands out in
-	// one array, each in ranked order.
-	const unseen = nGeoBands
-	for i := range a.bandOf {
-		a.bandOf[i] = unseen
+	// one array, each in ranked order. What does not depend on the rank
+	// (excluded, in a region the student has not swiped in) is marked in
+	// catalogue order first, so the ranked pass reads one byte per school.
+	const (
+		unseen          = nGeoBands     // eligible, not classified yet
+		unseenDiscovery = nGeoBands + 1 // the same, in a region not swiped in
+		excluded        = nGeoBands + 2 // never listed
+	)
+	bandOf := a.bandOf
+	for i := range bandOf {
+		bandOf[i] = unseen
+		if r := a.region(i); r >= 0 && !swiped[r] {
+			bandOf[i] = unseenDiscovery
+		}
+	}
+	for i, x := range in.Excluded[:min(len(in.Excluded), len(bandOf))] {
+		if x {
+			bandOf[i] = excluded
+		}
 	}
 	var count [nGeoBands]int
 	listAt := cleared(old.listAt, len(in.Ranked)) // list of each position + 1; 0: not listed
 	a.listAt = listAt
 	for pos := range in.Ranked {
 		i := int(in.Ranked[pos].Index)
-		if i < 0 || i >= cat.Len() || a.bandOf[i] != unseen || (i < len(in.Excluded) && in.Excluded[i]) {
-			continue // a duplicate in Ranked is listed once
+		if uint(i) >= uint(len(bandOf)) {
+			continue
+		}
+		mark := bandOf[i]
+		if mark != unseen && mark != unseenDiscovery {
+			continue // excluded, or a duplicate in Ranked (listed once)
 		}
 		b := GeoOther
 		d := in.Ranked[pos].Distance
@@ -423,29 +442,36 @@ func newAssembler(in *FeedInput, page int) *assembler {
 			b = GeoNear
 		case d >= 0 && d <= 2*a.maxDist:
 			b = GeoBeyond
-		default:
-			if r := a.region(i); r >= 0 && !swiped[r] {
-				b = GeoDiscovery
-			}
+		case mark == unseenDiscovery:
+			b = GeoDiscovery
 		}
-		a.bandOf[i] = b
+		bandOf[i] = b
 		l := a.listOf(b)
 		listAt[pos] = uint8(l) + 1
 		count[l]++
 	}
+	total := count[0] + count[1] + count[2] + count[3]
 	all := a.all[:0]
-	if cap(all) < count[0]+count[1]+count[2]+count[3] {
-		all = make([]int32, 0, count[0]+count[1]+count[2]+count[3])
+	if cap(all) < total {
+		all = make([]int32, 0, total)
 	}
-	a.all = all
+	all = all[:total]
+	a.all = all[:0]
+	var at [nGeoBands]int // where each band's next position goes in all
+	for b := 1; b < int(nGeoBands); b++ {
+		at[b] = at[b-1] + count[b-1]
+	}
 	for b := range a.bands {
-		a.bands[b] = all[len(all) : len(all) : len(all)+count[b]]
-		all = all[:len(all)+count[b]]
+		a.bands[b] = all[at[b] : at[b] : at[b]+count[b]]
 	}
 	for pos, l := range listAt {
 		if l != 0 {
-			a.bands[l-1] = append(a.bands[l-1], int32(pos))
+			all[at[l-1]] = int32(pos)
+			at[l-1]++
 		}
+	}
+	for b := range a.bands {
+		a.bands[b] = a.bands[b][:count[b]]
 	}
 
 	// Probe boundaries, from the learned weights and the profile.
@@ -653,6 +679,9 @@ func (a *assembler) pastBoundaryIn(kind int, c GeoBand, n int) []int32 {
 	pm := &a.pmatch[kind][c]
 	list, ranked, used := a.bands[c], a.in.Ranked, a.used
 	found, scanned := pm.found, pm.scanned
+	if scanned == 0 && a.noneFarther(kind, c) {
+		scanned = len(list) // what testing each school would find: none
+	}
 	out := a.pbuf[:0]
 	// The used schools met on the way are dropped: the unused ones before j
 	// are moved up to just before j, in order, and head passes the rest.
@@ -677,6 +706,17 @@ func (a *assembler) pastBoundaryIn(kind int, c GeoBand, n int) []int32 {
 	pm.found, pm.scanned = found, scanned
 	a.pbuf = out
 	return out
+}
+
+// noneFarther reports whether no school of band c can be past the distance
+// boundary when kind is that boundary: with the mix, a near school is
+// within the max distance, and one farther than twice it or at an unknown
+// distance is beyond distHi when distHi is at most twice the max distance.
+func (a *assembler) noneFarther(kind int, c GeoBand) bool {
+	if kind != probeFarther || !a.geo {
+		return false
+	}
+	return c == GeoNear || c != GeoBeyond && a.distHi <= 2*a.maxDist
 }
 
 // pastBoundary reports whether school s is just past the learned boundary

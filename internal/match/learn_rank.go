@@ -12,6 +12,22 @@ package match
 // Rank's with Weights(), so Detail and reasons stay as they are. dst is
 // reused as in Rank.
 func RankModel(dst []Scored, p Profile, m Model, cat *Catalog) []Scored {
+	return rankModel(dst, p, m, cat, nil)
+}
+
+// RankModelFactors is RankModel that also works out the student's factors
+// (NewFactors(p, cat)) in the same pass over the catalogue: what a build
+// with no factors kept for the student costs, instead of NewFactors and
+// RankFactors one after the other. The ranking is RankModel's.
+func RankModelFactors(dst []Scored, p Profile, m Model, cat *Catalog) ([]Scored, *Factors) {
+	f := &Factors{cat: cat, school: make([]schoolFactors, cat.Len())}
+	return rankModel(dst, p, m, cat, f.school), f
+}
+
+// rankModel is RankModel, keeping each school's factors in keep when it is
+// not nil (len(keep) == cat.Len()). The factors kept are those score
+// works out whatever the weights (NewFactors).
+func rankModel(dst []Scored, p Profile, m Model, cat *Catalog, keep []schoolFactors) []Scored {
 	m = m.orDefault()
 	n := cat.Len()
 	if cap(dst) < 2*n {
@@ -29,6 +45,9 @@ func RankModel(dst []Scored, p Profile, m Model, cat *Catalog) []Scored {
 	for i := range tmp {
 		f := &cat.feat[i]
 		sc.score(f, i, &b)
+		if keep != nil {
+			keep[i] = b.factors(cat, i)
+		}
 		s := b.scored(i)
 		if f.hasSize {
 			s.Score += kSize * (lookup(&sizeTab, float64(f.sizeScale)) - b.size)

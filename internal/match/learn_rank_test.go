@@ -97,6 +97,31 @@ func TestRankFactorsIsRankModel(t *testing.T) {
 	}
 }
 
+// RankModelFactors ranks as RankModel does and works out the factors
+// NewFactors works out, whatever the weights, for any student and school,
+// nasty data included.
+func TestRankModelFactorsIsRankModelAndNewFactors(t *testing.T) {
+	for round := range 120 {
+		pNil := []float64{0, 0.2, 0.5, 0.8, 1}[round%5]
+		g := newGen(uint64(round)+2000, pNil, round%2 == 1)
+		cat := NewCatalog(g.schools(60))
+		p := NewProfile(g.student())
+		m := NewModel(g.weights())
+		for k := range round % 7 {
+			m, _ = m.Observe(p, cat, SwipeObservation((k*13)%cat.Len(), []Direction{Like, Dislike}[k%2]))
+		}
+		got, f := RankModelFactors(nil, p, m, cat)
+		require.Equal(t, RankModel(nil, p, m, cat), got, "round %d", round)
+		require.Equal(t, NewFactors(p, cat), f, "round %d", round)
+		require.Equal(t, RankFactors(nil, NewFactors(p, cat), p, m), RankFactors(nil, f, p, m))
+	}
+	cat, p := learnCatalog, learnStudent()
+	m := NewModel(SeedWeights(p))
+	got, f := RankModelFactors(nil, p, m, cat)
+	assert.Equal(t, RankModel(nil, p, m, cat), got)
+	assert.Equal(t, NewFactors(p, cat), f)
+}
+
 func TestFactorsBreakdownIsScores(t *testing.T) {
 	cat, p := learnCatalog, learnStudent()
 	f := NewFactors(p, cat)

@@ -29,22 +29,35 @@ func EstimateNetPrice(p Profile, cat *Catalog, idx int) NetPrice {
 }
 
 func netPrice(sc *scorer, b *breakdown, schoolSource string) NetPrice {
-	suffix := ""
+	k := 0
 	if schoolSource == "scorecard" {
-		suffix = " (College Scorecard)"
+		k = 1
 	}
 	var src string
 	switch b.priceSrc {
 	case srcNone:
 		return NetPrice{}
 	case srcBand:
-		src = "net price for families earning " + incomeBandLabels[sc.band] + suffix
-	case srcAverage:
-		src = "average net price" + suffix
-	case srcTuitionIn:
-		src = "published in-state tuition" + suffix
-	case srcTuitionOut:
-		src = "published out-of-state tuition" + suffix
+		src = priceSources.band[sc.band][k]
+	case srcAverage, srcTuitionIn, srcTuitionOut:
+		src = priceSources.other[b.priceSrc][k]
 	}
 	return NetPrice{Amount: int(math.Round(b.price)), Source: src}
 }
+
+// priceSources are NetPrice.Source by price source (income band for the
+// band's net price) and whether the figures are the College Scorecard's
+// (second column), made once.
+var priceSources = func() (t struct {
+	band  [len(incomeBandLabels)][2]string
+	other [srcTuitionOut + 1][2]string
+}) {
+	words := func(s string) [2]string { return [2]string{s, s + " (College Scorecard)"} }
+	for i, l := range incomeBandLabels {
+		t.band[i] = words("net price for families earning " + l)
+	}
+	t.other[srcAverage] = words("average net price")
+	t.other[srcTuitionIn] = words("published in-state tuition")
+	t.other[srcTuitionOut] = words("published out-of-state tuition")
+	return t
+}()

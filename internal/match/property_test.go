@@ -210,3 +210,26 @@ func TestPropertyBareSchoolIsNeutral(t *testing.T) {
 		assert.True(t, strings.HasPrefix(d.Explanation, "C- match (50%)"))
 	}
 }
+
+// Describe (and a Describer used for many schools) gives what Reasons,
+// AdmissionBand, EstimateNetPrice and MatchedMajors give one at a time, for
+// any student, weights and school, nasty data included.
+func TestPropertyDescribeIsTheOneAtATimeFunctions(t *testing.T) {
+	for round := range 240 {
+		pNil := []float64{0, 0.2, 0.5, 0.8, 1}[round%5]
+		g := newGen(uint64(round)+1000, pNil, round%2 == 1)
+		cat := NewCatalog(g.schools(40))
+		p := NewProfile(g.student())
+		w := g.weights()
+		describer := NewDescriber(p, w, cat)
+		for i := range cat.Len() {
+			d := Describe(p, w, cat, i)
+			require.Equal(t, d, describer.Describe(i), "one describer for every school")
+			require.Equal(t, Reasons(p, w, cat, i), d.Reasons, "round %d school %d", round, i)
+			require.Equal(t, AdmissionBand(p, cat, i), d.AdmissionBand)
+			require.Equal(t, EstimateNetPrice(p, cat, i), d.NetPrice)
+			require.Equal(t, MatchedMajors(p, cat, i), d.MatchedMajors)
+			require.Equal(t, Detail(p, w, cat, i).Reasons, d.Reasons)
+		}
+	}
+}

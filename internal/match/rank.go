@@ -89,19 +89,17 @@ func rankInto(dst, src []Scored) {
 		dst[j] = src[uint32(k)]
 	}
 	// Runs of equal keys, in exact order.
-	for i := 0; i < n; {
-		j := i + 1
-		for j < n && from[j]>>32 == from[i]>>32 {
-			j++
-		}
-		if run := dst[i:j]; len(run) > 1 {
-			if len(run) <= 12 {
-				insertionSort(run)
-			} else {
-				slices.SortFunc(run, better)
+	start, prev := 0, from[0]>>32
+	for j := 1; j < n; j++ {
+		if k := from[j] >> 32; k != prev {
+			if j-start > 1 {
+				sortRun(dst[start:j])
 			}
+			start, prev = j, k
 		}
-		i = j
+	}
+	if n-start > 1 {
+		sortRun(dst[start:])
 	}
 	keyBuffers.Put(buf)
 }
@@ -125,6 +123,15 @@ func sortKey(score float64) uint32 {
 // better is the exact ranking order: score descending, then index (ID) ascending.
 func better(a, b Scored) int {
 	return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.Index, b.Index))
+}
+
+// sortRun puts a run of schools whose keys are equal in exact order.
+func sortRun(run []Scored) {
+	if len(run) <= 12 {
+		insertionSort(run)
+	} else {
+		slices.SortFunc(run, better)
+	}
 }
 
 func insertionSort(s []Scored) {

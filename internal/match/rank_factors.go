@@ -38,11 +38,16 @@ func NewFactors(p Profile, cat *Catalog) *Factors {
 	var b breakdown
 	for i := range n {
 		sc.score(&cat.feat[i], i, &b)
-		f.school[i] = schoolFactors{sat: b.satMatch, prog: b.program, afford: b.afford, aid: b.aid, value: b.value,
-			loc: b.loc, setting: b.setting, dist: b.distance,
-			outcomes: cat.feat[i].outcomes, level: cat.levels[i], size: cat.sizes[i]}
+		f.school[i] = b.factors(cat, i)
 	}
 	return f
+}
+
+// factors are the weight-free factors of school i of cat, b its breakdown.
+func (b *breakdown) factors(cat *Catalog, i int) schoolFactors {
+	return schoolFactors{sat: b.satMatch, prog: b.program, afford: b.afford, aid: b.aid, value: b.value,
+		loc: b.loc, setting: b.setting, dist: b.distance,
+		outcomes: cat.feat[i].outcomes, level: cat.levels[i], size: cat.sizes[i]}
 }
 
 // Catalog is the catalogue the factors were worked out on.

@@ -10,9 +10,9 @@ import (
 )
 
 // BenchmarkBuildFeed6500 builds one student's feed from a 6,500-school
-// catalogue: rank everything, assemble the top 1,000, round, encode the
-// compact first page and its ETag. Rank's buffer is reused, as the service
-// does.
+// catalogue: rank everything, assemble the DefaultFeedSize items stored,
+// round, encode the compact first page and its ETag. Rank's buffer is
+// reused, as the service does.
 func BenchmarkBuildFeed6500(b *testing.B) {
 	in := buildInput(b, 6500, query.DefaultFeedSize)
 	_, scratch := query.BuildFeed(in, nil)
@@ -37,9 +37,9 @@ func BenchmarkBuildFeed6500Parallel(b *testing.B) {
 // rebuildInput is what the worker rebuilds after a fold for a student 20
 // swipes in on an n-school catalogue: a learned model (likes and dislikes
 // along the top of the ranking), the swiped schools left out, the stored
-// feed's 1,000 items and its first DescribedItems described; the student's
-// weight-free score factors are kept from the build before, as the
-// service's FactorCache keeps them.
+// feed's DefaultFeedSize items and its first DescribedItems described; the
+// student's weight-free score factors are kept from the build before, as
+// the service's FactorCache keeps them.
 func rebuildInput(b *testing.B, n int) query.FeedInput {
 	in := buildInput(b, n, query.DefaultFeedSize)
 	cat := in.Catalog
@@ -61,13 +61,16 @@ func rebuildInput(b *testing.B, n int) query.FeedInput {
 
 // benchRebuild is the worker's rebuild of one student after a fold, without
 // the Redis round trip: rank the catalogue with the learned model, assemble
-// the stored 1,000 items, describe the first DescribedItems, encode the
-// compact page and everything Put stores (cache.PutArgs). It reports the
-// thread's CPU time per rebuild next to the wall clock.
-func benchRebuild(b *testing.B, n int, factors bool) {
+// the DefaultFeedSize items stored, describe the first DescribedItems,
+// encode the compact page and everything Put stores (cache.PutArgs). It
+// reports the thread's CPU time per rebuild next to the wall clock.
+func benchRebuild(b *testing.B, n int, factors factorsKept) {
 	in := rebuildInput(b, n)
-	if !factors {
+	switch factors {
+	case noFactors:
 		in.Factors = nil
+	case factorsMissed:
+		in.Factors = query.NewFactorCache(1, nil) // too small to keep any
 	}
 	f, scratch := query.BuildFeed(in, nil)
 	_ = cache.PutArgs(&f, time.Hour)
@@ -84,15 +87,32 @@ func benchRebuild(b *testing.B, n int, factors bool) {
 	}
 }
 
+// factorsKept is what a benchmarked rebuild has of the student's factors.
+type factorsKept int
+
+const (
+	factorsHit    factorsKept = iota // kept from the build before
+	noFactors                        // no factor cache (as the API builds)
+	factorsMissed                    // a factor cache without the student's
+)
+
 // BenchmarkRebuild6500 is the worker's rebuild at 6,500 schools.
-func BenchmarkRebuild6500(b *testing.B) { benchRebuild(b, 6500, true) }
+func BenchmarkRebuild6500(b *testing.B) { benchRebuild(b, 6500, factorsHit) }
 
 // BenchmarkRebuild65000 is the same at 65,000 schools.
-func BenchmarkRebuild65000(b *testing.B) { benchRebuild(b, 65000, true) }
+func BenchmarkRebuild65000(b *testing.B) { benchRebuild(b, 65000, factorsHit) }
 
-// BenchmarkRebuildCold6500 is the rebuild without kept factors: a student's
-// first build, or one after the profile or the catalogue changed.
-func BenchmarkRebuildCold6500(b *testing.B) { benchRebuild(b, 6500, false) }
+// BenchmarkRebuildCold6500 is the rebuild without a factor cache, as the
+// API builds.
+func BenchmarkRebuildCold6500(b *testing.B) { benchRebuild(b, 6500, noFactors) }
 
 // BenchmarkRebuildCold65000 is the same at 65,000 schools.
-func BenchmarkRebuildCold65000(b *testing.B) { benchRebuild(b, 65000, false) }
+func BenchmarkRebuildCold65000(b *testing.B) { benchRebuild(b, 65000, noFactors) }
+
+// BenchmarkRebuildMiss6500 is the worker's rebuild when its factor cache
+// does not hold the student's factors: a student's first build, one after
+// the profile or the catalogue changed, or one evicted.
+func BenchmarkRebuildMiss6500(b *testing.B) { benchRebuild(b, 6500, factorsMissed) }
+
+// BenchmarkRebuildMiss65000 is the same at 65,000 schools.
+func BenchmarkRebuildMiss65000(b *testing.B) { benchRebuild(b, 65000, factorsMissed) }

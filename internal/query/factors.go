@@ -53,6 +53,33 @@ func NewFactorCache(maxBytes int, m *Metrics) *FactorCache {
 // Get returns the student's factors for the profile p (encoded as profile)
 // on cat, kept from an earlier build or made now and kept.
 func (c *FactorCache) Get(studentID string, profile []byte, p match.Profile, cat *match.Catalog) *match.Factors {
+	if f := c.lookup(studentID, profile, cat); f != nil {
+		return f
+	}
+	f := match.NewFactors(p, cat)
+	c.keep(studentID, profile, f)
+	return f
+}
+
+// Rank ranks cat for the student with the profile p (encoded as profile)
+// and the model m, as match.RankModel does (dst reused as it reuses it),
+// and returns the student's factors: from the factors kept
+// (match.RankFactors), or, when none are kept for this profile and
+// catalogue, working them out in the ranking's own pass
+// (match.RankModelFactors) and keeping them, so that a miss costs a
+// ranking without kept factors and no more.
+func (c *FactorCache) Rank(dst []match.Scored, studentID string, profile []byte, p match.Profile, m match.Model, cat *match.Catalog) ([]match.Scored, *match.Factors) {
+	if f := c.lookup(studentID, profile, cat); f != nil {
+		return match.RankFactors(dst, f, p, m), f
+	}
+	ranked, f := match.RankModelFactors(dst, p, m, cat)
+	c.keep(studentID, profile, f)
+	return ranked, f
+}
+
+// lookup returns the factors kept for the student's profile on cat, nil
+// when there are none, counting the request.
+func (c *FactorCache) lookup(studentID string, profile []byte, cat *match.Catalog) *match.Factors {
 	c.mu.Lock()
 	if e, ok := c.byID[studentID]; ok {
 		fe := e.Value.(*factorEntry)
@@ -65,9 +92,14 @@ func (c *FactorCache) Get(studentID string, profile []byte, p match.Profile, cat
 	}
 	c.mu.Unlock()
 	c.m.FactorRequests.WithLabelValues("miss").Inc()
-	f := match.NewFactors(p, cat)
+	return nil
+}
+
+// keep keeps f as the student's factors for profile, replacing what was
+// kept for them, when f fits within the bound.
+func (c *FactorCache) keep(studentID string, profile []byte, f *match.Factors) {
 	if f.Bytes() > c.max {
-		return f
+		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -81,7 +113,6 @@ func (c *FactorCache) Get(studentID string, profile []byte, p match.Profile, cat
 		c.m.FactorEvictions.Inc()
 	}
 	c.m.FactorBytes.Set(float64(c.bytes))
-	return f
 }
 
 // remove drops an entry; c.mu is held.

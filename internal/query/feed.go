@@ -15,8 +15,16 @@ import (
 // Feed sizes.
 const (
 	// DefaultFeedSize is how many ranked items a stored feed keeps: pages
-	// within them are served from Redis, deeper pages are ranked per request.
-	DefaultFeedSize = 1000
+	// within them are served from Redis, deeper pages are ranked per
+	// request (Service.deeper) and continue the same list. A student swipes
+	// from the top of the feed and the worker rebuilds it after every fold,
+	// so the first pages are what is read: 200 items are ten pages of 20
+	// (five of 40), and a rebuild assembles only those. The cost falls on
+	// the rare deeper page: a build on the API (rank, assemble to the
+	// page's end, describe it) and, for a feed read from Redis, a read of
+	// the student's swiped schools from PostgreSQL and of the model from
+	// Redis.
+	DefaultFeedSize = 200
 	// CompactPageSize is how many items GET /m/recommendations returns: the
 	// first page of the feed, the default limit of POST /recommendations.
 	CompactPageSize = 20
@@ -83,8 +91,7 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	var ranked []match.Scored
 	var factors *match.Factors
 	if in.Factors != nil {
-		factors = in.Factors.Get(in.StudentID, profile, in.Profile, cat.Catalog)
-		ranked = match.RankFactors(scratch, factors, in.Profile, in.Model)
+		ranked, factors = in.Factors.Rank(scratch, in.StudentID, profile, in.Profile, in.Model, cat.Catalog)
 	} else {
 		ranked = match.RankModel(scratch, in.Profile, in.Model, cat.Catalog)
 	}
@@ -238,28 +245,57 @@ type compactItem struct {
 
 // compactItems encodes the items of GET /m/recommendations for the first
 // slots (items are the same positions, rounded), one JSON object each.
+// The items share one array.
 func compactItems(cat *active.Catalog, slots []Slot, items []cache.FeedItem) [][]byte {
 	out := make([][]byte, len(items))
+	buf := make([]byte, 0, 128*len(items))
 	for i, it := range items {
 		s := &cat.Schools[slots[i].Index]
-		out[i], _ = json.Marshal(compactItem{ // strings and numbers: cannot fail
+		start := len(buf)
+		buf = appendCompactItem(buf, &compactItem{
 			I: s.ID, N: s.Name, S: match.Percent(it.Score), G: match.Grade(it.Score), C: s.City, St: s.State, P: it.Probe,
 		})
+		out[i] = buf[start:len(buf):len(buf)]
 	}
 	return out
 }
 
+// describeChunk is the size of the arrays described items are copied into:
+// a dozen items (1.1-1.5 KB each), and small enough for the allocator's
+// size classes (a larger array costs a page allocation of its own).
+const describeChunk = 16 << 10
+
 // describe encodes the first items as POST /recommendations shows each
-// (recommendation), with the weights a page read from Redis shows.
+// (recommendation), with the weights a page read from Redis shows. Each is
+// encoded in a reused buffer and copied into a shared chunk; an item
+// json.Marshal would refuse (a float that is not finite, which the scores
+// never are) is left nil, as json.Marshal's error left it.
 func describe(cat *active.Catalog, p match.Profile, w match.Weights, slots []Slot, items []cache.FeedItem) []cache.Described {
 	out := make([]cache.Described, len(items))
+	scratch := encodeBuffers.Get().(*[]byte)
+	defer encodeBuffers.Put(scratch)
+	var chunk []byte
+	d := match.NewDescriber(p, w, cat.Catalog)
 	for i, it := range items {
 		idx := int(slots[i].Index)
-		b, _ := json.Marshal(recommendation(cat, p, w, idx, it)) // strings, numbers and pointers to them: cannot fail
+		r := described(cat, &d, idx, it)
+		var b []byte
+		if enc, ok := appendRecommendation((*scratch)[:0], &r); ok {
+			*scratch = enc
+			if len(enc) > cap(chunk)-len(chunk) {
+				chunk = make([]byte, 0, max(describeChunk, len(enc)))
+			}
+			start := len(chunk)
+			chunk = append(chunk, enc...)
+			b = chunk[start:len(chunk):len(chunk)]
+		}
 		out[i] = cache.Described{SchoolID: cat.ID(idx).String(), Probe: it.Probe, JSON: b}
 	}
 	return out
 }
+
+// encodeBuffers are describe's encoding buffers (*[]byte).
+var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // CompactPage is a pre-encoded compact page with its ETag.
 type CompactPage = cache.Compact

@@ -15,6 +15,7 @@ import (
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
@@ -104,6 +105,51 @@ func TestRecommendationsPaging(t *testing.T) {
 	assert.Empty(t, past.Recommendations, "past the end: empty")
 	assert.NotNil(t, past.Recommendations, "an empty array, not null")
 	assert.Equal(t, 300, past.Metadata.TotalCount)
+}
+
+// With the stored size the service keeps, pages past the stored items are
+// built per request and tile the same list as a feed holding every school,
+// before and after a swipe's patch took the head off the stored feed.
+func TestPagesPastTheStoredFeedTile(t *testing.T) {
+	e := newEnv(t, 300, 0)
+	ctx := context.Background()
+	st := e.save(t, completeStudent())
+	whole := e.service(t, e.Students, cache.NewFeeds(e.Redis, time.Minute), 300)
+	all, err := whole.Recommendations(ctx, st.ID, 300, 0)
+	require.NoError(t, err)
+	require.Len(t, all.Recommendations, 300)
+	require.NoError(t, e.Feeds.Delete(ctx, st.ID))
+
+	tile := func(label string, total, step int) []string {
+		t.Helper()
+		var out []string
+		for off := 0; off < total; off += step {
+			p, err := e.Service.Recommendations(ctx, st.ID, step, off)
+			require.NoError(t, err, label)
+			assert.Equal(t, total, p.Metadata.TotalCount, label)
+			for _, r := range p.Recommendations {
+				out = append(out, r.SchoolID)
+			}
+		}
+		return out
+	}
+	want := make([]string, len(all.Recommendations))
+	for i, r := range all.Recommendations {
+		want[i] = r.SchoolID
+	}
+	assert.Equal(t, want, tile("as built", 300, query.CompactPageSize))
+	f, err := e.Feeds.Feed(ctx, st.ID)
+	require.NoError(t, err)
+	require.Equal(t, query.DefaultFeedSize, f.Len(), "the stored feed keeps DefaultFeedSize items")
+	assert.Equal(t, want, tile("pages straddling the stored end", 300, 30))
+
+	trips := cache.NewSwipeTrips(e.Feeds, handover.NewQueuer())
+	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: st.ID, Version: f.StudentVersion + 1,
+		SwipeCount: f.TotalSwipes + 1, Swiped: []string{want[0]}}))
+	f, err = e.Feeds.Feed(ctx, st.ID)
+	require.NoError(t, err)
+	require.Equal(t, query.DefaultFeedSize-1, f.Len(), "the swipe's patch took the head off")
+	assert.Equal(t, want[1:], tile("after a swipe's patch", 299, query.CompactPageSize))
 }
 
 func TestRecommendationsErrors(t *testing.T) {

@@ -192,16 +192,21 @@ func nonEmpty(s string) *string {
 
 // schoolView is the standard record of school idx for the student p.
 func schoolView(cat *active.Catalog, p match.Profile, idx int) SchoolView {
+	return schoolViewPriced(cat, idx, match.EstimateNetPrice(p, cat.Catalog, idx))
+}
+
+// schoolViewPriced is schoolView with the school's net price for the
+// student already estimated (match.Describe).
+func schoolViewPriced(cat *active.Catalog, idx int, price match.NetPrice) SchoolView {
 	s := &cat.Schools[idx]
-	v := SchoolView{
+	return SchoolView{
 		ID: s.ID, Name: s.Name, City: s.City, State: s.State,
 		Control: controlName(s.Control), Setting: settingName(s), Size: s.Size,
 		AdmissionRate: s.AdmissionRate, SATRange: scoreRange(s.SAT25, s.SAT75), ACTRange: scoreRange(s.ACT25, s.ACT75),
+		NetPrice:       netPriceView(price),
 		GraduationRate: s.GradRate, RetentionRate: s.RetentionRate,
 		MedianEarnings10yr: s.Earnings10yr, MedianEarnings6yr: s.Earnings6yr, URL: nonEmpty(s.URL),
 	}
-	v.NetPrice = netPriceView(match.EstimateNetPrice(p, cat.Catalog, idx))
-	return v
 }
 
 func netPriceView(n match.NetPrice) *NetPriceView {
@@ -228,23 +233,29 @@ func majorNames(ms []domain.Major) []string {
 
 // recommendation is the item for stored feed item it, school idx.
 func recommendation(cat *active.Catalog, p match.Profile, w match.Weights, idx int, it cache.FeedItem) Recommendation {
+	d := match.NewDescriber(p, w, cat.Catalog)
+	return described(cat, &d, idx, it)
+}
+
+// described is recommendation with the student's describer made already.
+func described(cat *active.Catalog, describer *match.Describer, idx int, it cache.FeedItem) Recommendation {
 	s := &cat.Schools[idx]
-	reasons := match.Reasons(p, w, cat.Catalog, idx)
+	d := describer.Describe(idx)
 	return Recommendation{
 		SchoolID:     s.ID,
 		Name:         s.Name,
 		MatchScore:   it.Score,
 		MatchGrade:   match.Grade(it.Score),
-		MatchReasons: reasons,
+		MatchReasons: d.Reasons,
 		Components: ComponentScores{
 			Academic: it.Academic, Financial: it.Financial, Campus: it.Campus, Outcomes: it.Outcomes,
 		},
-		School:        schoolView(cat, p, idx),
-		Explanations:  reasons,
+		School:        schoolViewPriced(cat, idx, d.NetPrice),
+		Explanations:  d.Reasons,
 		IsProbe:       it.Probe,
-		MatchedMajors: majorNames(match.MatchedMajors(p, cat.Catalog, idx)),
+		MatchedMajors: majorNames(d.MatchedMajors),
 		Distance:      distancePtr(it.Distance),
-		AdmissionBand: match.AdmissionBand(p, cat.Catalog, idx),
+		AdmissionBand: d.AdmissionBand,
 	}
 }
 

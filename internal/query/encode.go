@@ -1,0 +1,303 @@
+package query
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The feed's stored items are encoded by hand rather than by encoding/json's
+// reflection, which was a large share of a rebuild: the bytes are exactly
+// what json.Marshal writes for the same value (field order and names of
+// the struct tags, HTML characters escaped, floats as ES6 numbers, nil
+// slices and pointers as null), as the tests check against json.Marshal.
+// A non-finite float, which json.Marshal refuses, makes the encoding fail
+// the same way.
+
+// jsonAppender appends JSON values to b; bad is set by a value json.Marshal
+// refuses (a NaN or infinite float).
+type jsonAppender struct {
+	b   []byte
+	bad bool
+}
+
+// raw appends s as it is (punctuation and field names).
+func (w *jsonAppender) raw(s string) { w.b = append(w.b, s...) }
+
+func (w *jsonAppender) str(s string) { w.b = appendJSONText(w.b, s) }
+
+func (w *jsonAppender) float(v float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		w.bad = true
+		return
+	}
+	w.b = appendJSONNumber(w.b, v)
+}
+
+func (w *jsonAppender) int(v int64) { w.b = strconv.AppendInt(w.b, v, 10) }
+
+func (w *jsonAppender) bool(v bool) { w.b = strconv.AppendBool(w.b, v) }
+
+func (w *jsonAppender) null() { w.b = append(w.b, "null"...) }
+
+func (w *jsonAppender) strPtr(s *string) {
+	if s == nil {
+		w.null()
+		return
+	}
+	w.str(*s)
+}
+
+func (w *jsonAppender) floatPtr(v *float64) {
+	if v == nil {
+		w.null()
+		return
+	}
+	w.float(*v)
+}
+
+func (w *jsonAppender) int32Ptr(v *int32) {
+	if v == nil {
+		w.null()
+		return
+	}
+	w.int(int64(*v))
+}
+
+func (w *jsonAppender) strings(ss []string) {
+	if ss == nil {
+		w.null()
+		return
+	}
+	w.b = append(w.b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.str(s)
+	}
+	w.b = append(w.b, ']')
+}
+
+func (w *jsonAppender) scoreRange(r *ScoreRange) {
+	if r == nil {
+		w.null()
+		return
+	}
+	w.raw(`{"low":`)
+	w.int(int64(r.Low))
+	w.raw(`,"high":`)
+	w.int(int64(r.High))
+	w.b = append(w.b, '}')
+}
+
+// appendRecommendation appends r as json.Marshal writes it; ok is false
+// when json.Marshal would refuse it (a float that is not finite).
+func appendRecommendation(b []byte, r *Recommendation) (_ []byte, ok bool) {
+	w := jsonAppender{b: b}
+	w.raw(`{"school_id":`)
+	w.str(r.SchoolID)
+	w.raw(`,"name":`)
+	w.str(r.Name)
+	w.raw(`,"match_score":`)
+	w.float(r.MatchScore)
+	w.raw(`,"match_grade":`)
+	w.str(r.MatchGrade)
+	w.raw(`,"match_reasons":`)
+	reasons := len(w.b)
+	w.strings(r.MatchReasons)
+	reasonsEnd := len(w.b)
+	c := &r.Components
+	w.raw(`,"components":{"academic":`)
+	w.float(c.Academic)
+	w.raw(`,"financial":`)
+	w.float(c.Financial)
+	w.raw(`,"campus":`)
+	w.float(c.Campus)
+	w.raw(`,"outcomes":`)
+	w.float(c.Outcomes)
+	w.raw(`},"school":`)
+	w.schoolView(&r.School)
+	w.raw(`,"explanations":`)
+	if sameStrings(r.Explanations, r.MatchReasons) {
+		// The same lines (recommendation shows the reasons twice): their
+		// encoding again.
+		w.b = append(w.b, w.b[reasons:reasonsEnd]...)
+	} else {
+		w.strings(r.Explanations)
+	}
+	w.raw(`,"is_probe":`)
+	w.bool(r.IsProbe)
+	w.raw(`,"matched_majors":`)
+	w.strings(r.MatchedMajors)
+	w.raw(`,"distance":`)
+	w.floatPtr(r.Distance)
+	w.raw(`,"admission_band":`)
+	w.str(r.AdmissionBand)
+	w.b = append(w.b, '}')
+	if w.bad {
+		return b, false
+	}
+	return w.b, true
+}
+
+func (w *jsonAppender) schoolView(s *SchoolView) {
+	w.raw(`{"id":`)
+	w.str(s.ID)
+	w.raw(`,"name":`)
+	w.str(s.Name)
+	w.raw(`,"city":`)
+	w.str(s.City)
+	w.raw(`,"state":`)
+	w.str(s.State)
+	w.raw(`,"control":`)
+	w.strPtr(s.Control)
+	w.raw(`,"setting":`)
+	w.strPtr(s.Setting)
+	w.raw(`,"size":`)
+	w.int32Ptr(s.Size)
+	w.raw(`,"admission_rate":`)
+	w.floatPtr(s.AdmissionRate)
+	w.raw(`,"sat_range":`)
+	w.scoreRange(s.SATRange)
+	w.raw(`,"act_range":`)
+	w.scoreRange(s.ACTRange)
+	w.raw(`,"net_price":`)
+	if n := s.NetPrice; n == nil {
+		w.null()
+	} else {
+		w.raw(`{"amount":`)
+		w.int(int64(n.Amount))
+		w.raw(`,"source":`)
+		w.str(n.Source)
+		w.b = append(w.b, '}')
+	}
+	w.raw(`,"graduation_rate":`)
+	w.floatPtr(s.GraduationRate)
+	w.raw(`,"retention_rate":`)
+	w.floatPtr(s.RetentionRate)
+	w.raw(`,"median_earnings_10yr":`)
+	w.int32Ptr(s.MedianEarnings10yr)
+	w.raw(`,"median_earnings_6yr":`)
+	w.int32Ptr(s.MedianEarnings6yr)
+	w.raw(`,"url":`)
+	w.strPtr(s.URL)
+	w.b = append(w.b, '}')
+}
+
+// sameStrings reports whether a and b are the same slice (the same array,
+// length and nil-ness), so that they encode the same.
+func sameStrings(a, b []string) bool {
+	return len(a) == len(b) && (a == nil) == (b == nil) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// appendCompactItem appends c as json.Marshal writes it (p only when true).
+func appendCompactItem(b []byte, c *compactItem) []byte {
+	w := jsonAppender{b: b}
+	w.raw(`{"i":`)
+	w.str(c.I)
+	w.raw(`,"n":`)
+	w.str(c.N)
+	w.raw(`,"s":`)
+	w.int(int64(c.S))
+	w.raw(`,"g":`)
+	w.str(c.G)
+	w.raw(`,"c":`)
+	w.str(c.C)
+	w.raw(`,"st":`)
+	w.str(c.St)
+	if c.P {
+		w.raw(`,"p":true`)
+	}
+	w.b = append(w.b, '}')
+	return w.b
+}
+
+// appendJSONNumber appends a finite float64 as encoding/json writes it:
+// the shortest decimal that reads back the same, in exponent form below
+// 1e-6 and from 1e21 (ES6 number to string), with the exponent unpadded.
+func appendJSONNumber(b []byte, v float64) []byte {
+	abs := math.Abs(v)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, v, format, -1, 64)
+	if format == 'e' {
+		// e-09 to e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// appendJSONText appends s as a JSON string as encoding/json writes it:
+// '"' and '\\' escaped, control characters as \b, \f, \n, \r, \t or
+// \u00XX, '<', '>' and '&' as \u003c, \u003e and \u0026, invalid UTF-8 as
+// \ufffd, and U+2028 and U+2029 as \u2028 and \u2029.
+func appendJSONText(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		for i < len(s) && jsonSafe[s[i]] { // the common case, byte by byte
+			i++
+		}
+		if i == len(s) {
+			break
+		}
+		if c := s[i]; c < utf8.RuneSelf {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// jsonSafe are the bytes a JSON string holds as they are when HTML
+// characters are escaped (encoding/json's htmlSafeSet): ASCII but control
+// characters, '"', '\\', '<', '>' and '&'. Bytes from utf8.RuneSelf on are
+// not in it: they start a rune that is looked at whole.
+var jsonSafe = func() (t [256]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()

@@ -1,0 +1,212 @@
+package query
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// genStrings are strings that need every kind of escape encoding/json
+// makes, and some that need none.
+var genStrings = []string{
+	"", "a", "Ada Lovelace University", "São Paulo", "Pennsylvania State University-Main Campus",
+	`quote " and backslash \ `, "<script>&amp;</script>", "tab\tnew\nline\rcr", "\b\f\x00\x01\x1f\x7f",
+	"line\u2028para\u2029end", "bad utf-8 \xff\xfe and \xc3", "truncated \xe2\x80", "emoji 🎓 and 中文",
+	"https://example.edu/?a=1&b=<2>", "'single'", "\u00e9\u0301", "end\\",
+}
+
+func genString(r *rand.Rand) string {
+	if r.IntN(4) > 0 {
+		return genStrings[r.IntN(len(genStrings))]
+	}
+	// Random bytes: any mix of ASCII, control characters and (invalid) UTF-8.
+	b := make([]byte, r.IntN(24))
+	for i := range b {
+		b[i] = byte(r.IntN(256))
+	}
+	return string(b)
+}
+
+// genFloats are finite floats at every cutoff of encoding/json's formats.
+var genFloats = []float64{
+	0, math.Copysign(0, -1), 1, -1, 0.5, 0.1 + 0.2, 0.8765, 1e-4, 0.12345678901234568, 123.4,
+	1e-6, 9.99999e-7, 1e-7, -1e-7, 1.5e-10, 1e20, 1e21, 9.999999999999999e20, -1e21, 1e300,
+	5e-324, math.MaxFloat64, -math.MaxFloat64, math.SmallestNonzeroFloat64, 2.5e-8, 100000, 1234567.5,
+}
+
+func genFloat(r *rand.Rand) float64 {
+	switch r.IntN(4) {
+	case 0:
+		return genFloats[r.IntN(len(genFloats))]
+	case 1:
+		for {
+			if v := math.Float64frombits(r.Uint64()); !math.IsNaN(v) && !math.IsInf(v, 0) {
+				return v
+			}
+		}
+	case 2:
+		return math.Round(r.Float64()*1e4) / 1e4 // a score as shown
+	}
+	return (r.Float64() - 0.5) * math.Pow(10, float64(r.IntN(40)-20))
+}
+
+func genStringPtr(r *rand.Rand) *string {
+	if r.IntN(3) == 0 {
+		return nil
+	}
+	s := genString(r)
+	return &s
+}
+
+func genFloatPtr(r *rand.Rand) *float64 {
+	if r.IntN(3) == 0 {
+		return nil
+	}
+	v := genFloat(r)
+	return &v
+}
+
+func genInt32Ptr(r *rand.Rand) *int32 {
+	if r.IntN(3) == 0 {
+		return nil
+	}
+	v := int32(r.Uint32())
+	return &v
+}
+
+func genStringSlice(r *rand.Rand) []string {
+	switch r.IntN(5) {
+	case 0:
+		return nil
+	case 1:
+		return []string{}
+	}
+	out := make([]string, r.IntN(6))
+	for i := range out {
+		out[i] = genString(r)
+	}
+	return out
+}
+
+func genRange(r *rand.Rand) *ScoreRange {
+	if r.IntN(3) == 0 {
+		return nil
+	}
+	return &ScoreRange{Low: int(r.Int32()) - 1<<30, High: r.IntN(1601)}
+}
+
+func genRecommendation(r *rand.Rand) Recommendation {
+	rec := Recommendation{
+		SchoolID: genString(r), Name: genString(r), MatchScore: genFloat(r), MatchGrade: genString(r),
+		MatchReasons: genStringSlice(r),
+		Components:   ComponentScores{Academic: genFloat(r), Financial: genFloat(r), Campus: genFloat(r), Outcomes: genFloat(r)},
+		School: SchoolView{
+			ID: genString(r), Name: genString(r), City: genString(r), State: genString(r),
+			Control: genStringPtr(r), Setting: genStringPtr(r), Size: genInt32Ptr(r), AdmissionRate: genFloatPtr(r),
+			SATRange: genRange(r), ACTRange: genRange(r), GraduationRate: genFloatPtr(r), RetentionRate: genFloatPtr(r),
+			MedianEarnings10yr: genInt32Ptr(r), MedianEarnings6yr: genInt32Ptr(r), URL: genStringPtr(r),
+		},
+		Explanations: genStringSlice(r), IsProbe: r.IntN(2) == 0, MatchedMajors: genStringSlice(r),
+		Distance: genFloatPtr(r), AdmissionBand: genString(r),
+	}
+	if r.IntN(3) > 0 {
+		rec.School.NetPrice = &NetPriceView{Amount: int(r.Int64()), Source: genString(r)}
+	}
+	switch r.IntN(4) {
+	case 0: // the same lines, as recommendation gives them
+		rec.Explanations = rec.MatchReasons
+	case 1: // part of the same array
+		if len(rec.MatchReasons) > 0 {
+			rec.Explanations = rec.MatchReasons[:r.IntN(len(rec.MatchReasons))]
+		}
+	}
+	return rec
+}
+
+// The hand-written encoding of an item is json.Marshal's, byte for byte,
+// over many generated items: strings needing every escape (HTML
+// characters, control characters, invalid UTF-8, U+2028), floats at the
+// cutoffs of the exponent form and random bits, nil and empty slices, nil
+// pointers. A field added to the views and not to the encoder shows here,
+// since json.Marshal writes it.
+func TestAppendRecommendationIsJSONMarshal(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 20000 {
+		rec := genRecommendation(r)
+		want, err := json.Marshal(rec)
+		require.NoError(t, err)
+		prefix := []byte("prefix")
+		got, ok := appendRecommendation(prefix, &rec)
+		require.True(t, ok)
+		require.Equal(t, "prefix", string(got[:6]), "appended to what was there")
+		require.Equal(t, string(want), string(got[6:]), "item %d: %#v", i, rec)
+	}
+}
+
+// A float json.Marshal refuses makes the hand-written encoding fail too,
+// leaving what was there.
+func TestAppendRecommendationRefusesWhatJSONRefuses(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		for k := range 4 {
+			rec := genRecommendation(r)
+			switch k {
+			case 0:
+				rec.MatchScore = bad
+			case 1:
+				rec.Components.Outcomes = bad
+			case 2:
+				rec.Distance = &bad
+			case 3:
+				rec.School.RetentionRate = &bad
+			}
+			_, err := json.Marshal(rec)
+			require.Error(t, err)
+			got, ok := appendRecommendation([]byte("x"), &rec)
+			assert.False(t, ok, "%v in field %d", bad, k)
+			assert.Equal(t, "x", string(got))
+		}
+	}
+}
+
+// The compact page's items too.
+func TestAppendCompactItemIsJSONMarshal(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 20000 {
+		c := compactItem{I: genString(r), N: genString(r), S: int(r.Int64()), G: genString(r), C: genString(r),
+			St: genString(r), P: r.IntN(2) == 0}
+		want, err := json.Marshal(c)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(appendCompactItem(nil, &c)), "%#v", c)
+	}
+}
+
+// FuzzAppendJSON checks the string and number encodings against
+// json.Marshal on any input (go test -fuzz FuzzAppendJSON ./internal/query).
+func FuzzAppendJSON(f *testing.F) {
+	for i, s := range genStrings {
+		f.Add(s, genFloats[i%len(genFloats)], uint64(i))
+	}
+	f.Add(strings.Repeat("<&>", 40), 1e21, uint64(1<<63))
+	f.Fuzz(func(t *testing.T, s string, v float64, bits uint64) {
+		rec := genRecommendation(rand.New(rand.NewPCG(bits, 7)))
+		rec.Name, rec.School.City, rec.MatchReasons = s, s, []string{s, s}
+		rec.MatchScore, rec.Distance = v, &v
+		want, err := json.Marshal(rec)
+		got, ok := appendRecommendation(nil, &rec)
+		if err != nil {
+			if ok {
+				t.Fatalf("json.Marshal refuses %v, the encoder wrote %s", v, got)
+			}
+			return
+		}
+		if !ok || string(got) != string(want) {
+			t.Fatalf("got %s\nwant %s", got, want)
+		}
+	})
+}
