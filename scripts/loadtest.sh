@@ -7,8 +7,13 @@
 # For the tree as it is (and first, when REF is given, for the build of that
 # git revision, in a temporary worktree of its own, so both are measured in
 # one run on the same machine), it:
-#   1. builds the binaries and migrates and seeds a database of its own
-#      (LOADTEST_DATABASE, default matching_load; REF gets <name>_ref);
+#   1. builds the binaries, creates a database of its own afresh (dropping
+#      what an earlier run left: LOADTEST_DATABASE, default matching_load;
+#      REF gets <name>_ref), migrates and seeds it, and starts an empty
+#      Redis of its own (redis-server on LOADTEST_PORT+5, nothing kept on
+#      disk, stopped at the end) unless LOADTEST_REDIS_URL names one to use
+#      as it is: what an earlier run left queued or pending (tasks, webhook
+#      deliveries) would otherwise be worked off during the measurement;
 #   2. starts the worker and the API on 127.0.0.1 with one webhook endpoint,
 #      the load generator's own receiver;
 #   3. runs `matchctl loadtest` (the load, the baselines, the cost tables);
@@ -16,7 +21,8 @@
 # Everything listens on 127.0.0.1 and stops by itself. Tunables:
 #   LOADTEST_ARGS   arguments for matchctl loadtest (default: the swipe and
 #                   mixed scenarios, 2 rounds of 10 s, 64 clients, 10,000 students)
-#   LOADTEST_PORT   first of the five ports used (default 18080)
+#   LOADTEST_PORT   first of the six ports used (default 18080)
+#   LOADTEST_REDIS_URL  a Redis to use instead of the private one
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -25,25 +31,68 @@ port=${LOADTEST_PORT:-18080}
 db=${LOADTEST_DATABASE:-matching_load}
 args=${LOADTEST_ARGS:---scenarios swipe,mixed}
 pg=${LOADTEST_POSTGRES:-postgres://postgres@127.0.0.1:5432}
-export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/0}
+redis_port=$((port + 5))
 
 log() { printf 'loadtest: %s\n' "$*" >&2; }
 
-DATABASE_URL="$pg/postgres?sslmode=disable" scripts/services.sh
+REDIS_URL=${LOADTEST_REDIS_URL:-redis://127.0.0.1:6379/0} DATABASE_URL="$pg/postgres?sslmode=disable" scripts/services.sh
 work=$(mktemp -d)
 pids=()
+redis_pid=
 cleanup() {
 	if ((${#pids[@]})); then
 		kill -TERM "${pids[@]}" 2>/dev/null || true
 		wait "${pids[@]}" 2>/dev/null || true
 	fi
 	pids=()
+	stop_redis
 	if [[ -d $work/ref ]]; then
 		git worktree remove --force "$work/ref" >/dev/null 2>&1 || true
 	fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
+
+# fresh_redis starts an empty private Redis for one build's measurement
+# (unless LOADTEST_REDIS_URL names one) and exports REDIS_URL.
+fresh_redis() {
+	if [[ -n ${LOADTEST_REDIS_URL:-} ]]; then
+		export REDIS_URL=$LOADTEST_REDIS_URL
+		return
+	fi
+	if ! command -v redis-server >/dev/null 2>&1; then
+		export REDIS_URL=redis://127.0.0.1:6379/0
+		log "no redis-server here to start an empty one: measuring on $REDIS_URL as it is"
+		return
+	fi
+	stop_redis
+	redis-server --bind 127.0.0.1 --port "$redis_port" --save "" --appendonly no \
+		--dir "$work" --logfile "$work/redis.log" --pidfile "$work/redis.pid" --daemonize yes >/dev/null
+	local deadline=$((SECONDS + 10))
+	until redis-cli -p "$redis_port" ping >/dev/null 2>&1; do
+		if ((SECONDS >= deadline)); then
+			log "the private Redis on port $redis_port did not start"
+			exit 1
+		fi
+		sleep 0.1
+	done
+	redis_pid=$(cat "$work/redis.pid")
+	export REDIS_URL=redis://127.0.0.1:$redis_port/0
+}
+
+stop_redis() {
+	if [[ -n $redis_pid ]]; then
+		kill "$redis_pid" 2>/dev/null || true
+		while kill -0 "$redis_pid" 2>/dev/null; do sleep 0.1; done
+		redis_pid=
+	fi
+}
+
+# fresh_database NAME drops and creates the load test's database NAME.
+fresh_database() {
+	psql "$pg/postgres?sslmode=disable" -qAt -v ON_ERROR_STOP=1 \
+		-c "DROP DATABASE IF EXISTS \"$1\" WITH (FORCE)" -c "CREATE DATABASE \"$1\"" >/dev/null
+}
 
 secret=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 hook_secret="whsec_$(head -c 32 /dev/urandom | base64 | tr -d '\n')"
@@ -60,6 +109,8 @@ measure() {
 	local name=$1 src=$2 database=$3 bin="$work/bin-$1"
 	log "building $name"
 	(cd "$src" && go build -trimpath -o "$bin/" ./cmd/api ./cmd/worker ./cmd/matchctl)
+	fresh_database "$database"
+	fresh_redis
 	export DATABASE_URL="$pg/$database?sslmode=disable"
 	export AUTH_HS256_SECRET=$secret WEBHOOK_ENDPOINTS_FILE="$work/webhooks.yaml" LOG_LEVEL=${LOG_LEVEL:-warn}
 	"$bin/matchctl" migrate >&2
