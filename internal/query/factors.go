@@ -29,6 +29,14 @@ type FactorCache struct {
 	bytes int
 	lru   list.List // of *factorEntry, most recently used first
 	byID  map[string]*list.Element
+	// missed is the doorkeeper of Rank: the students of the latest
+	// misses, in a ring (ring, next) and a set.
+	missed map[string]struct{}
+	ring   []string
+	next   int
+	// room is how many students the cache holds, from the latest
+	// factors' size.
+	room int
 }
 
 type factorEntry struct {
@@ -56,6 +64,7 @@ func (c *FactorCache) Get(studentID string, profile []byte, p match.Profile, cat
 	if f := c.lookup(studentID, profile, cat); f != nil {
 		return f
 	}
+	c.m.FactorRequests.WithLabelValues("miss").Inc()
 	f := match.NewFactors(p, cat)
 	c.keep(studentID, profile, f)
 	return f
@@ -66,15 +75,63 @@ func (c *FactorCache) Get(studentID string, profile []byte, p match.Profile, cat
 // and returns the student's factors: from the factors kept
 // (match.RankFactors), or, when none are kept for this profile and
 // catalogue, working them out in the ranking's own pass
-// (match.RankModelFactors) and keeping them, so that a miss costs a
-// ranking without kept factors and no more.
+// (match.RankModelFactors) and keeping them.
+//
+// A miss keeps the factors only for a student missed before, within as
+// many misses as there are students in the cache twice over (a
+// doorkeeper). A student whose next rebuild comes after more others than
+// the cache has room for (many students rebuilding at once, cycling
+// through it) would evict another student's factors and never read its
+// own: working out and keeping them costs about a fifth more than a
+// ranking without them, so such a miss ranks as a build without a cache
+// does and returns nil factors (the caller builds as without a cache).
 func (c *FactorCache) Rank(dst []match.Scored, studentID string, profile []byte, p match.Profile, m match.Model, cat *match.Catalog) ([]match.Scored, *match.Factors) {
 	if f := c.lookup(studentID, profile, cat); f != nil {
 		return match.RankFactors(dst, f, p, m), f
 	}
+	if !c.admit(studentID) {
+		c.m.FactorRequests.WithLabelValues("pass").Inc()
+		return match.RankModel(dst, p, m, cat), nil
+	}
+	c.m.FactorRequests.WithLabelValues("miss").Inc()
 	ranked, f := match.RankModelFactors(dst, p, m, cat)
 	c.keep(studentID, profile, f)
 	return ranked, f
+}
+
+// minDoorkeeper is the fewest misses the doorkeeper remembers.
+const minDoorkeeper = 64
+
+// admit reports whether a miss for studentID keeps its factors: while the
+// cache is less than half full, for a student it holds factors of (for
+// another profile or catalogue), or for a student missed within the last
+// 2 x room misses. The miss is remembered.
+func (c *FactorCache) admit(studentID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.room == 0 || c.bytes < c.max/2 {
+		return true // keeping costs no one their place
+	}
+	if _, ok := c.byID[studentID]; ok {
+		return true // replaces the student's own
+	}
+	if _, ok := c.missed[studentID]; ok {
+		return true
+	}
+	size := max(minDoorkeeper, 2*c.room)
+	if c.missed == nil {
+		c.missed = make(map[string]struct{}, size)
+	}
+	if len(c.ring) < size {
+		c.ring = append(c.ring, studentID)
+	} else {
+		c.next %= len(c.ring)
+		delete(c.missed, c.ring[c.next])
+		c.ring[c.next] = studentID
+		c.next++
+	}
+	c.missed[studentID] = struct{}{}
+	return false
 }
 
 // lookup returns the factors kept for the student's profile on cat, nil
@@ -91,7 +148,6 @@ func (c *FactorCache) lookup(studentID string, profile []byte, cat *match.Catalo
 		}
 	}
 	c.mu.Unlock()
-	c.m.FactorRequests.WithLabelValues("miss").Inc()
 	return nil
 }
 
@@ -108,6 +164,7 @@ func (c *FactorCache) keep(studentID string, profile []byte, f *match.Factors) {
 	}
 	c.byID[studentID] = c.lru.PushFront(&factorEntry{studentID: studentID, profile: bytes.Clone(profile), factors: f})
 	c.bytes += f.Bytes()
+	c.room = max(1, c.max/f.Bytes())
 	for c.bytes > c.max {
 		c.remove(c.lru.Back())
 		c.m.FactorEvictions.Inc()

@@ -2,11 +2,13 @@ package query_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -125,4 +127,57 @@ func TestConcurrentBuildsShareNoBuffers(t *testing.T) {
 			assert.Equal(t, want[i], f, "student %d, build %d", i, k)
 		}
 	}
+}
+
+// A full cache keeps a missed student's factors only when the student was
+// missed not long before: students cycling through more than it can hold
+// are ranked as without a cache (the same ranking, no factors) and evict
+// no one, while a student who comes back soon is kept.
+func TestFactorCacheDoorkeeper(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := query.NewMetrics(reg)
+	cat := active.NewCatalog(catalog.Generate(300, 5), 1)
+	st := completeStudent()
+	p := match.NewProfile(st)
+	raw, err := json.Marshal(p)
+	require.NoError(t, err)
+	model := match.NewModel(match.SeedWeights(p))
+	size := match.NewFactors(p, cat.Catalog).Bytes()
+	c := query.NewFactorCache(2*size+size/2, m) // room for two
+	requests := func(result string) float64 {
+		return testutil.ToFloat64(m.FactorRequests.WithLabelValues(result))
+	}
+	order := func(r []match.Scored) (out [][2]float64) {
+		for _, s := range r {
+			out = append(out, [2]float64{float64(s.Index), s.Score})
+		}
+		return out
+	}
+	want := order(match.RankModel(nil, p, model, cat.Catalog))
+	rank := func(id string) *match.Factors {
+		t.Helper()
+		got, f := c.Rank(nil, id, raw, p, model, cat.Catalog)
+		assert.Equal(t, want, order(got), "the same ranking, kept or not")
+		return f
+	}
+
+	require.NotNil(t, rank("a"), "room for everyone: kept")
+	require.NotNil(t, rank("b"))
+	assert.Equal(t, 2.0, requests("miss"))
+	assert.Nil(t, rank("c"), "full, and c was not missed before: not kept")
+	assert.Equal(t, 1.0, requests("pass"))
+	assert.NotNil(t, rank("a"), "a is still kept")
+	assert.Equal(t, 1.0, requests("hit"))
+	assert.NotNil(t, rank("c"), "c comes back soon: kept")
+	assert.Equal(t, 3.0, requests("miss"))
+
+	// More students than the doorkeeper remembers, cycling: none is kept.
+	passes := requests("pass")
+	for round := range 2 {
+		for i := range 200 {
+			rank(fmt.Sprintf("s%d", i))
+		}
+		assert.Equal(t, passes+float64(200*(round+1)), requests("pass"), "round %d", round)
+	}
+	assert.NotNil(t, rank("c"), "and c keeps its place")
 }
