@@ -60,7 +60,7 @@ fresh_redis() {
 		export REDIS_URL=$LOADTEST_REDIS_URL
 		return
 	fi
-	if ! command -v redis-server >/dev/null 2>&1; then
+	if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
 		export REDIS_URL=redis://127.0.0.1:6379/0
 		log "no redis-server here to start an empty one: measuring on $REDIS_URL as it is"
 		return
@@ -83,7 +83,12 @@ fresh_redis() {
 stop_redis() {
 	if [[ -n $redis_pid ]]; then
 		kill "$redis_pid" 2>/dev/null || true
-		while kill -0 "$redis_pid" 2>/dev/null; do sleep 0.1; done
+		local i
+		for ((i = 0; i < 100; i++)); do
+			kill -0 "$redis_pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$redis_pid" 2>/dev/null || true
 		redis_pid=
 	fi
 }

@@ -76,16 +76,17 @@ func encodeEnvelope(f *Feed) []byte {
 // The read is made before it knows how many schools swipes have taken off
 // the feed's top since it was built (fieldRemoved: item k of the patched
 // list is field j:<k + removed>), so it reads j:<from> to
-// j:<from + limit + pageMargin - 1> with the count and uses the ones the
-// count names. The worker's rebuild after a swipe starts the count again,
+// j:<from + limit + pageMargin - 1> with the removed schools, in the same
+// HMGET, and uses the ones their count names. The worker's rebuild after a swipe starts the count again,
 // so it is rarely above one or two; a read the margin does not cover is
 // made again with the right names (Feeds.ReadPage).
 const pageMargin = 4
 
-// PageRead is a read of a page of a feed's described items in plain
-// commands (HMGET and HSTRLEN of the feed), for a caller that queues it on
-// a pipeline of its own (Queue) and reads its answer after the pipeline
-// ran (Result). The page's probes were remembered when the feed was
+// PageRead is a read of a page of a feed's described items in one plain
+// command (an HMGET of the feed: one command sees one state of it, so a
+// rebuild or a patch landing meanwhile cannot mix two), for a caller that
+// queues it on a pipeline of its own (Queue) and reads its answer after
+// the pipeline ran (Result). The page's probes were remembered when the feed was
 // stored (query: Service.store), so the read writes nothing.
 type PageRead struct {
 	key         string
@@ -93,7 +94,6 @@ type PageRead struct {
 	base        int // the removed count the read's names start at
 	span        int // how many items past from+base it asks for
 	fields      *redis.SliceCmd
-	removed     *redis.IntCmd
 }
 
 // PageRead is the read of items [offset, offset+limit) of studentID's
@@ -103,10 +103,11 @@ func (s *Feeds) PageRead(studentID string, offset, limit int) *PageRead {
 }
 
 // pageHead are the fields every page read asks for, before the items:
-// catalogue version, counted swipes, schools eligible, envelope.
-var pageHead = []string{fieldCatalogVersion, fieldSwipes, fieldTotal, fieldEnvelope}
+// catalogue version, counted swipes, schools eligible, envelope, and the
+// schools swipes took off the top (16 bytes each).
+var pageHead = []string{fieldCatalogVersion, fieldSwipes, fieldTotal, fieldEnvelope, fieldRemoved}
 
-// Queue adds the read's commands to pipe.
+// Queue adds the read's command to pipe.
 func (r *PageRead) Queue(ctx context.Context, pipe redis.Pipeliner) {
 	names := make([]string, 0, len(pageHead)+r.span)
 	names = append(names, pageHead...)
@@ -114,7 +115,6 @@ func (r *PageRead) Queue(ctx context.Context, pipe redis.Pipeliner) {
 		names = append(names, fieldDescribedPrefix+strconv.Itoa(k))
 	}
 	r.fields = pipe.HMGet(ctx, r.key, names...)
-	r.removed = pipe.HStrLen(ctx, r.key, fieldRemoved)
 }
 
 // errPageMoved is a read whose names missed the page: the feed's top moved
@@ -138,11 +138,7 @@ func (r *PageRead) Result() (StoredPage, error) {
 	if err != nil {
 		return p, err
 	}
-	removedLen, err := r.removed.Result()
-	if err != nil {
-		return p, err
-	}
-	var head [4]string // pageHead's values
+	var head [4]string // pageHead's values but the removed schools
 	for i := range head {
 		v, ok := vals[i].(string)
 		if !ok {
@@ -164,7 +160,8 @@ func (r *PageRead) Result() (StoredPage, error) {
 	if last <= r.from {
 		return p, nil
 	}
-	removed := int(removedLen / 16)
+	x, _ := vals[4].(string) // absent: none removed
+	removed := len(x) / 16
 	if removed < r.base || removed+last > r.from+r.base+r.span {
 		return p, errPageMoved{removed}
 	}
@@ -221,11 +218,11 @@ func parseEnvelope(p *StoredPage, env string) error {
 // standard envelope shows them, in one round trip (two when the feed's top
 // moved past the first read's margin). ErrNotBuilt when the feed is not
 // there or the page reaches past the described items. r, when not nil, is
-// a read of that page already made (its answer is used, and the read made
-// again only when it missed).
+// a read already made: when it is this page's read, its answer is used,
+// and the read made again only when it missed or did not answer.
 func (s *Feeds) ReadPage(ctx context.Context, studentID string, offset, limit int, r *PageRead) (StoredPage, error) {
 	read := s.PageRead(studentID, offset, limit)
-	if r != nil && r.fields != nil {
+	if r != nil && r.fields != nil && r.key == read.key && r.from == offset && r.limit == limit {
 		p, err := r.Result()
 		var moved errPageMoved
 		switch {

@@ -61,7 +61,9 @@ func (p *Probes) RememberUntil(ctx context.Context, studentID string, until time
 		members[i] = redis.Z{Score: float64(until.UnixMilli()), Member: strings.ToLower(id)}
 	}
 	_, err := p.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.ZAdd(ctx, key, members...)
+		// GT: a school served again now does not cut short what a stored
+		// feed remembered until its expiry.
+		pipe.ZAddArgs(ctx, key, redis.ZAddArgs{GT: true, Members: members})
 		pipe.ZRemRangeByScore(ctx, key, "-inf", fmt.Sprint(now.Add(-p.ttl).UnixMilli()))
 		pipe.ZRemRangeByRank(ctx, key, 0, -maxProbes-1)
 		pipe.PExpire(ctx, key, 2*p.ttl) // the longest an entry lives (until is at most a TTL ahead)

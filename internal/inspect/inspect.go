@@ -161,8 +161,10 @@ func Explain(ctx context.Context, d Deps, id string, limit int) (Explanation, er
 		return Explanation{}, fmt.Errorf("load the school catalogue: %w", err)
 	}
 	feeds := &seenFeeds{Feeds: cache.NewFeeds(d.Redis, d.FeedTTL)}
+	// With the probe memory: a feed this stores serves its pages' probes
+	// from Redis, and they are remembered when it is stored.
 	queries := query.New(query.Config{Students: d.DB, Feeds: feeds, Catalogs: holder, Log: log,
-		Metrics: qm, ImageBaseURL: d.ImageBaseURL})
+		Probes: cache.NewProbes(d.Redis, d.FeedTTL), Metrics: qm, ImageBaseURL: d.ImageBaseURL})
 	page, err := queries.RecommendationsV2(ctx, id, limit, 0)
 	if err != nil {
 		return Explanation{}, err

@@ -164,7 +164,9 @@ func (c *FactorCache) keep(studentID string, profile []byte, f *match.Factors) {
 	}
 	c.byID[studentID] = c.lru.PushFront(&factorEntry{studentID: studentID, profile: bytes.Clone(profile), factors: f})
 	c.bytes += f.Bytes()
-	c.room = max(1, c.max/f.Bytes())
+	if b := f.Bytes(); b > 0 { // an empty catalogue's factors take no room
+		c.room = max(1, c.max/b)
+	}
 	for c.bytes > c.max {
 		c.remove(c.lru.Back())
 		c.m.FactorEvictions.Inc()

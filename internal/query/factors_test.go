@@ -181,3 +181,17 @@ func TestFactorCacheDoorkeeper(t *testing.T) {
 	}
 	assert.NotNil(t, rank("c"), "and c keeps its place")
 }
+
+// An empty catalogue's factors take no room, and keeping them breaks
+// nothing.
+func TestFactorCacheEmptyCatalogue(t *testing.T) {
+	cat := active.NewCatalog(nil, 1)
+	p := match.NewProfile(completeStudent())
+	raw, err := json.Marshal(p)
+	require.NoError(t, err)
+	c := query.NewFactorCache(0, nil)
+	for range 2 {
+		ranked, _ := c.Rank(nil, "a", raw, p, match.NewModel(match.SeedWeights(p)), cat.Catalog)
+		assert.Empty(t, ranked)
+	}
+}

@@ -15,8 +15,9 @@ type Metrics struct {
 	// feed was already there) or error.
 	FeedWrites *prometheus.CounterVec
 	// FactorRequests counts feed builds by whether the student's
-	// weight-free score factors were kept from an earlier build (hit) or
-	// worked out (miss); FactorEvictions the students' factors dropped to
+	// weight-free score factors were kept from an earlier build (hit),
+	// worked out and kept (miss) or not kept (pass: FactorCache.Rank's
+	// doorkeeper); FactorEvictions the students' factors dropped to
 	// keep the FactorCache within its bound, FactorBytes what it holds.
 	FactorRequests  *prometheus.CounterVec
 	FactorEvictions prometheus.Counter
@@ -48,7 +49,7 @@ func newMetrics() *Metrics {
 		}, []string{"result"}),
 		FactorRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "matching_factor_cache_requests_total",
-			Help: "Feed builds by whether the student's weight-free score factors were kept from an earlier build (hit) or worked out (miss).",
+			Help: "Feed builds by whether the student's weight-free score factors were kept from an earlier build (hit), worked out and kept (miss), or not kept by the full cache's doorkeeper (pass).",
 		}, []string{"result"}),
 		FactorEvictions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "matching_factor_cache_evictions_total",

@@ -89,6 +89,20 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 	_, ok = e.Service.StoredRecommendations(ctx, nobody, 20, 0, false, query.Prefetched{Done: true, Page: missing})
 	assert.False(t, ok, "a prefetched miss takes the full path")
 
+	// A prefetched read that did not answer (its pipeline failed), or that
+	// is another page's, is made again here.
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	t.Cleanup(func() { _ = down.Close() })
+	failed := e.Service.PageRead(st.ID, 20, 0)
+	_, err = down.Pipelined(ctx, func(pipe redis.Pipeliner) error { failed.Queue(ctx, pipe); return nil })
+	require.Error(t, err)
+	again, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{Done: true, Page: failed})
+	require.True(t, ok)
+	assert.Equal(t, string(first), string(again))
+	other, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, prefetch(10, 5))
+	require.True(t, ok)
+	assert.Equal(t, string(first), string(other), "another page's read is not this page's answer")
+
 	// The page's probes were remembered when the feed was stored, as served
 	// until it expires: a read writes nothing.
 	var page query.RecommendationsPage
