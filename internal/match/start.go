@@ -14,17 +14,25 @@ import (
 // of another version, until the learner refolds it), a model centred on
 // the stored weights; before any learning, a model centred on the prior.
 func Start(st domain.LearnerState) (p Profile, m Model, prior Weights) {
+	p, m, prior, _ = StartStored(st)
+	return p, m, prior
+}
+
+// StartStored is Start, and also reports whether a stored model was there
+// and did not decode (the learner refolds such a model from the history).
+func StartStored(st domain.LearnerState) (p Profile, m Model, prior Weights, undecodable bool) {
 	prefs := make([]CategoryPreference, len(st.Categories))
 	for i, c := range st.Categories {
 		prefs[i] = CategoryPreferenceFrom(c.CategoryID, c.Direction)
 	}
 	p, prior = CategoryStart(NewProfile(st.Student), prefs)
+	decoded := st.Model != nil && json.Unmarshal(st.Model, &m) == nil
 	switch {
-	case st.Model != nil && json.Unmarshal(st.Model, &m) == nil:
+	case decoded:
 	case st.Weights != nil:
 		m = NewModel(WeightsFromMap(st.Weights))
 	default:
 		m = NewModel(prior)
 	}
-	return p, m, prior
+	return p, m, prior, st.Model != nil && !decoded
 }

@@ -102,10 +102,8 @@ func NewLearnMetrics(reg prometheus.Registerer) *LearnMetrics {
 // latest direction per school. rebuilt reports that. Events on schools cat
 // does not hold are left out of the model.
 func Learn(st domain.LearnerState, cat *match.Catalog, history func() ([]domain.LearnEvent, error)) (up domain.LearningUpdate, rebuilt bool, err error) {
-	p, m, prior := match.Start(st)
-	if st.Model != nil && json.Unmarshal(st.Model, new(match.Model)) != nil {
-		rebuilt = true
-	}
+	p, m, prior, undecodable := match.StartStored(st)
+	rebuilt = undecodable // a model of another version: refold it
 	up = domain.LearningUpdate{LastSwipeID: st.LastSwipeID, LastFeedbackID: st.LastFeedbackID, LastSeq: st.LastSeq}
 	swiped := make(map[string]bool, len(st.Swiped)+len(st.New))
 	for _, id := range st.Swiped {

@@ -463,3 +463,32 @@ func TestLearnReloadsACatalogueThatMissesASwipedSchool(t *testing.T) {
 	_, known = e.catalog.Current().Index(added.ID)
 	assert.True(t, known)
 }
+
+// A stored model that does not decode (another version's) is refolded from
+// the history; one that decodes is folded on from where it stood.
+func TestLearnRefoldsAModelThatDoesNotDecode(t *testing.T) {
+	cat := active.NewCatalog(catalog.Generate(50, 3), 1)
+	school := cat.Catalog.Schools[7].ID
+	st := domain.LearnerState{Student: domain.Student{ID: uuid.NewString(), IntendedMajors: []domain.Major{"biology"}},
+		New: []domain.LearnEvent{{SwipeID: 1, SchoolID: school, Direction: "right", Interaction: domain.InteractionSwipe, Seq: 1}}}
+	history := 0
+	read := func() ([]domain.LearnEvent, error) { history++; return st.New, nil }
+
+	up, rebuilt, err := tasks.Learn(st, cat.Catalog, read)
+	require.NoError(t, err)
+	assert.False(t, rebuilt, "nothing stored: folded on")
+	assert.Zero(t, history)
+
+	st.Model, st.New = up.Model, []domain.LearnEvent{{SwipeID: 2, SchoolID: cat.Catalog.Schools[9].ID,
+		Direction: "left", Interaction: domain.InteractionSwipe, Seq: 2}}
+	_, rebuilt, err = tasks.Learn(st, cat.Catalog, read)
+	require.NoError(t, err)
+	assert.False(t, rebuilt, "the stored model decodes: folded on")
+	assert.Zero(t, history)
+
+	st.Model = []byte(`{"version": "another"}`)
+	_, rebuilt, err = tasks.Learn(st, cat.Catalog, read)
+	require.NoError(t, err)
+	assert.True(t, rebuilt, "the stored model does not decode: refolded")
+	assert.Equal(t, 1, history)
+}
