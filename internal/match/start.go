@@ -18,14 +18,20 @@ func Start(st domain.LearnerState) (p Profile, m Model, prior Weights) {
 	return p, m, prior
 }
 
-// StartStored is Start, and also reports whether a stored model was there
-// and did not decode (the learner refolds such a model from the history).
-func StartStored(st domain.LearnerState) (p Profile, m Model, prior Weights, undecodable bool) {
+// StartProfile is Start's profile and prior alone, for a caller that
+// holds the model already.
+func StartProfile(st domain.LearnerState) (p Profile, prior Weights) {
 	prefs := make([]CategoryPreference, len(st.Categories))
 	for i, c := range st.Categories {
 		prefs[i] = CategoryPreferenceFrom(c.CategoryID, c.Direction)
 	}
-	p, prior = CategoryStart(NewProfile(st.Student), prefs)
+	return CategoryStart(NewProfile(st.Student), prefs)
+}
+
+// StartStored is Start, and also reports whether a stored model was there
+// and did not decode (the learner refolds such a model from the history).
+func StartStored(st domain.LearnerState) (p Profile, m Model, prior Weights, undecodable bool) {
+	p, prior = StartProfile(st)
 	decoded := st.Model != nil && json.Unmarshal(st.Model, &m) == nil
 	switch {
 	case decoded:

@@ -248,14 +248,23 @@ func (s *Service) compute(ctx context.Context, studentID string, cat *active.Cat
 	if missing := st.Student.Missing(); len(missing) > 0 && !anyProfile {
 		return nil, MissingProfile(studentID, missing)
 	}
-	return s.project(st, cat), nil
+	return s.project(st, cat, nil), nil
 }
 
 // project builds the feed of a student from their state on cat: the one
 // place a feed is built, for a read's miss and for the worker's rebuild.
-func (s *Service) project(st domain.LearnerState, cat *active.Catalog) *feedState {
+func (s *Service) project(st domain.LearnerState, cat *active.Catalog, folded *match.Model) *feedState {
 	missing := st.Student.Missing()
-	p, model, _ := match.Start(st)
+	var (
+		p     match.Profile
+		model match.Model
+	)
+	if folded != nil {
+		p, _ = match.StartProfile(st)
+		model = *folded
+	} else {
+		p, model, _ = match.Start(st)
+	}
 	swiped := st.SwipedSchools()
 	fs := &feedState{profile: p, weights: model.Weights(), missing: missing,
 		learner: &learnerState{model: model, swiped: swiped}}
@@ -336,14 +345,15 @@ func (s *Service) rememberProbes(ctx context.Context, studentID string, schoolID
 
 // RebuildFeed builds a student's feed from st and stores it, newer
 // versions winning: the worker's rebuild after a fold, from the state it
-// folded (no read). Any student's feed is built, complete profile or not;
+// folded (no read), with the model it folded when learned is not nil (st.Model
+// is then not decoded again). Any student's feed is built, complete profile or not;
 // an erased student is INVALID_STUDENT_ID. An error means the feed was not
 // stored.
-func (s *Service) RebuildFeed(ctx context.Context, st domain.LearnerState) error {
+func (s *Service) RebuildFeed(ctx context.Context, st domain.LearnerState, learned *match.Model) error {
 	if st.Student.DeletedAt != nil {
 		return domain.StudentNotFound(st.Student.ID)
 	}
-	return s.store(ctx, s.project(st, s.catalogs.Current()))
+	return s.store(ctx, s.project(st, s.catalogs.Current(), learned))
 }
 
 // LearnedVersion is the student version the stored feed's learned state

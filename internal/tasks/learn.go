@@ -33,8 +33,9 @@ type LearningStore interface {
 // projection).
 type FeedRebuilder interface {
 	// RebuildFeed builds the feed from st, whose events are all folded in,
-	// and stores it, newer versions winning.
-	RebuildFeed(ctx context.Context, st domain.LearnerState) error
+	// and stores it, newer versions winning; learned, when not nil, is
+	// st.Model decoded (a fold's result, not decoded again).
+	RebuildFeed(ctx context.Context, st domain.LearnerState, learned *match.Model) error
 	// LearnedVersion is the student version the stored feed's learned
 	// state covers; found is false when there is no feed.
 	LearnedVersion(ctx context.Context, studentID string) (version int64, found bool, err error)
@@ -102,6 +103,12 @@ func NewLearnMetrics(reg prometheus.Registerer) *LearnMetrics {
 // latest direction per school. rebuilt reports that. Events on schools cat
 // does not hold are left out of the model.
 func Learn(st domain.LearnerState, cat *match.Catalog, history func() ([]domain.LearnEvent, error)) (up domain.LearningUpdate, rebuilt bool, err error) {
+	up, _, rebuilt, err = learn(st, cat, history)
+	return up, rebuilt, err
+}
+
+// learn is Learn, also returning the model folded (up.Model encoded).
+func learn(st domain.LearnerState, cat *match.Catalog, history func() ([]domain.LearnEvent, error)) (up domain.LearningUpdate, m match.Model, rebuilt bool, err error) {
 	p, m, prior, undecodable := match.StartStored(st)
 	rebuilt = undecodable // a model of another version: refold it
 	up = domain.LearningUpdate{LastSwipeID: st.LastSwipeID, LastFeedbackID: st.LastFeedbackID, LastSeq: st.LastSeq}
@@ -121,7 +128,7 @@ func Learn(st domain.LearnerState, cat *match.Catalog, history func() ([]domain.
 	if rebuilt {
 		all, err := history()
 		if err != nil {
-			return domain.LearningUpdate{}, true, err
+			return domain.LearningUpdate{}, m, true, err
 		}
 		m = match.Fold(prior, p, cat, Observations(cat, all))
 	} else {
@@ -130,7 +137,7 @@ func Learn(st domain.LearnerState, cat *match.Catalog, history func() ([]domain.
 		}
 	}
 	if up.Model, err = json.Marshal(m); err != nil {
-		return domain.LearningUpdate{}, rebuilt, err
+		return domain.LearningUpdate{}, m, rebuilt, err
 	}
 	up.Weights = m.Weights().Map()
 	up.Swiped = make([]string, 0, len(swiped))
@@ -138,7 +145,7 @@ func Learn(st domain.LearnerState, cat *match.Catalog, history func() ([]domain.
 		up.Swiped = append(up.Swiped, id)
 	}
 	slices.Sort(up.Swiped)
-	return up, rebuilt, nil
+	return up, m, rebuilt, nil
 }
 
 // Observations turns events into the learner's observations; an event on
@@ -214,7 +221,7 @@ func (h *Handler) handleStudentLearn(ctx context.Context, t *asynq.Task) error {
 			if v, found, err := l.feeds.LearnedVersion(ctx, p.StudentID); err == nil && found && v >= st.Version {
 				return nil
 			}
-			return h.rebuild(ctx, st, nil, false)
+			return h.rebuild(ctx, st, nil, nil, false)
 		}
 		cat := l.catalogs.Scoring()
 		if !knowsAll(cat, st.New) {
@@ -225,7 +232,7 @@ func (h *Handler) handleStudentLearn(ctx context.Context, t *asynq.Task) error {
 			}
 			cat = l.catalogs.Scoring()
 		}
-		up, rebuilt, err := Learn(st, cat, func() ([]domain.LearnEvent, error) {
+		up, learned, rebuilt, err := learn(st, cat, func() ([]domain.LearnEvent, error) {
 			return l.store.LearnHistory(ctx, p.StudentID, max(st.LastSwipeID, lastSwipe(st.New)), max(st.LastFeedbackID, lastFeedback(st.New)))
 		})
 		if err != nil {
@@ -249,16 +256,16 @@ func (h *Handler) handleStudentLearn(ctx context.Context, t *asynq.Task) error {
 		folded.Model, folded.Weights, folded.LearningVersion = up.Model, up.Weights, version
 		folded.LastSwipeID, folded.LastFeedbackID, folded.LastSeq, folded.Swiped = up.LastSwipeID, up.LastFeedbackID, up.LastSeq, up.Swiped
 		folded.New = nil
-		return h.rebuild(ctx, folded, st.New, true)
+		return h.rebuild(ctx, folded, &learned, st.New, true)
 	}
 	return fmt.Errorf("fold learning of %s: the learned state kept moving under %d folds", p.StudentID, maxFoldAttempts)
 }
 
 // rebuild rebuilds the student's feed from st and observes the lag of the
 // swipes just folded.
-func (h *Handler) rebuild(ctx context.Context, st domain.LearnerState, folded []domain.LearnEvent, changed bool) error {
+func (h *Handler) rebuild(ctx context.Context, st domain.LearnerState, learned *match.Model, folded []domain.LearnEvent, changed bool) error {
 	l := h.learn
-	if err := l.feeds.RebuildFeed(ctx, st); err != nil {
+	if err := l.feeds.RebuildFeed(ctx, st, learned); err != nil {
 		if domain.KindOf(err) == domain.KindNotFound {
 			return nil // erased meanwhile
 		}
