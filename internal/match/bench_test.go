@@ -2,9 +2,9 @@ package match
 
 import (
 	"testing"
-	"time"
 
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/testutil/benchcpu"
 )
 
 // benchStudent is a typical complete profile: SAT, home, budget, income,
@@ -24,29 +24,13 @@ func benchRank(b *testing.B, n int) {
 	p := NewProfile(benchStudent())
 	w := SeedWeights(p)
 	dst := Rank(nil, p, w, cat)
-	defer lockThread()()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, ok := threadCPU()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		dst = Rank(dst, p, w, cat)
 	}
-	reportCPU(b, cpu0, ok, n)
-}
-
-// reportCPU adds the thread's CPU time per op (and per school) to the
-// wall-clock figures: on a shared machine the wall clock also counts time
-// spent waiting for a core.
-func reportCPU(b *testing.B, cpu0 time.Duration, ok bool, perOp int) {
-	cpu1, ok1 := threadCPU()
-	if !ok || !ok1 || b.N == 0 {
-		return
-	}
-	ns := float64((cpu1 - cpu0).Nanoseconds()) / float64(b.N)
-	b.ReportMetric(ns, "cpu-ns/op")
-	if perOp > 0 {
-		b.ReportMetric(ns/float64(perOp), "cpu-ns/school")
-	}
+	cpu.Report(b, n, "school")
 }
 
 func BenchmarkRank6500(b *testing.B)  { benchRank(b, 6500) }

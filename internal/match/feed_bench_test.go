@@ -5,6 +5,7 @@ import (
 
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/testutil/benchcpu"
 )
 
 // benchLearned is a student 20 swipes in: a realistic catalogue, a profile
@@ -35,45 +36,42 @@ func benchLearned(n int) (*Catalog, Profile, Model, []bool, []domain.Region) {
 func BenchmarkFeedRebuild6500(b *testing.B) {
 	cat, p, m, excluded, regions := benchLearned(6500)
 	dst := RankModel(nil, p, m, cat)
-	defer lockThread()()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, ok := threadCPU()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		dst = RankModel(dst, p, m, cat)
 		_ = AssembleFeed(FeedInput{Catalog: cat, Profile: p, Model: m, Ranked: dst, Swipes: 20, Length: 200,
 			Excluded: excluded, SwipedRegions: regions, Seed: FeedSeed("bench", 20)})
 	}
-	reportCPU(b, cpu0, ok, 0)
+	cpu.Report(b, 0, "")
 }
 
 // BenchmarkAssembleFeed6500 is the assembly alone, 200 items.
 func BenchmarkAssembleFeed6500(b *testing.B) {
 	cat, p, m, excluded, regions := benchLearned(6500)
 	ranked := RankModel(nil, p, m, cat)
-	defer lockThread()()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, ok := threadCPU()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		_ = AssembleFeed(FeedInput{Catalog: cat, Profile: p, Model: m, Ranked: ranked, Swipes: 20, Length: 200,
 			Excluded: excluded, SwipedRegions: regions, Seed: FeedSeed("bench", 20)})
 	}
-	reportCPU(b, cpu0, ok, 0)
+	cpu.Report(b, 0, "")
 }
 
 // BenchmarkFeedRebuild6500x400 is the same with a feed of 400 items.
 func BenchmarkFeedRebuild6500x400(b *testing.B) {
 	cat, p, m, excluded, regions := benchLearned(6500)
 	dst := RankModel(nil, p, m, cat)
-	defer lockThread()()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, ok := threadCPU()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		dst = RankModel(dst, p, m, cat)
 		_ = AssembleFeed(FeedInput{Catalog: cat, Profile: p, Model: m, Ranked: dst, Swipes: 20, Length: 400,
 			Excluded: excluded, SwipedRegions: regions, Seed: FeedSeed("bench", 20)})
 	}
-	reportCPU(b, cpu0, ok, 0)
+	cpu.Report(b, 0, "")
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
+	"github.com/collegematch/matching/internal/testutil/benchcpu"
 )
 
 // BenchmarkBuildFeed6500 builds one student's feed from a 6,500-school
@@ -74,17 +75,14 @@ func benchRebuild(b *testing.B, n int, factors factorsKept) {
 	}
 	f, scratch := query.BuildFeed(in, nil)
 	_ = cache.PutArgs(&f, time.Hour)
-	defer lockThread()()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, ok := threadCPU()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		f, scratch = query.BuildFeed(in, scratch)
 		_ = cache.PutArgs(&f, time.Hour)
 	}
-	if cpu1, ok1 := threadCPU(); ok && ok1 && b.N > 0 {
-		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
-	}
+	cpu.Report(b, 0, "")
 }
 
 // factorsKept is what a benchmarked rebuild has of the student's factors.

@@ -1,9 +1,8 @@
 //go:build !linux
 
-package match
+package benchcpu
 
 import "time"
 
+// threadCPU is not known on this platform.
 func threadCPU() (time.Duration, bool) { return 0, false }
-
-func lockThread() func() { return func() {} }

@@ -1,9 +1,0 @@
-//go:build !linux
-
-package query_test
-
-import "time"
-
-func threadCPU() (time.Duration, bool) { return 0, false }
-
-func lockThread() func() { return func() {} }
