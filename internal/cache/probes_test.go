@@ -79,6 +79,16 @@ func TestProbesRememberedUntilTheFeedExpires(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, was)
 
+	// A school served again now does not cut short what was remembered
+	// until later.
+	require.NoError(t, p.RememberUntil(ctx, student, time.Now().Add(ttl), school))
+	before, err := rdb.ZScore(ctx, cache.ProbesKey(student), school).Result()
+	require.NoError(t, err)
+	require.NoError(t, p.Remember(ctx, student, school))
+	after, err := rdb.ZScore(ctx, cache.ProbesKey(student), school).Result()
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+
 	// until is never more than a TTL ahead.
 	require.NoError(t, p.RememberUntil(ctx, student, time.Now().Add(time.Hour), school))
 	pttl, err := rdb.PTTL(ctx, cache.ProbesKey(student)).Result()
