@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net/url"
 	"testing"
 	"time"
 
@@ -84,16 +83,10 @@ func timed(f func() error) (error, time.Duration) {
 // call that needs a new connection. Once it answers again, so do calls.
 func TestCallsEndWhenPostgresStopsAnswering(t *testing.T) {
 	ctx := context.Background()
-	direct := testutil.NewDBURL(t)
-	u, err := url.Parse(direct)
-	require.NoError(t, err)
-	proxy, err := faultproxy.Start(u.Host)
-	require.NoError(t, err)
-	defer proxy.Close()
-	u.Host = proxy.Addr()
+	proxied, proxy := faultproxy.ForURL(t, testutil.NewDBURL(t))
 
 	lim := store.Limits{Call: 600 * time.Millisecond, Acquire: 300 * time.Millisecond}
-	pool, err := store.OpenWith(ctx, u.String()+"&pool_max_conns=2", store.Settings{ConnectTimeout: time.Second, Limits: lim})
+	pool, err := store.OpenWith(ctx, proxied+"&pool_max_conns=2", store.Settings{ConnectTimeout: time.Second, Limits: lim})
 	require.NoError(t, err)
 	defer pool.Close()
 	db := store.NewLimited(pool, lim)

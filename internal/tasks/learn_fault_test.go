@@ -2,7 +2,6 @@ package tasks_test
 
 import (
 	"context"
-	"net/url"
 	"testing"
 	"time"
 
@@ -27,16 +26,10 @@ import (
 // swipe.
 func TestLearnTaskEndsWhenPostgresStopsAnswering(t *testing.T) {
 	ctx := context.Background()
-	direct := testutil.NewDBURL(t)
-	u, err := url.Parse(direct)
-	require.NoError(t, err)
-	proxy, err := faultproxy.Start(u.Host)
-	require.NoError(t, err)
-	defer proxy.Close()
-	u.Host = proxy.Addr()
+	proxied, proxy := faultproxy.ForURL(t, testutil.NewDBURL(t))
 
 	lim := store.Limits{Call: 500 * time.Millisecond, Acquire: 300 * time.Millisecond}
-	pool, err := store.OpenWith(ctx, u.String(), store.Settings{ConnectTimeout: time.Second, Limits: lim})
+	pool, err := store.OpenWith(ctx, proxied, store.Settings{ConnectTimeout: time.Second, Limits: lim})
 	require.NoError(t, err)
 	defer pool.Close()
 	e := &learnEnv{db: store.NewLimited(pool, lim), rdb: testutil.NewRedis(t, testutil.RedisDBTasks), reg: prometheus.NewRegistry()}

@@ -14,7 +14,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/url"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -31,6 +33,25 @@ type Proxy struct {
 	closed  bool
 	wg      sync.WaitGroup
 	accepts int
+}
+
+// ForURL starts a proxy to rawURL's host ("scheme://host:port/...") and
+// returns rawURL with the proxy's address in its place, for a client that
+// should reach the server through it; the proxy is closed when the test
+// ends.
+func ForURL(t testing.TB, rawURL string) (string, *Proxy) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatalf("faultproxy: %s: %v", rawURL, err)
+	}
+	p, err := Start(u.Host)
+	if err != nil {
+		t.Fatalf("faultproxy: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	u.Host = p.Addr()
+	return u.String(), p
 }
 
 // Start listens on 127.0.0.1 (a free port) and forwards to target
