@@ -69,7 +69,7 @@ func newExplainEnv(t *testing.T) explainEnv {
 		require.NoError(t, err)
 		e.model, _ = e.model.Observe(p, cat, match.SwipeObservation(i*50, d))
 	}
-	model, err := json.Marshal(e.model)
+	model, err := e.model.MarshalBinary()
 	require.NoError(t, err)
 	weights, err := json.Marshal(e.model.Weights().Map())
 	require.NoError(t, err)

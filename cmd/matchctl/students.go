@@ -17,6 +17,7 @@ import (
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/inspect"
+	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
 )
@@ -131,9 +132,28 @@ func exportStudent(ctx context.Context, e env, st *store.Store, id string) error
 	if err != nil {
 		return studentErr(err, id)
 	}
+	if ls := ex.LearningState; ls != nil && ls.ModelBinary != nil {
+		ls.Model, err = exportModel(ls.ModelBinary)
+		if err != nil {
+			return fmt.Errorf("student %s: learned model: %w", id, err)
+		}
+	}
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(ex)
+}
+
+// exportModel renders a stored binary model as JSON; one the service
+// cannot decode (another model version) is exported as stored, base64.
+func exportModel(b []byte) (json.RawMessage, error) {
+	m, err := match.DecodeModel(b)
+	if err != nil {
+		return json.Marshal(struct {
+			Undecoded []byte `json:"undecoded"`
+			Error     string `json:"error"`
+		}{b, err.Error()})
+	}
+	return json.Marshal(m)
 }
 
 func deleteStudent(ctx context.Context, e env, st *store.Store, id string) error {

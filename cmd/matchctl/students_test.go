@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
@@ -142,6 +144,40 @@ func TestStudentsExport(t *testing.T) {
 	// An id in upper case is the same student.
 	code, _, errOut = e.run(t, "students", "export", strings.ToUpper(e.student))
 	assert.Equal(t, 0, code, errOut)
+}
+
+// The learned model is stored in its binary form and exported in its JSON
+// form; one stored as JSON, before the binary form, is exported as stored;
+// one the service cannot decode is exported as its bytes.
+func TestStudentsExportLearnedModel(t *testing.T) {
+	ctx := context.Background()
+	e := newStudentsEnv(t)
+	m := match.NewModel(match.DefaultWeights())
+	stored, err := m.MarshalBinary()
+	require.NoError(t, err)
+	want, err := json.Marshal(m)
+	require.NoError(t, err)
+
+	for _, c := range []struct {
+		name, model, want string
+	}{
+		{"binary", string(stored), string(want)},
+		{"JSON, stored before the binary form", `{"version": 1}`, `{"version": 1}`},
+		{"binary of another version", "M\xff", `{"undecoded":"Tf8=","error":"learning model: unsupported version 255 (want ` +
+			strconv.Itoa(match.ModelVersion) + `)"}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := e.st.Pool().Exec(ctx, `INSERT INTO learning_state (student_id, model, weights) VALUES ($1, $2, '{}')
+ON CONFLICT (student_id) DO UPDATE SET model = excluded.model`, e.student, []byte(c.model))
+			require.NoError(t, err)
+			code, out, errOut := e.run(t, "students", "export", e.student)
+			require.Equal(t, 0, code, "stderr: %s", errOut)
+			var ex store.StudentExport
+			require.NoError(t, json.Unmarshal([]byte(out), &ex))
+			require.NotNil(t, ex.LearningState)
+			assert.JSONEq(t, c.want, string(ex.LearningState.Model))
+		})
+	}
 }
 
 func TestStudentsDelete(t *testing.T) {

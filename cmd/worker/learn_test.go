@@ -18,6 +18,7 @@ import (
 	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/handover"
+	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
@@ -121,11 +122,15 @@ func TestRedisOutageThenTheSweepLearnsEverythingOnce(t *testing.T) {
 	feeds := cache.NewFeeds(rdb, time.Minute)
 	for _, s := range students {
 		require.Eventually(t, func() bool {
-			var swipes int
+			var stored []byte
 			var folded int64
-			err := pool.QueryRow(ctx, `SELECT (model->>'swipes')::int, last_feedback_id FROM learning_state WHERE student_id = $1`, s).
-				Scan(&swipes, &folded)
-			return err == nil && swipes == 4 && folded > 0
+			err := pool.QueryRow(ctx, `SELECT model, last_feedback_id FROM learning_state WHERE student_id = $1`, s).
+				Scan(&stored, &folded)
+			if err != nil {
+				return false
+			}
+			m, err := match.DecodeModel(stored)
+			return err == nil && m.Swipes() == 4 && folded > 0
 		}, 20*time.Second, 50*time.Millisecond, "every swipe and the feedback folded")
 		var version int64
 		require.NoError(t, pool.QueryRow(ctx, `SELECT version FROM students WHERE id = $1`, s).Scan(&version))

@@ -40,7 +40,7 @@ type LearnerState struct {
 	Categories []CategoryPreference
 
 	// The learned state (learning_state); all zero before any learning.
-	Model           []byte             // the serialised model, nil before any learning
+	Model           []byte             // the serialised model (match.DecodeModel), nil before any learning
 	Weights         map[string]float64 // the model's preference weights, nil before any learning
 	LearningVersion int64              // increases with every fold
 	LastSwipeID     int64              // the last swipe folded in
@@ -57,7 +57,7 @@ type LearnerState struct {
 
 // LearningUpdate is what a fold stores.
 type LearningUpdate struct {
-	Model          []byte
+	Model          []byte // match.Model's binary form
 	Weights        map[string]float64
 	LastSwipeID    int64
 	LastFeedbackID int64

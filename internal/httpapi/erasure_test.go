@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -51,8 +50,8 @@ func (a *testAPI) learnedSwipes(t *testing.T, student string) int {
 	if ex.LearningState == nil {
 		return -1
 	}
-	var m match.Model
-	require.NoError(t, json.Unmarshal(ex.LearningState.Model, &m))
+	m, err := match.DecodeModel(ex.LearningState.ModelBinary)
+	require.NoError(t, err)
 	return m.Swipes()
 }
 

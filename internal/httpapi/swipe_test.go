@@ -274,12 +274,12 @@ func (a *testAPI) trainedModel(t *testing.T, id string) (match.Model, match.Prof
 			match.SwipeObservation(int(ranked[len(ranked)-1-i].Index), match.Dislike))
 	}
 	m := match.Fold(prior, p, cat, hist)
-	b, err := json.Marshal(m)
+	b, err := m.MarshalBinary()
 	require.NoError(t, err)
 	w, err := json.Marshal(m.Weights().Map())
 	require.NoError(t, err)
 	_, err = a.Pool.Exec(context.Background(),
-		`INSERT INTO learning_state (student_id, model, weights, version) VALUES ($1, $2::jsonb, $3::jsonb, 1)`, id, string(b), string(w))
+		`INSERT INTO learning_state (student_id, model, weights, version) VALUES ($1, $2, $3::jsonb, 1)`, id, b, string(w))
 	require.NoError(t, err)
 	return m, p
 }

@@ -1,8 +1,6 @@
 package match
 
 import (
-	"encoding/json"
-
 	"github.com/collegematch/matching/internal/domain"
 )
 
@@ -32,7 +30,12 @@ func StartProfile(st domain.LearnerState) (p Profile, prior Weights) {
 // and did not decode (the learner refolds such a model from the history).
 func StartStored(st domain.LearnerState) (p Profile, m Model, prior Weights, undecodable bool) {
 	p, prior = StartProfile(st)
-	decoded := st.Model != nil && json.Unmarshal(st.Model, &m) == nil
+	decoded := false
+	if st.Model != nil {
+		var err error
+		m, err = DecodeModel(st.Model)
+		decoded = err == nil
+	}
 	switch {
 	case decoded:
 	case st.Weights != nil:

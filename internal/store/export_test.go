@@ -8,4 +8,7 @@ const (
 	ExportDeliveriesSQL      = exportDeliveriesQuery
 	DeleteEventsSQL          = deleteEvents
 	AnonymiseSwipesSQL       = anonymiseSwipes
+	FailedDeliveriesSQL      = failedDeliveries
+	ReplayFailedSQL          = replayFailedDeliveries
+	WebhookBacklogSQL        = webhookBacklog
 )

@@ -146,21 +146,31 @@ func encodeSwiped(ids []string) ([]byte, error) {
 
 // saveLearning stores a fold's result when learning_state is still at the
 // version the fold started from ($8; 0 when there was none), and only for
-// a student who is not erased. The student's row is locked FOR KEY SHARE:
-// swipes (NO KEY UPDATE) never wait for it, an erasure (FOR UPDATE) does,
-// so an erased student never gets a learned state back. No row comes back
-// when another fold got there first, or the student is gone.
+// a student who is not erased. No row comes back when another fold got
+// there first, or the student is gone.
+//
+// A state that exists is updated in place (upd): an erasure deletes the
+// state under the student's lock, and an update either comes first (the
+// erasure then deletes what it wrote) or finds the row gone. So the
+// student's row is neither read nor locked. The first state (ins) is
+// inserted only for a student who is not erased, whose row is locked FOR
+// KEY SHARE: swipes (NO KEY UPDATE) never wait for it, an erasure (FOR
+// UPDATE) does, so an erased student never gets a learned state back.
 const saveLearning = `
 WITH live AS (
-	SELECT id FROM students WHERE id = $1 AND deleted_at IS NULL FOR KEY SHARE
+	SELECT id FROM students WHERE $8 = 0 AND id = $1 AND deleted_at IS NULL FOR KEY SHARE
+), upd AS (
+	UPDATE learning_state SET model = $2, weights = $3, last_swipe_id = $4, last_feedback_id = $5,
+		last_seq = $6, swiped = $7, version = version + 1, updated_at = now()
+	WHERE $8 > 0 AND student_id = $1 AND version = $8
+	RETURNING version
+), ins AS (
+	INSERT INTO learning_state (student_id, model, weights, last_swipe_id, last_feedback_id, last_seq, swiped, version)
+	SELECT live.id, $2, $3, $4, $5, $6, $7, 1 FROM live
+	ON CONFLICT (student_id) DO NOTHING
+	RETURNING version
 )
-INSERT INTO learning_state (student_id, model, weights, last_swipe_id, last_feedback_id, last_seq, swiped, version)
-SELECT live.id, $2::jsonb, $3::jsonb, $4, $5, $6, $7, 1 FROM live
-ON CONFLICT (student_id) DO UPDATE SET model = excluded.model, weights = excluded.weights,
-	last_swipe_id = excluded.last_swipe_id, last_feedback_id = excluded.last_feedback_id,
-	last_seq = excluded.last_seq, swiped = excluded.swiped, version = learning_state.version + 1, updated_at = now()
-WHERE learning_state.version = $8
-RETURNING version`
+SELECT version FROM upd UNION ALL SELECT version FROM ins`
 
 // SaveLearning stores a fold's result, optimistically: only when the
 // student's learned state is still at version from (0: none yet) and the
@@ -175,7 +185,7 @@ func (s *Store) SaveLearning(ctx context.Context, studentID string, from int64, 
 	if err != nil {
 		return 0, false, err
 	}
-	err = s.pool.QueryRow(ctx, saveLearning, studentID, string(up.Model), string(weights), up.LastSwipeID,
+	err = s.pool.QueryRow(ctx, saveLearning, studentID, up.Model, string(weights), up.LastSwipeID,
 		up.LastFeedbackID, up.LastSeq, swiped, from).Scan(&version)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil

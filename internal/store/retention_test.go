@@ -140,8 +140,8 @@ func TestPruningSkipsAnEventAReplayHolds(t *testing.T) {
 	assert.Zero(t, n, "a pending delivery needs its event")
 }
 
-// The deletions and the lookups of a student's data read indexes, not
-// whole tables: with sequential scans priced out, no plan holds one on a
+// The deletions, the lookups of a student's data and the operator's
+// webhook lists read indexes, not whole tables: with sequential scans priced out, no plan holds one on a
 // table that grows with the traffic.
 func TestRetentionAndStudentLookupsUseIndexes(t *testing.T) {
 	ctx := context.Background()
@@ -164,6 +164,9 @@ func TestRetentionAndStudentLookupsUseIndexes(t *testing.T) {
 		"export deliveries": {store.ExportDeliveriesSQL, []any{student}},
 		"erase events":      {store.DeleteEventsSQL, []any{student}},
 		"anonymise swipes":  {store.AnonymiseSwipesSQL, []any{student}},
+		"failed deliveries": {store.FailedDeliveriesSQL, []any{10}},
+		"replay failed":     {store.ReplayFailedSQL, []any{time.Time{}, nil, 10}},
+		"webhook backlog":   {store.WebhookBacklogSQL, nil},
 	} {
 		tx, err := conn.Begin(ctx)
 		require.NoError(t, err)

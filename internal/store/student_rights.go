@@ -92,7 +92,11 @@ type FeedbackRecord struct {
 
 // LearningStateRecord is the student's learned model.
 type LearningStateRecord struct {
+	// Model is the learned model in its JSON form. The store holds it in
+	// its binary form (ModelBinary), whose layout it does not know: the
+	// caller renders it (match.DecodeModel) before the export is written.
 	Model          json.RawMessage `json:"model"`
+	ModelBinary    []byte          `json:"-"`
 	Weights        json.RawMessage `json:"weights"`
 	LastSwipeID    int64           `json:"last_swipe_id"`
 	LastFeedbackID int64           `json:"last_feedback_id"`
@@ -281,7 +285,12 @@ FROM learning_state WHERE student_id = $1`
 	if err != nil {
 		return nil, err
 	}
-	r.Model, r.Weights = rawJSON(model), rawJSON(weights)
+	if len(model) > 0 && model[0] == '{' { // stored before the binary form
+		r.Model = rawJSON(model)
+	} else {
+		r.ModelBinary = model
+	}
+	r.Weights = rawJSON(weights)
 	return &r, nil
 }
 

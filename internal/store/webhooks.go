@@ -198,11 +198,13 @@ WHERE endpoint_url = $1 AND status = 'pending'`
 	return n, mapErr(err, "webhook endpoint")
 }
 
+// webhookBacklog reads webhook_deliveries_pending_idx.
+const webhookBacklog = `SELECT count(*), coalesce(min(created_at), 'epoch') FROM webhook_deliveries WHERE status = 'pending'`
+
 // WebhookBacklog counts pending deliveries and dates the oldest (zero time
 // when none).
 func (s *Store) WebhookBacklog(ctx context.Context) (pending int, oldest time.Time, err error) {
-	const q = `SELECT count(*), coalesce(min(created_at), 'epoch') FROM webhook_deliveries WHERE status = 'pending'`
-	err = s.pool.QueryRow(ctx, q).Scan(&pending, &oldest)
+	err = s.pool.QueryRow(ctx, webhookBacklog).Scan(&pending, &oldest)
 	if pending == 0 {
 		oldest = time.Time{}
 	}
@@ -254,14 +256,17 @@ func scanDelivery(r pgx.CollectableRow) (WebhookDelivery, error) {
 		&d.LastError, &d.CreatedAt, &d.UpdatedAt, &d.EventAt)
 }
 
-// FailedWebhookDeliveries lists parked and disabled deliveries, oldest
-// event first, at most limit.
-func (s *Store) FailedWebhookDeliveries(ctx context.Context, limit int) ([]WebhookDelivery, error) {
-	q := `SELECT ` + deliveryColumns + `
+// failedDeliveries reads webhook_deliveries_failed_idx, which holds the
+// parked and disabled deliveries only.
+const failedDeliveries = `SELECT ` + deliveryColumns + `
 FROM webhook_deliveries d JOIN outbox o ON o.id = d.outbox_id
 WHERE d.status IN ('parked', 'disabled')
 ORDER BY d.outbox_id, d.id LIMIT $1`
-	rows, err := s.pool.Query(ctx, q, limit)
+
+// FailedWebhookDeliveries lists parked and disabled deliveries, oldest
+// event first, at most limit.
+func (s *Store) FailedWebhookDeliveries(ctx context.Context, limit int) ([]WebhookDelivery, error) {
+	rows, err := s.pool.Query(ctx, failedDeliveries, limit)
 	if err != nil {
 		return nil, mapErr(err, "webhook deliveries")
 	}
@@ -285,21 +290,24 @@ func (s *Store) ReplayWebhookDelivery(ctx context.Context, id int64) (WebhookDel
 	return d, mapErr(err, "webhook delivery")
 }
 
+// replayFailedDeliveries picks the failed deliveries of events written in
+// [$1, $2) through webhook_deliveries_failed_idx.
+const replayFailedDeliveries = `
+SELECT d.id FROM webhook_deliveries d JOIN outbox o ON o.id = d.outbox_id
+WHERE d.status IN ('parked', 'disabled') AND o.created_at >= $1 AND ($2::timestamptz IS NULL OR o.created_at < $2)
+ORDER BY d.outbox_id, d.id LIMIT $3
+FOR UPDATE OF d`
+
 // ReplayWebhookDeliveries replays every parked or disabled delivery of an
 // event written in [since, until) (a zero until: no end), at most limit.
 func (s *Store) ReplayWebhookDeliveries(ctx context.Context, since, until time.Time, limit int) ([]WebhookDelivery, error) {
 	var out []WebhookDelivery
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		const q = `
-SELECT d.id FROM webhook_deliveries d JOIN outbox o ON o.id = d.outbox_id
-WHERE d.status IN ('parked', 'disabled') AND o.created_at >= $1 AND ($2::timestamptz IS NULL OR o.created_at < $2)
-ORDER BY d.outbox_id, d.id LIMIT $3
-FOR UPDATE OF d`
 		var untilArg *time.Time
 		if !until.IsZero() {
 			untilArg = &until
 		}
-		rows, err := tx.Query(ctx, q, since, untilArg, limit)
+		rows, err := tx.Query(ctx, replayFailedDeliveries, since, untilArg, limit)
 		if err != nil {
 			return err
 		}

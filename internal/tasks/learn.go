@@ -136,7 +136,7 @@ func learn(st domain.LearnerState, cat *match.Catalog, history func() ([]domain.
 			m, _ = m.Observe(p, cat, o)
 		}
 	}
-	if up.Model, err = json.Marshal(m); err != nil {
+	if up.Model, err = m.MarshalBinary(); err != nil {
 		return domain.LearningUpdate{}, m, rebuilt, err
 	}
 	up.Weights = m.Weights().Map()

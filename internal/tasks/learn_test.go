@@ -128,7 +128,12 @@ func (e *learnEnv) state(t *testing.T, student string) learnRow {
 SELECT ls.model, ls.weights, ls.last_swipe_id, ls.last_feedback_id, ls.version, s.version
 FROM students s JOIN learning_state ls ON ls.student_id = s.id WHERE s.id = $1`, student).
 		Scan(&model, &wts, &r.lastSwipe, &r.lastFeedback, &r.lv, &r.studentVersion))
-	require.NoError(t, json.Unmarshal(model, &r.model))
+	var err error
+	r.model, err = match.DecodeModel(model)
+	require.NoError(t, err)
+	want, err := r.model.MarshalBinary()
+	require.NoError(t, err)
+	assert.Equal(t, want, model, "the model is stored in its binary form")
 	var m map[string]float64
 	require.NoError(t, json.Unmarshal(wts, &m))
 	r.weights = match.WeightsFromMap(m)
