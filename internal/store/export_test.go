@@ -12,3 +12,9 @@ const (
 	ReplayFailedSQL          = replayFailedDeliveries
 	WebhookBacklogSQL        = webhookBacklog
 )
+
+// The statements whose commit a test checks is asynchronous.
+const (
+	SaveLearningSQL   = saveLearning
+	RecordAttemptsSQL = recordAttempts
+)

@@ -109,13 +109,10 @@ SELECT id, attempts, $5, $6, nullif($4, '') FROM upd`
 	return mapErr(err, "webhook delivery")
 }
 
-// RecordWebhookAttempts records many attempts, each as
-// RecordWebhookAttempt records one, in one statement: the worker's
-// delivery slots hand their first attempts' results over together (group
-// commit). It reports which deliveries were recorded: one whose row is not
-// there (not committed yet, or gone) is not. A delivery must appear once.
-func (s *Store) RecordWebhookAttempts(ctx context.Context, recs []domain.AttemptRecord) (map[int64]bool, error) {
-	const q = `
+// recordAttempts is RecordWebhookAttempts' statement: $1 deliveries, $2
+// statuses, $3 next attempts, $4 errors, $5 status codes, $6 latencies,
+// $7 replay counts.
+const recordAttempts = `
 WITH v AS (
 	SELECT * FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::text[], $5::int[], $6::int[], $7::int[])
 		AS v(id, status, next_at, err, code, latency, replays)
@@ -135,7 +132,16 @@ WITH v AS (
 	SELECT id, attempts, code, latency, nullif(err, '') FROM upd
 	RETURNING delivery_id
 )
-SELECT delivery_id FROM ins`
+SELECT ins.delivery_id FROM (` + asyncCommit + `) AS async LEFT JOIN ins ON true`
+
+// RecordWebhookAttempts records many attempts, each as
+// RecordWebhookAttempt records one, in one statement: the worker's
+// delivery slots hand their first attempts' results over together (group
+// commit). The commit is asynchronous (asyncCommit): an attempt a crash of
+// the server takes back leaves its delivery pending, and the delivery is
+// sent again (at least once, with the same webhook-id). It reports which deliveries were recorded: one whose row is not
+// there (not committed yet, or gone) is not. A delivery must appear once.
+func (s *Store) RecordWebhookAttempts(ctx context.Context, recs []domain.AttemptRecord) (map[int64]bool, error) {
 	n := len(recs)
 	ids, statuses, nexts, errs := make([]int64, n), make([]string, n), make([]*time.Time, n), make([]string, n)
 	codes, latencies, replays := make([]*int32, n), make([]int32, n), make([]int32, n)
@@ -150,18 +156,20 @@ SELECT delivery_id FROM ins`
 		}
 		latencies[i], replays[i] = int32(r.Attempt.Latency.Milliseconds()), int32(r.Replays)
 	}
-	rows, err := s.pool.Query(ctx, q, ids, statuses, nexts, errs, codes, latencies, replays)
+	rows, err := s.pool.Query(ctx, recordAttempts, ids, statuses, nexts, errs, codes, latencies, replays)
 	if err != nil {
 		return nil, mapErr(err, "webhook deliveries")
 	}
 	done := make(map[int64]bool, n)
 	for rows.Next() {
-		var id int64
+		var id *int64 // nil: the one row of a call that recorded none
 		if err := rows.Scan(&id); err != nil {
 			rows.Close()
 			return nil, mapErr(err, "webhook deliveries")
 		}
-		done[id] = true
+		if id != nil {
+			done[*id] = true
+		}
 	}
 	return done, mapErr(rows.Err(), "webhook deliveries")
 }

@@ -327,3 +327,46 @@ func TestUnlearnedStudents(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, next, stored)
 }
+
+// The learner's save and the attempt records commit asynchronously: the
+// statement turns synchronous_commit off for its own transaction, and for
+// nothing after it on the same connection.
+func TestWorkerWritesCommitAsynchronously(t *testing.T) {
+	ctx := context.Background()
+	f := newWriteFixture(t)
+	conn, err := f.db.Pool().Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	setting := func() string {
+		var v string
+		require.NoError(t, conn.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&v))
+		return v
+	}
+	require.Equal(t, "on", setting())
+
+	for name, q := range map[string]struct {
+		sql  string
+		args []any
+	}{
+		"learning state": {store.SaveLearningSQL, []any{f.student, []byte("M"), "{}", 0, 0, 0, []byte{}, 0}},
+		"attempts": {store.RecordAttemptsSQL, []any{[]int64{1}, []string{"succeeded"}, []*time.Time{nil}, []string{""},
+			[]*int32{nil}, []int32{5}, []int32{0}}},
+	} {
+		tx, err := conn.Begin(ctx)
+		require.NoError(t, err)
+		rows, err := tx.Query(ctx, q.sql, q.args...)
+		require.NoError(t, err, name)
+		rows.Close()
+		require.NoError(t, rows.Err(), name)
+		var v string
+		require.NoError(t, tx.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&v))
+		assert.Equal(t, "off", v, "%s: its transaction commits asynchronously", name)
+		require.NoError(t, tx.Rollback(ctx))
+
+		rows, err = conn.Query(ctx, q.sql, q.args...)
+		require.NoError(t, err, name)
+		rows.Close()
+		require.NoError(t, rows.Err(), name)
+		assert.Equal(t, "on", setting(), "%s: the setting ends with the statement's own transaction", name)
+	}
+}
