@@ -12,9 +12,3 @@ const (
 	ReplayFailedSQL          = replayFailedDeliveries
 	WebhookBacklogSQL        = webhookBacklog
 )
-
-// The statements whose commit a test checks is asynchronous.
-const (
-	SaveLearningSQL   = saveLearning
-	RecordAttemptsSQL = recordAttempts
-)

@@ -156,10 +156,6 @@ func encodeSwiped(ids []string) ([]byte, error) {
 // inserted only for a student who is not erased, whose row is locked FOR
 // KEY SHARE: swipes (NO KEY UPDATE) never wait for it, an erasure (FOR
 // UPDATE) does, so an erased student never gets a learned state back.
-//
-// The commit is asynchronous (asyncCommit): a learned state is derived
-// from the swipes, and one a crash of the server takes back is folded
-// again by the learn sweep.
 const saveLearning = `
 WITH live AS (
 	SELECT id FROM students WHERE $8 = 0 AND id = $1 AND deleted_at IS NULL FOR KEY SHARE
@@ -174,8 +170,7 @@ WITH live AS (
 	ON CONFLICT (student_id) DO NOTHING
 	RETURNING version
 )
-SELECT r.version FROM (` + asyncCommit + `) AS async
-LEFT JOIN (SELECT version FROM upd UNION ALL SELECT version FROM ins) AS r ON true`
+SELECT version FROM upd UNION ALL SELECT version FROM ins`
 
 // SaveLearning stores a fold's result, optimistically: only when the
 // student's learned state is still at version from (0: none yet) and the
@@ -190,16 +185,15 @@ func (s *Store) SaveLearning(ctx context.Context, studentID string, from int64, 
 	if err != nil {
 		return 0, false, err
 	}
-	var stored *int64
 	err = s.pool.QueryRow(ctx, saveLearning, studentID, up.Model, string(weights), up.LastSwipeID,
-		up.LastFeedbackID, up.LastSeq, swiped, from).Scan(&stored)
+		up.LastFeedbackID, up.LastSeq, swiped, from).Scan(&version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
 	if err != nil {
 		return 0, false, mapErr(err, "learning state")
 	}
-	if stored == nil {
-		return 0, false, nil
-	}
-	return *stored, true, nil
+	return version, true, nil
 }
 
 // learnHistory reads what a full re-fold starts from: of each school, the

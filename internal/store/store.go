@@ -18,19 +18,6 @@ import (
 	"github.com/collegematch/matching/internal/domain"
 )
 
-// asyncCommit, as the first item of a statement's FROM (so it is always
-// evaluated), makes the statement's transaction commit without waiting for
-// its WAL to reach the disk: set_config(..., true) is SET LOCAL, so it
-// holds for this transaction alone and is safe behind PgBouncer's
-// transaction pooling. A crash of the server can take back the last such
-// commits (at most about three wal_writer_delay, 600 ms by default), never
-// part of one, and never one that a later synchronous commit depends on.
-// It is for what the worker writes about state it can make again: a
-// learned state (folded again by the learn sweep) and a webhook attempt
-// (its delivery stays pending and is sent again). What a client was told
-// is stored (a swipe, a profile) always commits synchronously.
-const asyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
-
 // Store wraps a pgx pool.
 type Store struct {
 	pool *boundedPool

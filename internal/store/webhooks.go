@@ -109,10 +109,13 @@ SELECT id, attempts, $5, $6, nullif($4, '') FROM upd`
 	return mapErr(err, "webhook delivery")
 }
 
-// recordAttempts is RecordWebhookAttempts' statement: $1 deliveries, $2
-// statuses, $3 next attempts, $4 errors, $5 status codes, $6 latencies,
-// $7 replay counts.
-const recordAttempts = `
+// RecordWebhookAttempts records many attempts, each as
+// RecordWebhookAttempt records one, in one statement: the worker's
+// delivery slots hand their first attempts' results over together (group
+// commit). It reports which deliveries were recorded: one whose row is not
+// there (not committed yet, or gone) is not. A delivery must appear once.
+func (s *Store) RecordWebhookAttempts(ctx context.Context, recs []domain.AttemptRecord) (map[int64]bool, error) {
+	const q = `
 WITH v AS (
 	SELECT * FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::text[], $5::int[], $6::int[], $7::int[])
 		AS v(id, status, next_at, err, code, latency, replays)
@@ -132,16 +135,7 @@ WITH v AS (
 	SELECT id, attempts, code, latency, nullif(err, '') FROM upd
 	RETURNING delivery_id
 )
-SELECT ins.delivery_id FROM (` + asyncCommit + `) AS async LEFT JOIN ins ON true`
-
-// RecordWebhookAttempts records many attempts, each as
-// RecordWebhookAttempt records one, in one statement: the worker's
-// delivery slots hand their first attempts' results over together (group
-// commit). The commit is asynchronous (asyncCommit): an attempt a crash of
-// the server takes back leaves its delivery pending, and the delivery is
-// sent again (at least once, with the same webhook-id). It reports which deliveries were recorded: one whose row is not
-// there (not committed yet, or gone) is not. A delivery must appear once.
-func (s *Store) RecordWebhookAttempts(ctx context.Context, recs []domain.AttemptRecord) (map[int64]bool, error) {
+SELECT delivery_id FROM ins`
 	n := len(recs)
 	ids, statuses, nexts, errs := make([]int64, n), make([]string, n), make([]*time.Time, n), make([]string, n)
 	codes, latencies, replays := make([]*int32, n), make([]int32, n), make([]int32, n)
@@ -156,20 +150,18 @@ func (s *Store) RecordWebhookAttempts(ctx context.Context, recs []domain.Attempt
 		}
 		latencies[i], replays[i] = int32(r.Attempt.Latency.Milliseconds()), int32(r.Replays)
 	}
-	rows, err := s.pool.Query(ctx, recordAttempts, ids, statuses, nexts, errs, codes, latencies, replays)
+	rows, err := s.pool.Query(ctx, q, ids, statuses, nexts, errs, codes, latencies, replays)
 	if err != nil {
 		return nil, mapErr(err, "webhook deliveries")
 	}
 	done := make(map[int64]bool, n)
 	for rows.Next() {
-		var id *int64 // nil: the one row of a call that recorded none
+		var id int64
 		if err := rows.Scan(&id); err != nil {
 			rows.Close()
 			return nil, mapErr(err, "webhook deliveries")
 		}
-		if id != nil {
-			done[*id] = true
-		}
+		done[id] = true
 	}
 	return done, mapErr(rows.Err(), "webhook deliveries")
 }
