@@ -25,6 +25,7 @@ func runLoadtest(ctx context.Context, e env, args []string) error {
 	ops := fs.String("ops", "http://127.0.0.1:9090,http://127.0.0.1:9091", "the API's and the worker's operations ports, comma-separated")
 	scenarios := fs.String("scenarios", "swipe,mixed", "what to measure, in order: swipe, mixed, reads, sustained")
 	students := fs.Int("students", 10000, "students the load is spread over (made through the API)")
+	history := fs.Int("history", 10000, "swipes recorded, and the database analysed, before anything is measured")
 	clients := fs.Int("clients", 64, "closed-loop clients")
 	duration := fs.Duration("duration", 10*time.Second, "length of each measured round")
 	rounds := fs.Int("rounds", 2, "rounds of each pair (baseline, service), alternating")
@@ -43,6 +44,8 @@ func runLoadtest(ctx context.Context, e env, args []string) error {
 		return usageErr("--api must be on 127.0.0.1 or localhost")
 	case *students < 1 || *clients < 1 || *rounds < 1 || *duration <= 0:
 		return usageErr("--students, --clients, --rounds and --duration must be positive")
+	case *history < 0:
+		return usageErr("--history must not be negative")
 	case len(e.cfg.HS256Secret) == 0:
 		return usageErr("AUTH_HS256_SECRET must be the service's development secret (a service token is minted with it)")
 	}
@@ -53,7 +56,7 @@ func runLoadtest(ctx context.Context, e env, args []string) error {
 	}
 	c := loadtest.Config{
 		APIURL: strings.TrimRight(*api, "/"), DatabaseURL: e.cfg.DatabaseURL, RedisURL: e.cfg.RedisURL, Token: token,
-		Students: *students, Clients: *clients, Duration: *duration, Rounds: *rounds,
+		Students: *students, History: *history, Clients: *clients, Duration: *duration, Rounds: *rounds,
 		Scenarios: strings.Split(*scenarios, ","), Rate: *rate, RateDuration: *rateFor, Pollers: *pollers, Out: e.stdout,
 	}
 	for _, u := range strings.Split(*ops, ",") {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,7 +29,10 @@ type Config struct {
 	Token       string   // a matching:service token: acts for every student
 	Receiver    *Receiver
 
-	Students int           // students the load is spread over
+	Students int // students the load is spread over
+	// History is how many swipes are recorded, and the database analysed,
+	// before anything is measured (see runner.history).
+	History  int
 	Clients  int           // closed-loop clients
 	Duration time.Duration // of each measured round
 	Rounds   int           // rounds of each pair, alternating baseline and service
@@ -70,6 +74,9 @@ func Run(ctx context.Context, c Config) error {
 		cpu: CPU{OpsURLs: c.OpsURLs, Pool: pool, Redis: rdb}}
 	if err := r.prepare(ctx); err != nil {
 		return err
+	}
+	if err := r.history(ctx, c.History); err != nil {
+		return fmt.Errorf("history: %w", err)
 	}
 	for _, s := range c.Scenarios {
 		var err error
@@ -165,6 +172,51 @@ func (r *runner) prepare(ctx context.Context) error {
 		return fail
 	}
 	r.printf("Prepared %d students (%.1f s) over %d active schools.\n\n", len(r.students), time.Since(start).Seconds(), len(r.schools))
+	return nil
+}
+
+// history records about n swipes through the API before anything is
+// measured, waits for the worker to work them off, and analyses the
+// database. A service in production has rows in its tables and
+// statistics on them (autovacuum analyses a table that grows). Measured
+// from empty tables instead, a statement whose plan was cached while a
+// table was empty keeps it: the attempt record's join read
+// webhook_deliveries from end to end, ever longer as the table grew,
+// until autovacuum's next analysis (never, on a server running without
+// it).
+func (r *runner) history(ctx context.Context, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	start := time.Now()
+	if _, err := r.warmCompact(ctx); err != nil {
+		return err
+	}
+	var sent atomic.Int64
+	hctx, stop := context.WithCancel(ctx)
+	defer stop()
+	res := ClosedLoop(hctx, r.api, r.c.Clients, 10*time.Minute, func(int) Request {
+		if sent.Add(1) >= int64(n) {
+			stop()
+		}
+		return r.swipeRequest()
+	})["POST /swipe"]
+	if res == nil || res.OK() == 0 {
+		return errors.New("no swipe was recorded")
+	}
+	r.waitDrained(ctx, res.OK())
+	if _, err := r.pool.Exec(ctx, `ANALYZE`); err != nil {
+		return err
+	}
+	var autovacuum string
+	if err := r.pool.QueryRow(ctx, `SHOW autovacuum`).Scan(&autovacuum); err != nil {
+		return err
+	}
+	r.printf("History: %d swipes recorded and worked off, then ANALYZE (%.1f s).", res.OK(), time.Since(start).Seconds())
+	if autovacuum != "on" {
+		r.printf(" This server runs with autovacuum off: nothing analyses the tables as they grow during the load.")
+	}
+	r.printf("\n\n")
 	return nil
 }
 
