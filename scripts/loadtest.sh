@@ -16,7 +16,9 @@
 #      deliveries) would otherwise be worked off during the measurement;
 #   2. starts the worker and the API on 127.0.0.1 with one webhook endpoint,
 #      the load generator's own receiver;
-#   3. runs `matchctl loadtest` (the load, the baselines, the cost tables);
+#   3. runs `matchctl loadtest`: first a history (10,000 swipes, worked off,
+#      then ANALYZE, so nothing is measured on empty tables or with plans
+#      chosen on them), then the load, the baselines, the cost tables;
 #   4. stops both.
 # Everything listens on 127.0.0.1 and stops by itself. Tunables:
 #   LOADTEST_ARGS   arguments for matchctl loadtest (default: the swipe and
