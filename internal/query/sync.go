@@ -17,10 +17,11 @@ import (
 // Offline sync's read, POST /m/sync/pull: what changed for a student since
 // a cursor. Cursors are positions in change_seq, the one sequence every
 // swipe, feedback and school row takes a value from when it is written
-// (the learning state is sent as it is now, whatever the cursor). A value is taken when a row is written but becomes visible
-// when its transaction commits, so values commit out of order: a cursor is
-// only ever moved to a watermark below which every transaction has ended
-// (ChangeWatermark), and a pull never skips a change.
+// (the learning state is sent as it is now, whatever the cursor). A value
+// is taken when a row is written but becomes visible when its transaction
+// commits, so values commit out of order: a cursor is only ever moved to a
+// watermark below which every transaction has ended (ChangeWatermark), and
+// a pull never skips a change.
 
 // SyncStore is what a pull needs from PostgreSQL (*store.Store).
 type SyncStore interface {

@@ -141,8 +141,8 @@ func TestPruningSkipsAnEventAReplayHolds(t *testing.T) {
 }
 
 // The deletions, the lookups of a student's data and the operator's
-// webhook lists read indexes, not whole tables: with sequential scans priced out, no plan holds one on a
-// table that grows with the traffic.
+// webhook lists read indexes, not whole tables: with sequential scans
+// priced out, no plan holds one on a table that grows with the traffic.
 func TestRetentionAndStudentLookupsUseIndexes(t *testing.T) {
 	ctx := context.Background()
 	db := store.New(testutil.NewDB(t))
