@@ -73,7 +73,7 @@ func newExplainEnv(t *testing.T) explainEnv {
 	require.NoError(t, err)
 	weights, err := json.Marshal(e.model.Weights().Map())
 	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO learning_state (student_id, model, weights) VALUES ($1, $2, $3)`, e.student, model, weights)
+	_, err = pool.Exec(ctx, `INSERT INTO learning_state (student_id, model_bin, weights) VALUES ($1, $2, $3)`, e.student, model, weights)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `UPDATE students SET swipe_count = 13, version = version + 1 WHERE id = $1`, e.student)
 	require.NoError(t, err)

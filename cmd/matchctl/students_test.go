@@ -147,8 +147,9 @@ func TestStudentsExport(t *testing.T) {
 }
 
 // The learned model is stored in its binary form and exported in its JSON
-// form; one stored as JSON, before the binary form, is exported as stored;
-// one the service cannot decode is exported as its bytes.
+// form; one a build from before the binary form stored (as JSON, the newer
+// of the two when both are there) is exported as stored; one the service
+// cannot decode is exported as its bytes.
 func TestStudentsExportLearnedModel(t *testing.T) {
 	ctx := context.Background()
 	e := newStudentsEnv(t)
@@ -159,16 +160,22 @@ func TestStudentsExportLearnedModel(t *testing.T) {
 	require.NoError(t, err)
 
 	for _, c := range []struct {
-		name, model, want string
+		name      string
+		json, bin *string
+		want      string
 	}{
-		{"binary", string(stored), string(want)},
-		{"JSON, stored before the binary form", `{"version": 1}`, `{"version": 1}`},
-		{"binary of another version", "M\xff", `{"undecoded":"Tf8=","error":"learning model: unsupported version 255 (want ` +
+		{"binary", nil, ptr(string(stored)), string(want)},
+		{"JSON, saved by an older build", ptr(`{"version": 1}`), ptr(string(stored)), `{"version": 1}`},
+		{"binary of another version", nil, ptr("M\xff"), `{"undecoded":"Tf8=","error":"learning model: unsupported version 255 (want ` +
 			strconv.Itoa(match.ModelVersion) + `)"}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := e.st.Pool().Exec(ctx, `INSERT INTO learning_state (student_id, model, weights) VALUES ($1, $2, '{}')
-ON CONFLICT (student_id) DO UPDATE SET model = excluded.model`, e.student, []byte(c.model))
+			var bin []byte
+			if c.bin != nil {
+				bin = []byte(*c.bin)
+			}
+			_, err := e.st.Pool().Exec(ctx, `INSERT INTO learning_state (student_id, model, model_bin, weights) VALUES ($1, $2::jsonb, $3, '{}')
+ON CONFLICT (student_id) DO UPDATE SET model = excluded.model, model_bin = excluded.model_bin`, e.student, c.json, bin)
 			require.NoError(t, err)
 			code, out, errOut := e.run(t, "students", "export", e.student)
 			require.Equal(t, 0, code, "stderr: %s", errOut)
@@ -179,6 +186,8 @@ ON CONFLICT (student_id) DO UPDATE SET model = excluded.model`, e.student, []byt
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func TestStudentsDelete(t *testing.T) {
 	ctx := context.Background()

@@ -124,7 +124,7 @@ func TestRedisOutageThenTheSweepLearnsEverythingOnce(t *testing.T) {
 		require.Eventually(t, func() bool {
 			var stored []byte
 			var folded int64
-			err := pool.QueryRow(ctx, `SELECT model, last_feedback_id FROM learning_state WHERE student_id = $1`, s).
+			err := pool.QueryRow(ctx, `SELECT model_bin, last_feedback_id FROM learning_state WHERE student_id = $1`, s).
 				Scan(&stored, &folded)
 			if err != nil {
 				return false

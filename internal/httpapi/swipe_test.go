@@ -279,7 +279,7 @@ func (a *testAPI) trainedModel(t *testing.T, id string) (match.Model, match.Prof
 	w, err := json.Marshal(m.Weights().Map())
 	require.NoError(t, err)
 	_, err = a.Pool.Exec(context.Background(),
-		`INSERT INTO learning_state (student_id, model, weights, version) VALUES ($1, $2, $3::jsonb, 1)`, id, b, string(w))
+		`INSERT INTO learning_state (student_id, model_bin, weights, version) VALUES ($1, $2, $3::jsonb, 1)`, id, b, string(w))
 	require.NoError(t, err)
 	return m, p
 }

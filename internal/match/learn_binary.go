@@ -10,7 +10,7 @@ import (
 
 // The binary form of a Model: what MarshalJSON says, in about 40 % of
 // the bytes (about 1.1 kB) and with nothing to parse. It is the form stored:
-// in PostgreSQL (learning_state.model, read and written by every fold;
+// in PostgreSQL (learning_state.model_bin, read and written by every fold;
 // under the 2 kB past which PostgreSQL compresses or moves a value out
 // of the row, where the JSON form, 2.7 kB, was not) and in the read
 // models the API decodes on every swipe (the model a stored feed was
@@ -102,8 +102,8 @@ func (m *Model) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
-// DecodeModel decodes a model in either form: binary, or JSON (what
-// learning states stored before the binary form hold, until their next
+// DecodeModel decodes a model in either form: binary, or JSON (what a
+// build from before the binary form saved, until the student's next
 // fold).
 func DecodeModel(b []byte) (Model, error) {
 	var m Model

@@ -12,3 +12,6 @@ const (
 	ReplayFailedSQL          = replayFailedDeliveries
 	WebhookBacklogSQL        = webhookBacklog
 )
+
+// StoredModelSQL reads a learned state's model in either form.
+const StoredModelSQL = storedModel

@@ -43,11 +43,17 @@ SELECT ` + studentColumns + `, version,
 			AND id > coalesce(l.l_feedback, 0)
 	 ) e)
 FROM students LEFT JOIN LATERAL (
-	SELECT model AS l_model, weights AS l_weights, version AS l_version, last_swipe_id AS l_swipe,
+	SELECT ` + storedModel + ` AS l_model, weights AS l_weights, version AS l_version, last_swipe_id AS l_swipe,
 		last_feedback_id AS l_feedback, last_seq AS l_seq, swiped AS l_swiped
 	FROM learning_state WHERE learning_state.student_id = students.id
 ) l ON true
 WHERE students.id = $1`
+
+// storedModel is a learned state's model as stored (match.DecodeModel
+// reads both forms): model, JSON, when a build from before the binary form
+// saved the state last (so it is the newer one), model_bin otherwise. A
+// save writes model_bin and sets model to NULL (migration 00008).
+const storedModel = `coalesce(convert_to(model::text, 'UTF8'), model_bin)`
 
 // LearnerState loads a student as the learner and the feed see them (see
 // learnerState). An unknown id is INVALID_STUDENT_ID; an erased student is
@@ -149,7 +155,8 @@ func encodeSwiped(ids []string) ([]byte, error) {
 // a student who is not erased. No row comes back when another fold got
 // there first, or the student is gone.
 //
-// A state that exists is updated in place (upd): an erasure deletes the
+// A state that exists is updated in place (upd; one at version 0, the
+// column's default, is one written by hand): an erasure deletes the
 // state under the student's lock, and an update either comes first (the
 // erasure then deletes what it wrote) or finds the row gone. So the
 // student's row is neither read nor locked. The first state (ins) is
@@ -158,14 +165,14 @@ func encodeSwiped(ids []string) ([]byte, error) {
 // UPDATE) does, so an erased student never gets a learned state back.
 const saveLearning = `
 WITH live AS (
-	SELECT id FROM students WHERE $8 = 0 AND id = $1 AND deleted_at IS NULL FOR KEY SHARE
+	SELECT id FROM students WHERE $8::bigint = 0 AND id = $1 AND deleted_at IS NULL FOR KEY SHARE
 ), upd AS (
-	UPDATE learning_state SET model = $2, weights = $3, last_swipe_id = $4, last_feedback_id = $5,
+	UPDATE learning_state SET model = NULL, model_bin = $2, weights = $3, last_swipe_id = $4, last_feedback_id = $5,
 		last_seq = $6, swiped = $7, version = version + 1, updated_at = now()
-	WHERE $8 > 0 AND student_id = $1 AND version = $8
+	WHERE student_id = $1 AND version = $8
 	RETURNING version
 ), ins AS (
-	INSERT INTO learning_state (student_id, model, weights, last_swipe_id, last_feedback_id, last_seq, swiped, version)
+	INSERT INTO learning_state (student_id, model_bin, weights, last_swipe_id, last_feedback_id, last_seq, swiped, version)
 	SELECT live.id, $2, $3, $4, $5, $6, $7, 1 FROM live
 	ON CONFLICT (student_id) DO NOTHING
 	RETURNING version

@@ -126,12 +126,14 @@ func TestMigrationMakesPastErasuresFinal(t *testing.T) {
 	assert.Equal(t, 1, count(`SELECT count(*) FROM anonymous_swipes WHERE school_id = $1 AND direction = 'right'
 		AND counted AND occurred_on = '2026-03-04'`, school))
 
-	// 00008: a model stored as JSON keeps its text, as bytes the learner
-	// reads; back down, a binary model has no JSON form and its state goes.
+	// 00008: a model stored as JSON is read as it is until a save moves
+	// the state to the binary form; back down, a binary model has no JSON
+	// form and its state goes.
 	var model string
-	require.NoError(t, db.QueryRowContext(ctx, `SELECT convert_from(model, 'UTF8') FROM learning_state WHERE student_id = $1`, live).Scan(&model))
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT convert_from(`+store.StoredModelSQL+`, 'UTF8')
+FROM learning_state WHERE student_id = $1`, live).Scan(&model))
 	assert.Equal(t, "{}", model)
-	_, err = db.ExecContext(ctx, `UPDATE learning_state SET model = '\x4d01'::bytea WHERE student_id = $1`, live)
+	_, err = db.ExecContext(ctx, `UPDATE learning_state SET model = NULL, model_bin = '\x4d01'::bytea WHERE student_id = $1`, live)
 	require.NoError(t, err)
 	_, err = provider.DownTo(ctx, 7)
 	require.NoError(t, err)

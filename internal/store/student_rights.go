@@ -272,7 +272,7 @@ ORDER BY f.id`
 
 func exportLearningState(ctx context.Context, tx pgx.Tx, id string) (*LearningStateRecord, error) {
 	const q = `
-SELECT model, weights, last_swipe_id, last_feedback_id, version, updated_at
+SELECT ` + storedModel + `, weights, last_swipe_id, last_feedback_id, version, updated_at
 FROM learning_state WHERE student_id = $1`
 	var (
 		r              LearningStateRecord

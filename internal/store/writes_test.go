@@ -327,3 +327,32 @@ func TestUnlearnedStudents(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, next, stored)
 }
+
+// A build from before the binary form saves the model as JSON in model:
+// the newer of the two forms when both are there, read as it is, and a
+// save moves the state to the binary form. A state at version 0 (the
+// column's default: one written by hand) is saved in place.
+func TestLearnedStateSavedByAnOlderBuild(t *testing.T) {
+	ctx := context.Background()
+	f := newWriteFixture(t)
+	_, err := f.db.Pool().Exec(ctx, `INSERT INTO learning_state (student_id, model, model_bin, weights)
+VALUES ($1, '{"swipes": 3}', '\x4d00'::bytea, '{}')`, f.student)
+	require.NoError(t, err)
+	st, err := f.db.LearnerState(ctx, f.student)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"swipes": 3}`, string(st.Model))
+	assert.Zero(t, st.LearningVersion)
+
+	v, saved, err := f.db.SaveLearning(ctx, f.student, 0, domain.LearningUpdate{Model: []byte("M\x01new"),
+		Weights: map[string]float64{}})
+	require.NoError(t, err)
+	require.True(t, saved, "a state at version 0 is saved in place")
+	assert.Equal(t, int64(1), v)
+	st, err = f.db.LearnerState(ctx, f.student)
+	require.NoError(t, err)
+	assert.Equal(t, "M\x01new", string(st.Model))
+	var noJSON bool
+	require.NoError(t, f.db.Pool().QueryRow(ctx, `SELECT model IS NULL FROM learning_state WHERE student_id = $1`,
+		f.student).Scan(&noJSON))
+	assert.True(t, noJSON, "the JSON form is cleared")
+}

@@ -123,11 +123,13 @@ func (e *learnEnv) state(t *testing.T, student string) learnRow {
 	var (
 		r          learnRow
 		model, wts []byte
+		noJSON     bool
 	)
 	require.NoError(t, e.db.Pool().QueryRow(context.Background(), `
-SELECT ls.model, ls.weights, ls.last_swipe_id, ls.last_feedback_id, ls.version, s.version
+SELECT ls.model_bin, ls.model IS NULL, ls.weights, ls.last_swipe_id, ls.last_feedback_id, ls.version, s.version
 FROM students s JOIN learning_state ls ON ls.student_id = s.id WHERE s.id = $1`, student).
-		Scan(&model, &wts, &r.lastSwipe, &r.lastFeedback, &r.lv, &r.studentVersion))
+		Scan(&model, &noJSON, &wts, &r.lastSwipe, &r.lastFeedback, &r.lv, &r.studentVersion))
+	assert.True(t, noJSON, "a save leaves no JSON form behind")
 	var err error
 	r.model, err = match.DecodeModel(model)
 	require.NoError(t, err)
