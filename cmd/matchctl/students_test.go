@@ -28,8 +28,9 @@ import (
 )
 
 // studentKeyCount is how many Redis keys the service writes for a student:
-// four read models and one rate-limit count per group.
-const studentKeyCount = 8
+// four read models, a feed left staged by a failed write and one
+// rate-limit count per group.
+const studentKeyCount = 9
 
 // studentsEnv is a database with two students and a Redis DB holding
 // per-student keys of both.
@@ -78,6 +79,8 @@ func newStudentsEnv(t *testing.T) *studentsEnv {
 		// The service's per-student keys: feed, probes, cooldowns, recent
 		// swipes, the rate limits of every group.
 		require.NoError(t, e.rdb.HSet(ctx, cache.FeedKey(id), "sv", 3).Err())
+		// A feed left staged by a Put that failed half-way.
+		require.NoError(t, e.rdb.HSet(ctx, cache.StagedFeedKey(id), "sv", 4).Err())
 		for _, key := range []string{cache.ProbesKey(id), cache.ShownKey(id), cache.SwipedKey(id)} {
 			require.NoError(t, e.rdb.ZAdd(ctx, key, redis.Z{Score: 1, Member: e.school}).Err())
 		}

@@ -156,6 +156,50 @@ func TestFeedNewerVersionWins(t *testing.T) {
 	assert.Equal(t, "sv6-lv1-cv1", built())
 }
 
+// Put writes a feed to a staged key and moves it into place in one
+// MULTI/EXEC: whether the move is made or refused, and after Redis forgot
+// its scripts (a restart), nothing staged is left behind and the stored
+// feed is whole.
+func TestPutLeavesNothingStaged(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
+	feeds := cache.NewFeeds(rdb, ttl)
+	ctx := context.Background()
+	student := uuid.NewString()
+	keys := func() []string {
+		t.Helper()
+		k, err := rdb.Keys(ctx, "*"+student+"*").Result()
+		require.NoError(t, err)
+		return k
+	}
+
+	want := sampleFeed(student, 3, 1, 12)
+	want.Described = []cache.Described{{SchoolID: want.Items[0].SchoolID.String(), JSON: []byte(`{"a":1}`)}}
+	require.NoError(t, rdb.ScriptFlush(ctx).Err())
+	ok, err := feeds.Put(ctx, want)
+	require.NoError(t, err)
+	require.True(t, ok, "stored after the script was loaded again")
+	assert.Equal(t, []string{cache.FeedKey(student)}, keys())
+	got, err := feeds.Feed(ctx, student)
+	require.NoError(t, err)
+	assert.Equal(t, want.Items, got.Range(0, 12))
+	raw, err := feeds.CompactRaw(ctx, student)
+	require.NoError(t, err)
+	c, err := cache.ParseCompact(raw)
+	require.NoError(t, err)
+	assert.Equal(t, want.Compact.ETag, c.ETag)
+
+	ok, err = feeds.Put(ctx, sampleFeed(student, 2, 9, 5))
+	require.NoError(t, err)
+	require.False(t, ok, "older")
+	assert.Equal(t, []string{cache.FeedKey(student)}, keys(), "a refused feed is not left staged")
+	got, err = feeds.Feed(ctx, student)
+	require.NoError(t, err)
+	assert.Equal(t, want.Items, got.Range(0, 12), "the stored feed is untouched")
+	d, err := rdb.PTTL(ctx, cache.FeedKey(student)).Result()
+	require.NoError(t, err)
+	assert.Greater(t, d, ttl-5*time.Second, "the moved feed keeps the TTL it was staged with")
+}
+
 func TestInvalidateLeavesAVersionedTombstone(t *testing.T) {
 	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
 	feeds := cache.NewFeeds(rdb, ttl)

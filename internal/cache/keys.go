@@ -34,7 +34,9 @@ func studentTag(studentID string) string {
 //	e   what that envelope says besides the counts (pages.go)
 //
 // A tombstone (written by Invalidate) has sv, lv and cv only; one a swipe's
-// patch leaves also keeps h and l, for the next swipe's prediction.
+// patch leaves also keeps h and l, for the next swipe's prediction. A new
+// feed is written whole to the key with ":next" appended and renamed onto
+// this one (Feeds.Put).
 func FeedKey(studentID string) string { return prefix + studentTag(studentID) + ":feed" }
 
 // Field names of the feed hash.

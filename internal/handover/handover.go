@@ -132,8 +132,19 @@ func IsNoScript(err error) bool {
 // a pipeline must be safe to run twice (every script here is), and fill
 // may be called twice: it must set what it captures, not append to it.
 func Exec(ctx context.Context, rdb redis.UniversalClient, scripts []*redis.Script, fill func(pipe redis.Pipeliner) error) error {
+	return exec(ctx, rdb, rdb.Pipeline, scripts, fill)
+}
+
+// ExecTx is Exec with fill's commands in one MULTI/EXEC: no other client's
+// command runs between them.
+func ExecTx(ctx context.Context, rdb redis.UniversalClient, scripts []*redis.Script, fill func(pipe redis.Pipeliner) error) error {
+	return exec(ctx, rdb, rdb.TxPipeline, scripts, fill)
+}
+
+func exec(ctx context.Context, rdb redis.UniversalClient, pipeline func() redis.Pipeliner, scripts []*redis.Script,
+	fill func(pipe redis.Pipeliner) error) error {
 	for attempt := 0; ; attempt++ {
-		pipe := rdb.Pipeline()
+		pipe := pipeline()
 		if err := fill(pipe); err != nil {
 			return err
 		}

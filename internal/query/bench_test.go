@@ -2,7 +2,6 @@ package query_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/match"
@@ -63,7 +62,7 @@ func rebuildInput(b *testing.B, n int) query.FeedInput {
 // benchRebuild is the worker's rebuild of one student after a fold, without
 // the Redis round trip: rank the catalogue with the learned model, assemble
 // the DefaultFeedSize items stored, describe the first DescribedItems,
-// encode the compact page and everything Put stores (cache.PutArgs). It
+// encode the compact page and everything Put stores (cache.FeedFields). It
 // reports the thread's CPU time per rebuild next to the wall clock.
 func benchRebuild(b *testing.B, n int, factors factorsKept) {
 	in := rebuildInput(b, n)
@@ -74,13 +73,13 @@ func benchRebuild(b *testing.B, n int, factors factorsKept) {
 		in.Factors = query.NewFactorCache(1, nil) // too small to keep any
 	}
 	f, scratch := query.BuildFeed(in, nil)
-	_ = cache.PutArgs(&f, time.Hour)
+	_ = cache.FeedFields(&f)
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := benchcpu.Start()
 	for b.Loop() {
 		f, scratch = query.BuildFeed(in, scratch)
-		_ = cache.PutArgs(&f, time.Hour)
+		_ = cache.FeedFields(&f)
 	}
 	cpu.Report(b, 0, "")
 }
