@@ -163,13 +163,19 @@ func encodeSwiped(ids []string) ([]byte, error) {
 // inserted only for a student who is not erased, whose row is locked FOR
 // KEY SHARE: swipes (NO KEY UPDATE) never wait for it, an erasure (FOR
 // UPDATE) does, so an erased student never gets a learned state back.
+//
+// A save never moves the cursors ($4, $5) back: every fold reads on from
+// the stored ones. Versions start again at 1 after an erasure, so without
+// this a fold that read the erased student's state at version 1 and
+// stalled could overwrite the state of the same id onboarded again (which
+// has folded swipes or feedback with later ids, of this life only).
 const saveLearning = `
 WITH live AS (
 	SELECT id FROM students WHERE $8::bigint = 0 AND id = $1 AND deleted_at IS NULL FOR KEY SHARE
 ), upd AS (
 	UPDATE learning_state SET model = NULL, model_bin = $2, weights = $3, last_swipe_id = $4, last_feedback_id = $5,
 		last_seq = $6, swiped = $7, version = version + 1, updated_at = now()
-	WHERE student_id = $1 AND version = $8
+	WHERE student_id = $1 AND version = $8 AND last_swipe_id <= $4 AND last_feedback_id <= $5
 	RETURNING version
 ), ins AS (
 	INSERT INTO learning_state (student_id, model_bin, weights, last_swipe_id, last_feedback_id, last_seq, swiped, version)

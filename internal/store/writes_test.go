@@ -262,6 +262,51 @@ func TestLearnerStateAndOptimisticSave(t *testing.T) {
 	assert.False(t, saved)
 }
 
+// A fold that read a student's state, then stalled while the student was
+// erased, onboarded again under the same id and learned anew, cannot store
+// what it folded from the erased life: the new state is at version 1
+// again, but its cursors are past every id of the old life.
+func TestStalledFoldAcrossAnErasure(t *testing.T) {
+	ctx := context.Background()
+	f := newWriteFixture(t)
+	old, err := f.db.RecordSwipe(ctx, f.swipe(f.schools[0], "right", ""))
+	require.NoError(t, err)
+	stale := domain.LearningUpdate{Model: []byte("old life"), LastSwipeID: old.ID, Swiped: []string{f.schools[0]}}
+	_, saved, err := f.db.SaveLearning(ctx, f.student, 0, stale)
+	require.NoError(t, err)
+	require.True(t, saved)
+	// The stalled fold read version 1 here.
+
+	_, err = f.db.DeleteStudent(ctx, f.student)
+	require.NoError(t, err)
+	_, _, err = f.db.SaveStudent(ctx, domain.Student{ID: f.student, Name: "Avery Quinn", GraduationYear: "2027"})
+	require.NoError(t, err)
+	fresh, err := f.db.RecordSwipe(ctx, f.swipe(f.schools[1], "left", ""))
+	require.NoError(t, err)
+	v, saved, err := f.db.SaveLearning(ctx, f.student, 0, domain.LearningUpdate{Model: []byte("new life"),
+		LastSwipeID: fresh.ID, Swiped: []string{}})
+	require.NoError(t, err)
+	require.True(t, saved)
+	require.Equal(t, int64(1), v, "versions start again after an erasure")
+
+	_, saved, err = f.db.SaveLearning(ctx, f.student, 1, stale)
+	require.NoError(t, err)
+	assert.False(t, saved, "the stalled fold is refused")
+	st, err := f.db.LearnerState(ctx, f.student)
+	require.NoError(t, err)
+	assert.Equal(t, "new life", string(st.Model))
+	assert.Equal(t, fresh.ID, st.LastSwipeID)
+
+	// A fold of this life that moves only the feedback cursor is saved.
+	fb, err := f.db.RecordFeedback(ctx, domain.Feedback{StudentID: f.student, SchoolID: f.schools[2], Reason: "too_selective"})
+	require.NoError(t, err)
+	v, saved, err = f.db.SaveLearning(ctx, f.student, 1, domain.LearningUpdate{Model: []byte("new life, more"),
+		LastSwipeID: fresh.ID, LastFeedbackID: fb.ID, Swiped: []string{}})
+	require.NoError(t, err)
+	assert.True(t, saved)
+	assert.Equal(t, int64(2), v)
+}
+
 // A full re-fold reads of each school the latest event of each kind.
 func TestLearnHistoryKeepsTheLatestEventPerSchoolAndKind(t *testing.T) {
 	ctx := context.Background()
