@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +27,7 @@ import (
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/config"
 	"github.com/collegematch/matching/internal/handover"
+	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/memlimit"
 	"github.com/collegematch/matching/internal/metrics"
 	"github.com/collegematch/matching/internal/ops"
@@ -109,11 +111,16 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("service", "worker")
 	log.InfoContext(ctx, "starting", "version", buildinfo.Version, "config", cfg, "webhook_endpoints", len(endpoints))
 	// A soft memory limit under the container's (docs/security.md).
+	var memLimit int64
 	if res, err := memlimit.Apply(cfg.GoMemLimitSet, memlimit.Default); err != nil {
 		log.WarnContext(ctx, "cannot read the container's memory limit; no soft memory limit set", "err", err)
 	} else {
+		memLimit = res.Limit
 		log.InfoContext(ctx, "memory limit", "from", res.From, "limit_bytes", res.Limit, "container_bytes", res.Container)
 	}
+	factorCache := factorCacheBytes(cfg.FactorCacheMB, memLimit)
+	log.InfoContext(ctx, "factor cache", "bytes", factorCache,
+		"students_at_6500_schools", factorCache/(match.FactorBytesPerSchool*6500))
 
 	// Every PostgreSQL call is bounded (store.WorkerSettings), so a
 	// database that stops answering frees the task slots; the pool has a
@@ -153,6 +160,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	feeds := query.New(query.Config{
 		Students: db, Feeds: cache.NewFeeds(rdb, cfg.FeedCacheTTL), Catalogs: catalog,
 		Log: log.With("component", "feeds"), Metrics: qm, Probes: cache.NewProbes(rdb, cfg.FeedCacheTTL),
+		FactorCacheBytes: factorCache,
 	})
 
 	// The relay publishes the outbox's events to the subscribers of
@@ -328,4 +336,22 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	}
 	log.Info("stopped")
 	return err
+}
+
+// factorCacheBytes is the memory the worker gives its factor cache (the
+// students' score factors kept between rebuilds, query.FactorCache):
+// WORKER_FACTOR_CACHE_MB (mb) when set; else a quarter of the soft memory
+// limit the runtime runs under (memLimit: 0 or math.MaxInt64 when none),
+// at least query.DefaultFactorCacheBytes; else that default. A rebuild
+// from kept factors costs about two thirds of one without
+// (docs/capacity.md), and a replica sees every student's tasks, so the
+// cache helps as far as it holds the students swiping at once.
+func factorCacheBytes(mb int, memLimit int64) int {
+	switch {
+	case mb > 0:
+		return mb << 20
+	case memLimit > 0 && memLimit < math.MaxInt64:
+		return int(max(memLimit/4, query.DefaultFactorCacheBytes))
+	}
+	return query.DefaultFactorCacheBytes
 }

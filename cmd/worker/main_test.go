@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
@@ -299,4 +301,14 @@ func TestRunTaskSlotsFromConfig(t *testing.T) {
 		}, slots)
 	}, 10*time.Second, 100*time.Millisecond)
 	w.stop(t, 15*time.Second)
+}
+
+// The factor cache is WORKER_FACTOR_CACHE_MB when set, else a quarter of
+// the memory limit the worker runs under, never less than the default.
+func TestFactorCacheBytes(t *testing.T) {
+	assert.Equal(t, 768<<20, factorCacheBytes(768, 512<<20), "set: as set, whatever the limit")
+	assert.Equal(t, 128<<20, factorCacheBytes(0, 512<<20), "a quarter of a 512 MiB limit")
+	assert.Equal(t, query.DefaultFactorCacheBytes, factorCacheBytes(0, 128<<20), "never below the default")
+	assert.Equal(t, query.DefaultFactorCacheBytes, factorCacheBytes(0, 0), "no limit")
+	assert.Equal(t, query.DefaultFactorCacheBytes, factorCacheBytes(0, math.MaxInt64), "the runtime's no limit")
 }

@@ -32,6 +32,8 @@ const (
 	DefaultWebhookConcurrency = 50
 	// maxConcurrency bounds both: far more than one process can use.
 	maxConcurrency = 10000
+	// maxFactorCacheMB bounds WORKER_FACTOR_CACHE_MB (1 TiB).
+	maxFactorCacheMB = 1 << 20
 )
 
 // Variables names every environment variable Load reads (TestVariables
@@ -43,7 +45,7 @@ var Variables = []string{
 	"GOMEMLIMIT", "FEED_CACHE_TTL", "FEED_COOLDOWN", "WEBHOOK_ENDPOINTS_FILE",
 	"RATE_LIMIT_RECOMMENDATIONS", "RATE_LIMIT_SWIPES", "RATE_LIMIT_BATCH", "RATE_LIMIT_DEFAULT", "RATE_LIMIT_FAIL_CLOSED",
 	"CORS_ALLOWED_ORIGINS", "IMAGE_BASE_URL", "LOG_LEVEL", "PPROF",
-	"WORKER_CONCURRENCY", "WEBHOOK_CONCURRENCY", "WEBHOOK_RETENTION",
+	"WORKER_CONCURRENCY", "WEBHOOK_CONCURRENCY", "WEBHOOK_RETENTION", "WORKER_FACTOR_CACHE_MB",
 }
 
 // Rate is an allowance of N requests per Period.
@@ -132,6 +134,11 @@ type Config struct {
 	// worker replica (WORKER_CONCURRENCY, WEBHOOK_CONCURRENCY).
 	WorkerConcurrency  int
 	WebhookConcurrency int
+	// FactorCacheMB is the memory, in MiB, a worker replica gives the
+	// students' score factors it keeps between rebuilds
+	// (WORKER_FACTOR_CACHE_MB); 0 when not set: the worker sizes it from
+	// its memory limit.
+	FactorCacheMB int
 	// WebhookRetention is how long the worker keeps an ended webhook
 	// delivery (succeeded, parked, disabled) and its attempts
 	// (WEBHOOK_RETENTION, at least MinWebhookRetention).
@@ -303,6 +310,14 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 	}
 	c.WorkerConcurrency = count("WORKER_CONCURRENCY", DefaultWorkerConcurrency)
 	c.WebhookConcurrency = count("WEBHOOK_CONCURRENCY", DefaultWebhookConcurrency)
+	if v := getenv("WORKER_FACTOR_CACHE_MB"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxFactorCacheMB {
+			bad("WORKER_FACTOR_CACHE_MB", fmt.Errorf("%q is not a whole number of MiB from 1 to %d", v, maxFactorCacheMB))
+		} else {
+			c.FactorCacheMB = n
+		}
+	}
 
 	if err := c.LogLevel.UnmarshalText([]byte(cmp.Or(getenv("LOG_LEVEL"), "info"))); err != nil {
 		bad("LOG_LEVEL", fmt.Errorf("%q must be debug, info, warn or error", getenv("LOG_LEVEL")))
@@ -396,6 +411,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("log_level", c.LogLevel.String()),
 		slog.Int("worker_concurrency", c.WorkerConcurrency),
 		slog.Int("webhook_concurrency", c.WebhookConcurrency),
+		slog.Int("worker_factor_cache_mb", c.FactorCacheMB),
 		slog.Duration("webhook_retention", c.WebhookRetention),
 	)
 }
+

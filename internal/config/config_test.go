@@ -59,21 +59,27 @@ func TestPoolerAndWorkerKnobs(t *testing.T) {
 	c, err := config.Load(env(map[string]string{
 		"DATABASE_URL":         "postgres://app@pgbouncer:6432/matching?default_query_exec_mode=cache_describe",
 		"MIGRATE_DATABASE_URL": "postgres://owner:pw@db:5432/matching",
-		"WORKER_CONCURRENCY":   "8", "WEBHOOK_CONCURRENCY": "200",
+		"WORKER_CONCURRENCY":   "8", "WEBHOOK_CONCURRENCY": "200", "WORKER_FACTOR_CACHE_MB": "768",
 	}), config.RoleWorker)
 	require.NoError(t, err)
+	assert.Equal(t, 768, c.FactorCacheMB)
 	assert.Equal(t, "postgres://owner:pw@db:5432/matching", c.MigrateDatabaseURL)
 	assert.Equal(t, 8, c.WorkerConcurrency)
 	assert.Equal(t, 200, c.WebhookConcurrency)
 	assert.NotContains(t, fmt.Sprint(c.LogValue()), "pw", "the migration URL's password is redacted")
 
 	for name, v := range map[string]string{"WORKER_CONCURRENCY": "0", "WEBHOOK_CONCURRENCY": "lots",
-		"MIGRATE_DATABASE_URL": "mysql://x"} {
+		"MIGRATE_DATABASE_URL": "mysql://x", "WORKER_FACTOR_CACHE_MB": "0.5GB"} {
 		_, err := config.Load(env(map[string]string{name: v}), config.RoleWorker)
 		assert.ErrorContains(t, err, name, v)
 	}
 	_, err = config.Load(env(map[string]string{"WORKER_CONCURRENCY": "100000"}), config.RoleWorker)
 	assert.ErrorContains(t, err, "from 1 to 10000")
+	_, err = config.Load(env(map[string]string{"WORKER_FACTOR_CACHE_MB": "0"}), config.RoleWorker)
+	assert.ErrorContains(t, err, "WORKER_FACTOR_CACHE_MB")
+	c, err = config.Load(env(nil), config.RoleWorker)
+	require.NoError(t, err)
+	assert.Zero(t, c.FactorCacheMB, "not set: the worker sizes it")
 }
 
 func TestOverrides(t *testing.T) {

@@ -26,6 +26,10 @@ type schoolFactors struct {
 	level, size                                       float32 // -1 when unknown (Catalog.levels, sizes)
 }
 
+// FactorBytesPerSchool is the memory Factors hold per school of their
+// catalogue.
+const FactorBytesPerSchool = int(unsafe.Sizeof(schoolFactors{}))
+
 // NewFactors works out the weight-free factors of every school of cat for
 // the profile p: the cost of one ranking pass.
 func NewFactors(p Profile, cat *Catalog) *Factors {
@@ -54,7 +58,7 @@ func (b *breakdown) factors(cat *Catalog, i int) schoolFactors {
 func (f *Factors) Catalog() *Catalog { return f.cat }
 
 // Bytes is the memory the factors hold.
-func (f *Factors) Bytes() int { return int(unsafe.Sizeof(schoolFactors{})) * len(f.school) }
+func (f *Factors) Bytes() int { return FactorBytesPerSchool * len(f.school) }
 
 // weigh fills b's components and score for a school whose factors are sf,
 // exactly as sc.score does; sc is the student's scorer with the weights at
