@@ -415,4 +415,3 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("webhook_retention", c.WebhookRetention),
 	)
 }
-
