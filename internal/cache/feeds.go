@@ -207,6 +207,10 @@ func (s *Feeds) Put(ctx context.Context, f Feed) (bool, error) {
 			pipe.HSet(ctx, staged, fields...)
 			pipe.PExpire(ctx, staged, s.ttl)
 			swap = swapFeed.EvalSha(ctx, pipe, []string{key, staged}, versions...)
+			// Nothing once the script moved or dropped it; the staged feed
+			// when the script did not run (Redis had forgotten it), so that
+			// no copy outlives a Put whose retry fails.
+			pipe.Unlink(ctx, staged)
 			return nil
 		})
 		if err != nil {
@@ -220,8 +224,8 @@ func (s *Feeds) Put(ctx context.Context, f Feed) (bool, error) {
 }
 
 // StagedFeedKey is where Put writes a feed before swapFeed moves it into
-// place. It exists only inside Put's MULTI/EXEC (or, should that fail
-// half-way, until the TTL it is given first or the next Put).
+// place. It exists only inside Put's MULTI/EXEC, which unlinks it last
+// whatever the script did.
 func StagedFeedKey(studentID string) string { return FeedKey(studentID) + ":next" }
 
 // swapFeed moves the feed staged at KEYS[2] onto KEYS[1] unless the feed

@@ -4,8 +4,8 @@ package cache
 // (ids in lower case, as every key holds them). They share the student's
 // hash tag, so one command can drop them all on a Redis Cluster too, and
 // an erasure drops them by name without scanning the keyspace. A new
-// per-student key belongs here; the staged feed (Feeds.Put) too, though it
-// outlives a Put only when the Put failed half-way.
+// per-student key belongs here; the staged feed (Feeds.Put) too, though
+// no Put leaves it behind.
 func StudentKeys(studentID string) []string {
 	return []string{FeedKey(studentID), ProbesKey(studentID), ShownKey(studentID), SwipedKey(studentID),
 		StagedFeedKey(studentID)}

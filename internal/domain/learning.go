@@ -57,7 +57,12 @@ type LearnerState struct {
 
 // LearningUpdate is what a fold stores.
 type LearningUpdate struct {
-	Model          []byte // match.Model's binary form
+	// StudentCreatedAt is the created_at of the student the fold read
+	// (Student.CreatedAt): a student's first learned state is stored only
+	// for that life of the id (an erased student onboarding again under
+	// the same id starts a new one).
+	StudentCreatedAt time.Time
+	Model            []byte // match.Model's binary form
 	Weights        map[string]float64
 	LastSwipeID    int64
 	LastFeedbackID int64

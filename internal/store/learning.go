@@ -164,14 +164,17 @@ func encodeSwiped(ids []string) ([]byte, error) {
 // KEY SHARE: swipes (NO KEY UPDATE) never wait for it, an erasure (FOR
 // UPDATE) does, so an erased student never gets a learned state back.
 //
-// A save never moves the cursors ($4, $5) back: every fold reads on from
-// the stored ones. Versions start again at 1 after an erasure, so without
-// this a fold that read the erased student's state at version 1 and
-// stalled could overwrite the state of the same id onboarded again (which
-// has folded swipes or feedback with later ids, of this life only).
+// A fold that read one life of a student must not store into the next
+// (an erased student onboarding again under the same id; versions start
+// again at 1). The first state is inserted only when the student's
+// created_at is the one the fold read ($9; onboarding again resets it). An
+// update never moves the cursors ($4, $5) back: every fold reads on from
+// the stored ones, and a state of the new life has folded swipes or
+// feedback with later ids than any of the old.
 const saveLearning = `
 WITH live AS (
-	SELECT id FROM students WHERE $8::bigint = 0 AND id = $1 AND deleted_at IS NULL FOR KEY SHARE
+	SELECT id FROM students WHERE $8::bigint = 0 AND id = $1 AND deleted_at IS NULL AND created_at = $9
+	FOR KEY SHARE
 ), upd AS (
 	UPDATE learning_state SET model = NULL, model_bin = $2, weights = $3, last_swipe_id = $4, last_feedback_id = $5,
 		last_seq = $6, swiped = $7, version = version + 1, updated_at = now()
@@ -198,8 +201,11 @@ func (s *Store) SaveLearning(ctx context.Context, studentID string, from int64, 
 	if err != nil {
 		return 0, false, err
 	}
+	if from == 0 && up.StudentCreatedAt.IsZero() {
+		return 0, false, errors.New("store: a first learned state needs the created_at of the student the fold read")
+	}
 	err = s.pool.QueryRow(ctx, saveLearning, studentID, up.Model, string(weights), up.LastSwipeID,
-		up.LastFeedbackID, up.LastSeq, swiped, from).Scan(&version)
+		up.LastFeedbackID, up.LastSeq, swiped, from, up.StudentCreatedAt).Scan(&version)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}

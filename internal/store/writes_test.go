@@ -237,7 +237,8 @@ func TestLearnerStateAndOptimisticSave(t *testing.T) {
 	assert.Equal(t, "too_selective", st.New[2].Reason)
 	assert.Equal(t, []string{f.schools[0]}, st.SwipedSchools(), "counted swipes only")
 
-	up := domain.LearningUpdate{Model: []byte("M\x00 stored as given"), Weights: map[string]float64{"cost_weight": 0.5},
+	up := domain.LearningUpdate{StudentCreatedAt: st.Student.CreatedAt,
+		Model: []byte("M\x00 stored as given"), Weights: map[string]float64{"cost_weight": 0.5},
 		LastSwipeID: r2.ID, LastFeedbackID: fb.ID, LastSeq: st.New[2].Seq, Swiped: []string{f.schools[0]}}
 	v, saved, err := f.db.SaveLearning(ctx, f.student, 0, up)
 	require.NoError(t, err)
@@ -262,29 +263,47 @@ func TestLearnerStateAndOptimisticSave(t *testing.T) {
 	assert.False(t, saved)
 }
 
-// A fold that read a student's state, then stalled while the student was
-// erased, onboarded again under the same id and learned anew, cannot store
-// what it folded from the erased life: the new state is at version 1
-// again, but its cursors are past every id of the old life.
+// A fold that read one life of a student, then stalled while the student
+// was erased and onboarded again under the same id, cannot store what it
+// folded from the erased life: neither as the new life's first state (the
+// student's created_at moved) nor over it (versions start again at 1, but
+// the new state's cursors are past every id of the old life).
 func TestStalledFoldAcrossAnErasure(t *testing.T) {
 	ctx := context.Background()
 	f := newWriteFixture(t)
 	old, err := f.db.RecordSwipe(ctx, f.swipe(f.schools[0], "right", ""))
 	require.NoError(t, err)
-	stale := domain.LearningUpdate{Model: []byte("old life"), LastSwipeID: old.ID, Swiped: []string{f.schools[0]}}
-	_, saved, err := f.db.SaveLearning(ctx, f.student, 0, stale)
+	first := domain.LearningUpdate{StudentCreatedAt: createdAt(t, f.db, f.student), Model: []byte("old life"),
+		LastSwipeID: old.ID, Swiped: []string{f.schools[0]}}
+	_, saved, err := f.db.SaveLearning(ctx, f.student, 0, first)
 	require.NoError(t, err)
 	require.True(t, saved)
-	// The stalled fold read version 1 here.
+	// One stalled fold read version 1 of the old life; another read the
+	// old life before any state was stored (version 0).
+	stale := first
 
-	_, err = f.db.DeleteStudent(ctx, f.student)
+	erase := func() {
+		t.Helper()
+		_, err := f.db.DeleteStudent(ctx, f.student)
+		require.NoError(t, err)
+		time.Sleep(2 * time.Millisecond) // created_at is kept to the microsecond
+		_, _, err = f.db.SaveStudent(ctx, domain.Student{ID: f.student, Name: "Avery Quinn", GraduationYear: "2027"})
+		require.NoError(t, err)
+	}
+	erase()
+	_, saved, err = f.db.SaveLearning(ctx, f.student, 0, first)
 	require.NoError(t, err)
-	_, _, err = f.db.SaveStudent(ctx, domain.Student{ID: f.student, Name: "Avery Quinn", GraduationYear: "2027"})
-	require.NoError(t, err)
+	assert.False(t, saved, "a first fold of the old life does not become the new life's state")
+	var n int
+	require.NoError(t, f.db.Pool().QueryRow(ctx, `SELECT count(*) FROM learning_state WHERE student_id = $1`,
+		f.student).Scan(&n))
+	assert.Zero(t, n)
+
 	fresh, err := f.db.RecordSwipe(ctx, f.swipe(f.schools[1], "left", ""))
 	require.NoError(t, err)
-	v, saved, err := f.db.SaveLearning(ctx, f.student, 0, domain.LearningUpdate{Model: []byte("new life"),
-		LastSwipeID: fresh.ID, Swiped: []string{}})
+	life := createdAt(t, f.db, f.student)
+	v, saved, err := f.db.SaveLearning(ctx, f.student, 0, domain.LearningUpdate{StudentCreatedAt: life,
+		Model: []byte("new life"), LastSwipeID: fresh.ID, Swiped: []string{}})
 	require.NoError(t, err)
 	require.True(t, saved)
 	require.Equal(t, int64(1), v, "versions start again after an erasure")
@@ -300,11 +319,22 @@ func TestStalledFoldAcrossAnErasure(t *testing.T) {
 	// A fold of this life that moves only the feedback cursor is saved.
 	fb, err := f.db.RecordFeedback(ctx, domain.Feedback{StudentID: f.student, SchoolID: f.schools[2], Reason: "too_selective"})
 	require.NoError(t, err)
-	v, saved, err = f.db.SaveLearning(ctx, f.student, 1, domain.LearningUpdate{Model: []byte("new life, more"),
-		LastSwipeID: fresh.ID, LastFeedbackID: fb.ID, Swiped: []string{}})
+	v, saved, err = f.db.SaveLearning(ctx, f.student, 1, domain.LearningUpdate{StudentCreatedAt: life,
+		Model: []byte("new life, more"), LastSwipeID: fresh.ID, LastFeedbackID: fb.ID, Swiped: []string{}})
 	require.NoError(t, err)
 	assert.True(t, saved)
 	assert.Equal(t, int64(2), v)
+
+	_, _, err = f.db.SaveLearning(ctx, uuid.NewString(), 0, domain.LearningUpdate{Model: []byte("x")})
+	assert.ErrorContains(t, err, "created_at", "a first state without the life it was read from is a caller's error")
+}
+
+// createdAt is the student's created_at as the store keeps it.
+func createdAt(t *testing.T, db *store.Store, id string) time.Time {
+	t.Helper()
+	var at time.Time
+	require.NoError(t, db.Pool().QueryRow(context.Background(), `SELECT created_at FROM students WHERE id = $1`, id).Scan(&at))
+	return at
 }
 
 // A full re-fold reads of each school the latest event of each kind.
@@ -358,7 +388,8 @@ func TestUnlearnedStudents(t *testing.T) {
 	assert.Equal(t, r.Version, debts[0].Version)
 	assert.Zero(t, debts[0].LastFeedbackID)
 
-	_, saved, err := f.db.SaveLearning(ctx, f.student, 0, domain.LearningUpdate{Model: []byte(`{}`), LastSwipeID: r.ID})
+	_, saved, err := f.db.SaveLearning(ctx, f.student, 0, domain.LearningUpdate{Model: []byte(`{}`), LastSwipeID: r.ID,
+		StudentCreatedAt: createdAt(t, f.db, f.student)})
 	require.NoError(t, err)
 	require.True(t, saved)
 	debts, err = f.db.UnlearnedStudents(ctx, cur, 10*time.Second, 100)
@@ -389,7 +420,7 @@ VALUES ($1, '{"swipes": 3}', '\x4d00'::bytea, '{}')`, f.student)
 	assert.Zero(t, st.LearningVersion)
 
 	v, saved, err := f.db.SaveLearning(ctx, f.student, 0, domain.LearningUpdate{Model: []byte("M\x01new"),
-		Weights: map[string]float64{}})
+		Weights: map[string]float64{}, StudentCreatedAt: st.Student.CreatedAt})
 	require.NoError(t, err)
 	require.True(t, saved, "a state at version 0 is saved in place")
 	assert.Equal(t, int64(1), v)

@@ -111,7 +111,8 @@ func Learn(st domain.LearnerState, cat *match.Catalog, history func() ([]domain.
 func learn(st domain.LearnerState, cat *match.Catalog, history func() ([]domain.LearnEvent, error)) (up domain.LearningUpdate, m match.Model, rebuilt bool, err error) {
 	p, m, prior, undecodable := match.StartStored(st)
 	rebuilt = undecodable // a model of another version: refold it
-	up = domain.LearningUpdate{LastSwipeID: st.LastSwipeID, LastFeedbackID: st.LastFeedbackID, LastSeq: st.LastSeq}
+	up = domain.LearningUpdate{StudentCreatedAt: st.Student.CreatedAt,
+		LastSwipeID: st.LastSwipeID, LastFeedbackID: st.LastFeedbackID, LastSeq: st.LastSeq}
 	swiped := make(map[string]bool, len(st.Swiped)+len(st.New))
 	for _, id := range st.Swiped {
 		swiped[id] = true

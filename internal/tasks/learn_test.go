@@ -417,7 +417,8 @@ func TestLearnInterruptedBeforeCommitLosesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, st.New, 5)
 	cancel()
-	_, _, err = e.db.SaveLearning(ctx, student, st.LearningVersion, domain.LearningUpdate{Model: []byte(`{}`)})
+	_, _, err = e.db.SaveLearning(ctx, student, st.LearningVersion, domain.LearningUpdate{Model: []byte(`{}`),
+		StudentCreatedAt: st.Student.CreatedAt})
 	require.Error(t, err)
 
 	var n int
