@@ -63,11 +63,11 @@ type LearningUpdate struct {
 	// the same id starts a new one).
 	StudentCreatedAt time.Time
 	Model            []byte // match.Model's binary form
-	Weights        map[string]float64
-	LastSwipeID    int64
-	LastFeedbackID int64
-	LastSeq        int64
-	Swiped         []string // sorted lower-case UUIDs
+	Weights          map[string]float64
+	LastSwipeID      int64
+	LastFeedbackID   int64
+	LastSeq          int64
+	Swiped           []string // sorted lower-case UUIDs
 }
 
 // SwipedSchools are the schools the student has a counted swipe on: those
