@@ -200,6 +200,42 @@ func TestPutLeavesNothingStaged(t *testing.T) {
 	assert.Greater(t, d, ttl-5*time.Second, "the moved feed keeps the TTL it was staged with")
 }
 
+// refuseScriptLoad makes every SCRIPT LOAD fail, as a Redis that went away
+// between a Put's two tries would.
+type refuseScriptLoad struct{}
+
+func (refuseScriptLoad) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (refuseScriptLoad) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && strings.EqualFold(fmt.Sprint(args[0], " ", args[1]), "script load") {
+			err := errors.New("script load refused")
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+func (refuseScriptLoad) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A Put whose script Redis had forgotten, and which cannot load it again,
+// fails and leaves no copy of the feed behind: the staged key is unlinked
+// in the same transaction whatever the script did.
+func TestFailedPutLeavesNothingStaged(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
+	rdb.AddHook(refuseScriptLoad{})
+	feeds := cache.NewFeeds(rdb, ttl)
+	ctx := context.Background()
+	student := uuid.NewString()
+	require.NoError(t, rdb.ScriptFlush(ctx).Err())
+	_, err := feeds.Put(ctx, sampleFeed(student, 1, 1, 5))
+	require.ErrorContains(t, err, "script load refused")
+	n, err := rdb.Exists(ctx, cache.StagedFeedKey(student), cache.FeedKey(student)).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "neither staged nor stored")
+}
+
 func TestInvalidateLeavesAVersionedTombstone(t *testing.T) {
 	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
 	feeds := cache.NewFeeds(rdb, ttl)
