@@ -199,7 +199,7 @@ func (s *Feeds) Put(ctx context.Context, f Feed) (bool, error) {
 	var stored bool
 	key, staged := FeedKey(f.StudentID), StagedFeedKey(f.StudentID)
 	fields := FeedFields(&f)
-	versions := []any{fields[1], fields[3], fields[5]} // sv, lv, cv
+	versions := []any{f.StudentVersion, f.LearningVersion, f.CatalogVersion}
 	err := s.call(ctx, "put feed", func(ctx context.Context) error {
 		var swap *redis.Cmd
 		err := handover.ExecTx(ctx, s.rdb, []*redis.Script{swapFeed}, func(pipe redis.Pipeliner) error {
@@ -247,8 +247,8 @@ return 1
 `)
 
 // FeedFields is the hash Put stores for f, as field-value pairs: the
-// versions first (sv, lv, cv), then the counts, header, items, model,
-// compact page and described items.
+// versions (sv, lv, cv), the counts, header, items, model, compact page
+// and described items.
 func FeedFields(f *Feed) []any {
 	out := make([]any, 0, 26+2*len(f.Described))
 	out = append(out,
