@@ -109,12 +109,40 @@ var pageHead = []string{fieldCatalogVersion, fieldSwipes, fieldTotal, fieldEnvel
 
 // Queue adds the read's command to pipe.
 func (r *PageRead) Queue(ctx context.Context, pipe redis.Pipeliner) {
-	names := make([]string, 0, len(pageHead)+r.span)
-	names = append(names, pageHead...)
+	args := make([]any, 0, 2+len(pageHead)+r.span)
+	args = append(args, "hmget", r.key)
+	args = append(args, pageHeadArgs...)
 	for k := r.from + r.base; k < r.from+r.base+r.span; k++ {
-		names = append(names, fieldDescribedPrefix+strconv.Itoa(k))
+		if k < len(describedArgs) {
+			args = append(args, describedArgs[k])
+		} else {
+			args = append(args, fieldDescribedPrefix+strconv.Itoa(k))
+		}
 	}
-	r.fields = pipe.HMGet(ctx, r.key, names...)
+	r.fields = redis.NewSliceCmd(ctx, args...)
+	_ = pipe.Process(ctx, r.fields) // a pipeline queues; its Exec reports
+}
+
+// pageHeadArgs and describedArgs are the names a page read asks for, made
+// into command arguments once: a page of 20 names 29 fields, which would
+// otherwise each be formatted and boxed on every read.
+var (
+	pageHeadArgs  = toArgs(pageHead)
+	describedArgs = func() []any {
+		out := make([]any, 256)
+		for k := range out {
+			out[k] = fieldDescribedPrefix + strconv.Itoa(k)
+		}
+		return out
+	}()
+)
+
+func toArgs(names []string) []any {
+	out := make([]any, len(names))
+	for i, n := range names {
+		out[i] = n
+	}
+	return out
 }
 
 // errPageMoved is a read whose names missed the page: the feed's top moved
@@ -166,40 +194,31 @@ func (r *PageRead) Result() (StoredPage, error) {
 		return p, errPageMoved{removed}
 	}
 	items := vals[len(pageHead)+removed-r.base:]
-	size := 0
-	for k := range last - r.from {
+	p.Items = make([]string, last-r.from)
+	for k := range p.Items {
 		v, ok := items[k].(string)
 		if !ok || v == "" {
 			return p, ErrNotBuilt
-		}
-		size += len(v) + 1
-	}
-	out := make([]byte, 0, size)
-	for k := range last - r.from {
-		v := items[k].(string)
-		if k > 0 {
-			out = append(out, ',')
 		}
 		if v[0] == 'P' {
 			v = v[min(len(v), 37):]
 		} else {
 			v = v[1:]
 		}
-		out = append(out, v...)
+		p.Items[k] = v
 	}
-	p.Items = out
 	return p, nil
 }
 
 // StoredPage is a page of described items as read from Redis.
 type StoredPage struct {
 	CatalogVersion   int64
-	TotalSwipes      int    // the student's counted swipes (patched by swipes)
-	TotalCount       int    // schools eligible (patched by swipes)
-	Complete         bool   // the profile is complete (POST /recommendations serves it)
-	AlgorithmVersion string // the ranking the feed was built with
-	Weights          []byte // the preference weights shown, a JSON object
-	Items            []byte // the page's JSON objects joined by commas; empty for an empty page
+	TotalSwipes      int      // the student's counted swipes (patched by swipes)
+	TotalCount       int      // schools eligible (patched by swipes)
+	Complete         bool     // the profile is complete (POST /recommendations serves it)
+	AlgorithmVersion string   // the ranking the feed was built with
+	Weights          []byte   // the preference weights shown, a JSON object
+	Items            []string // the page's JSON objects, as read (not copied); none for an empty page
 }
 
 // parseEnvelope reads fieldEnvelope into p.

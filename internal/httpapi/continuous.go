@@ -72,6 +72,9 @@ var idempotencyNamespace = uuid.MustParse("6f1d3c52-8a43-5b4e-9d0e-2c7a1b9f4e10"
 // Every problem is reported, each swipe's under its index (swipes[2].direction).
 func (q continuousRequest) parse(idemKey string) (int, []command.SwipeInput, map[string]string) {
 	problems := recommendationsRequest{StudentID: q.StudentID}.Valid()
+	if problems == nil {
+		problems = map[string]string{}
+	}
 	limit, p := intField(q.Limit, 1, query.MaxContinuousLimit, query.DefaultContinuousLimit)
 	if p != "" {
 		problems["limit"] = p

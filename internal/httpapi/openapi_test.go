@@ -202,7 +202,7 @@ func (oaNoQueries) RecommendationsV2(context.Context, string, int, int) (query.R
 	return query.RecommendationsPage{}, errors.New("not used")
 }
 
-func (oaNoQueries) StoredRecommendations(context.Context, string, int, int, bool, query.Prefetched) ([]byte, bool) {
+func (oaNoQueries) StoredRecommendations(context.Context, string, int, int, bool, query.Prefetched, []byte) ([]byte, bool) {
 	return nil, false
 }
 

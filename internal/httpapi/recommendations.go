@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -20,7 +22,7 @@ import (
 type Queries interface {
 	Recommendations(ctx context.Context, studentID string, limit, offset int) (query.RecommendationsPage, error)
 	RecommendationsV2(ctx context.Context, studentID string, limit, offset int) (query.RecommendationsPage, error)
-	StoredRecommendations(ctx context.Context, studentID string, limit, offset int, anyProfile bool, pf query.Prefetched) ([]byte, bool)
+	StoredRecommendations(ctx context.Context, studentID string, limit, offset int, anyProfile bool, pf query.Prefetched, dst []byte) ([]byte, bool)
 	PageRead(studentID string, limit, offset int) *query.PageRead
 	MatchDetail(ctx context.Context, studentID, schoolID string) (query.MatchDetailView, error)
 	CompactFeedLocation(studentID string) (key, field string)
@@ -43,37 +45,56 @@ type recommendationsRequest struct {
 }
 
 func (q recommendationsRequest) Valid() map[string]string {
-	problems := map[string]string{}
-	var id string
-	switch {
+	var problems map[string]string
+	add := func(field, problem string) {
+		if problems == nil {
+			problems = map[string]string{}
+		}
+		problems[field] = problem
+	}
+	switch id, ok := jsonString(q.StudentID); {
 	case len(q.StudentID) == 0 || string(q.StudentID) == "null":
-		problems["student_id"] = "is required"
-	case json.Unmarshal(q.StudentID, &id) != nil || !isUUID(id):
-		problems["student_id"] = "must be a UUID"
+		add("student_id", "is required")
+	case !ok || !isUUID(id):
+		add("student_id", "must be a UUID")
 	}
 	if _, p := intField(q.Limit, 1, maxLimit, defaultLimit); p != "" {
-		problems["limit"] = p
+		add("limit", p)
 	}
 	if _, p := intField(q.Offset, 0, math.MaxInt32, 0); p != "" {
-		problems["offset"] = p
+		add("offset", p)
 	}
 	return problems
 }
 
+// jsonString decodes a JSON string; ok is false for any other value. A
+// string without escapes, the usual case, is read without encoding/json.
+func jsonString(raw json.RawMessage) (s string, ok bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 &&
+		bytes.IndexByte(raw[1:len(raw)-1], '"') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
 // intField reads an optional integer in [lo, hi]; absent gives def. The
-// problem is empty when the value is acceptable.
+// problem is empty when the value is acceptable. raw is valid JSON (the
+// body was decoded): a plain integer, the usual case, is read without
+// encoding/json.
 func intField(raw json.RawMessage, lo, hi, def int) (int, string) {
 	if len(raw) == 0 {
 		return def, ""
 	}
-	want := "must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)
-	if hi == math.MaxInt32 {
-		want = "must be an integer, " + strconv.Itoa(lo) + " or more"
+	if n, err := strconv.Atoi(string(raw)); err == nil && n >= lo && n <= hi {
+		return n, ""
 	}
 	var f float64
 	if string(raw) == "null" || json.Unmarshal(raw, &f) != nil || f != math.Trunc(f) ||
 		f < float64(lo) || f > float64(hi) {
-		return 0, want
+		if hi == math.MaxInt32 {
+			return 0, "must be an integer, " + strconv.Itoa(lo) + " or more"
+		}
+		return 0, "must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)
 	}
 	return int(f), ""
 }
@@ -100,9 +121,7 @@ func handleRecommendations(log *slog.Logger, q Queries) http.Handler {
 			respondErr(w, r, log, err)
 			return
 		}
-		if body, ok := q.StoredRecommendations(r.Context(), studentFrom(r.Context()), limit, offset, false,
-			prefetched(r.Context())); ok {
-			writeJSON(w, http.StatusOK, body)
+		if serveStoredPage(w, r, q, limit, offset, false) {
 			return
 		}
 		page, err := q.Recommendations(r.Context(), studentFrom(r.Context()), limit, offset)
@@ -112,6 +131,33 @@ func handleRecommendations(log *slog.Logger, q Queries) http.Handler {
 		}
 		encode(w, http.StatusOK, page)
 	})
+}
+
+// pageBuffers hold the bodies of pages served from stored bytes: a page
+// of 20 is about 25 kB, which would otherwise be allocated and collected
+// on every cached read. A buffer grown past maxPooledPage (a page of
+// 100 is about 125 kB) is left to the collector.
+var pageBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledPage = 256 << 10
+
+// serveStoredPage answers a page from the stored feed's bytes
+// (Queries.StoredRecommendations), written from a pooled buffer; false
+// when the full path must answer.
+func serveStoredPage(w http.ResponseWriter, r *http.Request, q Queries, limit, offset int, anyProfile bool) bool {
+	buf := pageBuffers.Get().(*[]byte)
+	body, ok := q.StoredRecommendations(r.Context(), studentFrom(r.Context()), limit, offset, anyProfile,
+		prefetched(r.Context()), (*buf)[:0])
+	if !ok {
+		pageBuffers.Put(buf)
+		return false
+	}
+	writeJSON(w, http.StatusOK, body) // Write does not keep body
+	if cap(body) <= maxPooledPage {
+		*buf = body[:0]
+		pageBuffers.Put(buf)
+	}
+	return true
 }
 
 // prefetched is what the rate limiter read for the handler, as the read

@@ -15,9 +15,7 @@ func handleRecommendationsV2(log *slog.Logger, q Queries) http.Handler {
 			respondErr(w, r, log, err)
 			return
 		}
-		if body, ok := q.StoredRecommendations(r.Context(), studentFrom(r.Context()), limit, offset, true,
-			prefetched(r.Context())); ok {
-			writeJSON(w, http.StatusOK, body)
+		if serveStoredPage(w, r, q, limit, offset, true) {
 			return
 		}
 		page, err := q.RecommendationsV2(r.Context(), studentFrom(r.Context()), limit, offset)

@@ -39,7 +39,7 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 	ctx := context.Background()
 	st := e.save(t, completeStudent())
 
-	_, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{})
+	_, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{}, nil)
 	require.False(t, ok, "nothing stored yet")
 	first := fullPage(t, e, st.ID, 20, 0, false) // builds and stores the feed
 
@@ -48,7 +48,7 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 	check := func(label string, described int) {
 		t.Helper()
 		for _, pg := range pages {
-			body, ok := e.Service.StoredRecommendations(ctx, st.ID, pg[0], pg[1], false, query.Prefetched{})
+			body, ok := e.Service.StoredRecommendations(ctx, st.ID, pg[0], pg[1], false, query.Prefetched{}, nil)
 			if pg[0]+pg[1] > described {
 				assert.False(t, ok, "%s: limit %d offset %d is past the described items", label, pg[0], pg[1])
 				continue
@@ -56,15 +56,15 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 			require.True(t, ok, "%s: limit %d offset %d", label, pg[0], pg[1])
 			assert.Equal(t, string(fullPage(t, e, st.ID, pg[0], pg[1], false)), string(body),
 				"%s: limit %d offset %d", label, pg[0], pg[1])
-			v2, ok := e.Service.StoredRecommendations(ctx, st.ID, pg[0], pg[1], true, query.Prefetched{})
+			v2, ok := e.Service.StoredRecommendations(ctx, st.ID, pg[0], pg[1], true, query.Prefetched{}, nil)
 			require.True(t, ok)
 			assert.Equal(t, string(body), string(v2), "v2 shows the same page of a complete profile")
 		}
-		_, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, described-5, false, query.Prefetched{})
+		_, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, described-5, false, query.Prefetched{}, nil)
 		assert.False(t, ok, "%s: a page past the described items takes the full path", label)
 	}
 	check("as built", query.DescribedItems)
-	stored, _ := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{})
+	stored, _ := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{}, nil)
 	assert.Equal(t, string(first), string(stored))
 
 	// The same read made by a caller in a round trip of its own (the rate
@@ -79,14 +79,14 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 		require.NoError(t, err)
 		return query.Prefetched{Done: true, Page: read}
 	}
-	pre, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, prefetch(20, 0))
+	pre, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, prefetch(20, 0), nil)
 	require.True(t, ok)
 	assert.Equal(t, string(first), string(pre))
 	nobody := uuid.NewString()
 	missing := e.Service.PageRead(nobody, 20, 0)
 	_, err := e.Redis.Pipelined(ctx, func(pipe redis.Pipeliner) error { missing.Queue(ctx, pipe); return nil })
 	require.NoError(t, err)
-	_, ok = e.Service.StoredRecommendations(ctx, nobody, 20, 0, false, query.Prefetched{Done: true, Page: missing})
+	_, ok = e.Service.StoredRecommendations(ctx, nobody, 20, 0, false, query.Prefetched{Done: true, Page: missing}, nil)
 	assert.False(t, ok, "a prefetched miss takes the full path")
 
 	// A prefetched read that did not answer (its pipeline failed), or that
@@ -96,10 +96,10 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 	failed := e.Service.PageRead(st.ID, 20, 0)
 	_, err = down.Pipelined(ctx, func(pipe redis.Pipeliner) error { failed.Queue(ctx, pipe); return nil })
 	require.Error(t, err)
-	again, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{Done: true, Page: failed})
+	again, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{Done: true, Page: failed}, nil)
 	require.True(t, ok)
 	assert.Equal(t, string(first), string(again))
-	other, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, prefetch(10, 5))
+	other, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, prefetch(10, 5), nil)
 	require.True(t, ok)
 	assert.Equal(t, string(first), string(other), "another page's read is not this page's answer")
 
@@ -118,7 +118,7 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 	require.NoError(t, err)
 	assert.Subset(t, remembered, probes)
 	require.NoError(t, e.Redis.Del(ctx, cache.ProbesKey(st.ID)).Err())
-	_, ok = e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{})
+	_, ok = e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{}, nil)
 	require.True(t, ok)
 	n, err := e.Redis.Exists(ctx, cache.ProbesKey(st.ID)).Result()
 	require.NoError(t, err)
@@ -133,7 +133,7 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: st.ID, Version: f.StudentVersion + 1,
 		SwipeCount: f.TotalSwipes + 1, Swiped: []string{head}}))
 	check("after a swipe's patch", query.DescribedItems-1)
-	after, _ := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{})
+	after, _ := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{}, nil)
 	assert.NotContains(t, string(after), head)
 	assert.Contains(t, string(after), `"total_swipes":1}`)
 
@@ -148,13 +148,13 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: st.ID, Version: f.StudentVersion + 1,
 		SwipeCount: f.TotalSwipes + 5, Swiped: five}))
 	check("after six swipes' patches", query.DescribedItems-6)
-	moved, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 3, false, prefetch(20, 3))
+	moved, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 3, false, prefetch(20, 3), nil)
 	require.True(t, ok)
 	assert.Equal(t, string(fullPage(t, e, st.ID, 20, 3, false)), string(moved))
 
 	// A feed built on another catalogue version is not served from bytes.
 	require.NoError(t, e.Redis.HSet(ctx, cache.FeedKey(st.ID), "cv", f.CatalogVersion+1).Err())
-	_, ok = e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{})
+	_, ok = e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{}, nil)
 	assert.False(t, ok)
 }
 
@@ -167,10 +167,10 @@ func TestStoredRecommendationsIncompleteProfile(t *testing.T) {
 	s.SAT, s.GPA = nil, nil
 	st := e.save(t, s)
 	v2 := fullPage(t, e, st.ID, 20, 0, true)
-	body, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, true, query.Prefetched{})
+	body, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, true, query.Prefetched{}, nil)
 	require.True(t, ok)
 	assert.Equal(t, string(v2), string(body))
-	_, ok = e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{})
+	_, ok = e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{}, nil)
 	assert.False(t, ok)
 	_, err := e.Service.Recommendations(ctx, st.ID, 20, 0)
 	require.Error(t, err)

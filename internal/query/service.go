@@ -434,8 +434,9 @@ func (s *Service) recommendations(ctx context.Context, endpoint, studentID strin
 // described items, an incomplete profile POST /recommendations refuses, or
 // Redis unavailable. The page's probes were remembered as served when the
 // feed was stored (store). pf.Page is the page read already made
-// (PageRead), if any.
-func (s *Service) StoredRecommendations(ctx context.Context, studentID string, limit, offset int, anyProfile bool, pf Prefetched) (body []byte, ok bool) {
+// (PageRead), if any. The body is appended to dst (AppendPageBody), so a
+// caller can hand it a buffer of its own to reuse.
+func (s *Service) StoredRecommendations(ctx context.Context, studentID string, limit, offset int, anyProfile bool, pf Prefetched, dst []byte) (body []byte, ok bool) {
 	endpoint := "recommendations"
 	if anyProfile {
 		endpoint = "v2_recommendations"
@@ -452,7 +453,7 @@ func (s *Service) StoredRecommendations(ctx context.Context, studentID string, l
 		return nil, false
 	}
 	s.m.FeedReads.WithLabelValues(endpoint, "hit").Inc()
-	return PageBody(p), true
+	return AppendPageBody(dst, p), true
 }
 
 // PageRead is a page read of the stored feed (cache.PageRead).
@@ -464,13 +465,24 @@ func (s *Service) PageRead(studentID string, limit, offset int) *PageRead {
 	return s.feeds.PageRead(studentID, offset, limit)
 }
 
-// PageBody is the envelope of POST /recommendations around a stored page's
-// items, as json.Marshal writes RecommendationsPage, and a newline.
-func PageBody(p cache.StoredPage) []byte {
+// AppendPageBody appends to b the envelope of POST /recommendations
+// around a stored page's items, as json.Marshal writes
+// RecommendationsPage, and a newline: the items' bytes are copied once,
+// from the strings Redis answered into b.
+func AppendPageBody(b []byte, p cache.StoredPage) []byte {
 	phase := PhaseFor(p.TotalSwipes)
-	b := make([]byte, 0, len(p.Items)+len(p.Weights)+256)
+	size := len(p.Weights) + 256
+	for _, it := range p.Items {
+		size += len(it) + 1
+	}
+	b = slices.Grow(b, size)
 	b = append(b, `{"recommendations":[`...)
-	b = append(b, p.Items...)
+	for k, it := range p.Items {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
 	b = append(b, `],"metadata":{"total_count":`...)
 	b = strconv.AppendInt(b, int64(p.TotalCount), 10)
 	b = append(b, `,"learning_phase":"`...)
