@@ -25,6 +25,9 @@
 #                   mixed scenarios, 2 rounds of 10 s, 64 clients, 10,000 students)
 #   LOADTEST_PORT   first of the six ports used (default 18080)
 #   LOADTEST_REDIS_URL  a Redis to use instead of the private one
+#   GOMEMLIMIT      the API's and the worker's soft memory limit (default
+#                   512MiB, the limit deploy/k8s gives each container, from
+#                   which the worker sizes its factor cache as deployed)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -120,6 +123,7 @@ measure() {
 	fresh_redis
 	export DATABASE_URL="$pg/$database?sslmode=disable"
 	export AUTH_HS256_SECRET=$secret WEBHOOK_ENDPOINTS_FILE="$work/webhooks.yaml" LOG_LEVEL=${LOG_LEVEL:-warn}
+	export GOMEMLIMIT=${GOMEMLIMIT:-512MiB}
 	"$bin/matchctl" migrate >&2
 	# The generated catalogue of 6,500 schools (the real one, where a build
 	# ships it, is smaller).

@@ -46,7 +46,7 @@ func rankModel(dst []Scored, p Profile, m Model, cat *Catalog, keep []schoolFact
 		f := &cat.feat[i]
 		sc.score(f, i, &b)
 		if keep != nil {
-			keep[i] = b.factors(cat, i)
+			keep[i] = b.factors()
 		}
 		s := b.scored(i)
 		if f.hasSize {

@@ -17,13 +17,12 @@ type Factors struct {
 	school []schoolFactors // by catalogue index
 }
 
-// schoolFactors are one school's weight-free factors, with the school's
-// values the weighted factors and the outcomes read (so a pass over the
-// factors reads one record per school, in order).
+// schoolFactors are one school's weight-free factors for one student, at
+// the float32 precision score keeps them in: 32 bytes. What the weighted
+// factors and the outcomes read of the school alone (its selectivity
+// level, size and outcomes) is the catalogue's, shared by every student.
 type schoolFactors struct {
-	sat, prog, afford, aid, value, loc, setting, dist float64
-	outcomes                                          float32
-	level, size                                       float32 // -1 when unknown (Catalog.levels, sizes)
+	sat, prog, afford, aid, value, loc, setting, dist float32
 }
 
 // FactorBytesPerSchool is the memory Factors hold per school of their
@@ -42,16 +41,16 @@ func NewFactors(p Profile, cat *Catalog) *Factors {
 	var b breakdown
 	for i := range n {
 		sc.score(&cat.feat[i], i, &b)
-		f.school[i] = b.factors(cat, i)
+		f.school[i] = b.factors()
 	}
 	return f
 }
 
 // factors are the weight-free factors of school i of cat, b its breakdown.
-func (b *breakdown) factors(cat *Catalog, i int) schoolFactors {
-	return schoolFactors{sat: b.satMatch, prog: b.program, afford: b.afford, aid: b.aid, value: b.value,
-		loc: b.loc, setting: b.setting, dist: b.distance,
-		outcomes: cat.feat[i].outcomes, level: cat.levels[i], size: cat.sizes[i]}
+func (b *breakdown) factors() schoolFactors {
+	return schoolFactors{sat: float32(b.satMatch), prog: float32(b.program), afford: float32(b.afford),
+		aid: float32(b.aid), value: float32(b.value), loc: float32(b.loc), setting: float32(b.setting),
+		dist: float32(b.distance)}
 }
 
 // Catalog is the catalogue the factors were worked out on.
@@ -63,22 +62,22 @@ func (f *Factors) Bytes() int { return FactorBytesPerSchool * len(f.school) }
 // weigh fills b's components and score for a school whose factors are sf,
 // exactly as sc.score does; sc is the student's scorer with the weights at
 // hand.
-func (sf *schoolFactors) weigh(sc *scorer, b *breakdown) {
-	b.satMatch, b.program = sf.sat, sf.prog
+func (sf *schoolFactors) weigh(sc *scorer, cat *Catalog, i int, b *breakdown) {
+	b.satMatch, b.program = float64(sf.sat), float64(sf.prog)
 	b.selFit = Neutral
-	if sf.level >= 0 { // selK > 0
-		b.selFit = selectivityFit(float64(sf.level), sc.target)
+	if level := cat.levels[i]; level >= 0 { // selK > 0
+		b.selFit = selectivityFit(float64(level), sc.target)
 	}
 	b.academic = sc.wSAT*b.satMatch + sc.wSel*b.selFit + sc.wProg*b.program
-	b.afford, b.aid, b.value = sf.afford, sf.aid, sf.value
+	b.afford, b.aid, b.value = float64(sf.afford), float64(sf.aid), float64(sf.value)
 	b.financial = sc.wAff*b.afford + sc.wAid*b.aid + sc.wVal*b.value
-	b.loc, b.setting, b.distance = sf.loc, sf.setting, sf.dist
+	b.loc, b.setting, b.distance = float64(sf.loc), float64(sf.setting), float64(sf.dist)
 	b.size = Neutral
-	if sf.size >= 0 { // hasSize
-		b.size = sizeFit(float64(sf.size), sc.sizePref)
+	if size := cat.sizes[i]; size >= 0 { // hasSize
+		b.size = sizeFit(float64(size), sc.sizePref)
 	}
 	b.campus = sc.wLoc*b.loc + sc.wSize*b.size + sc.wSet*b.setting
-	b.outcomes = float64(sf.outcomes)
+	b.outcomes = float64(cat.feat[i].outcomes)
 	fw := &sc.fw
 	b.score = clamp01(fw.Academic*b.academic + fw.Financial*b.financial + fw.Campus*b.campus + fw.Outcomes*b.outcomes)
 }
@@ -86,7 +85,7 @@ func (sf *schoolFactors) weigh(sc *scorer, b *breakdown) {
 // breakdown fills what feed assembly reads of b for school i (the
 // components, the score and the factors the gradient in the weights
 // reads), exactly as sc.score does.
-func (f *Factors) breakdown(sc *scorer, i int, b *breakdown) { f.school[i].weigh(sc, b) }
+func (f *Factors) breakdown(sc *scorer, i int, b *breakdown) { f.school[i].weigh(sc, f.cat, i, b) }
 
 // ScoreFactors is ScoreAll from the student's factors: dst[k] is Score(p,
 // w, f.Catalog(), idx[k]) but for Confidence, left 0. dst is reused when it
@@ -130,33 +129,35 @@ func RankFactors(dst []Scored, f *Factors, p Profile, m Model) []Scored {
 	kSize, kSel := sc.fw.Campus*sc.wSize, sc.fw.Academic*sc.wSel
 	fw := sc.fw
 	school := f.school[:len(tmp)]
+	levels, sizes, feat := cat.levels[:len(school)], cat.sizes[:len(school)], cat.feat[:len(school)]
 	for i := range school {
 		sf := &school[i]
+		level, sz := levels[i], sizes[i]
 		// As weigh (and so score) computes them, written out here: this
 		// is the loop every rebuild runs over the whole catalogue.
 		selFit := Neutral
-		if sf.level >= 0 {
-			selFit = selectivityFit(float64(sf.level), sc.target)
+		if level >= 0 {
+			selFit = selectivityFit(float64(level), sc.target)
 		}
-		academic := sc.wSAT*sf.sat + sc.wSel*selFit + sc.wProg*sf.prog
-		financial := sc.wAff*sf.afford + sc.wAid*sf.aid + sc.wVal*sf.value
+		academic := sc.wSAT*float64(sf.sat) + sc.wSel*selFit + sc.wProg*float64(sf.prog)
+		financial := sc.wAff*float64(sf.afford) + sc.wAid*float64(sf.aid) + sc.wVal*float64(sf.value)
 		size := Neutral
-		if sf.size >= 0 {
-			size = sizeFit(float64(sf.size), sc.sizePref)
+		if sz >= 0 {
+			size = sizeFit(float64(sz), sc.sizePref)
 		}
-		campus := sc.wLoc*sf.loc + sc.wSize*size + sc.wSet*sf.setting
-		outcomes := float64(sf.outcomes)
+		campus := sc.wLoc*float64(sf.loc) + sc.wSize*size + sc.wSet*float64(sf.setting)
+		outcomes := float64(feat[i].outcomes)
 		s := Scored{
 			Score:    clamp01(fw.Academic*academic + fw.Financial*financial + fw.Campus*campus + fw.Outcomes*outcomes),
 			Academic: academic, Financial: financial, Campus: campus, Outcomes: outcomes,
-			Distance: sf.dist, Index: int32(i),
+			Distance: float64(sf.dist), Index: int32(i),
 		}
 		// As RankModel adjusts it.
-		if sf.size >= 0 {
-			s.Score += kSize * (lookup(&sizeTab, float64(sf.size)) - size)
+		if sz >= 0 {
+			s.Score += kSize * (lookup(&sizeTab, float64(sz)) - size)
 		}
-		if sf.level >= 0 {
-			s.Score += kSel * (lookup(&selTab, float64(sf.level)) - selFit)
+		if level >= 0 {
+			s.Score += kSel * (lookup(&selTab, float64(level)) - selFit)
 		}
 		s.Score = clamp01(s.Score)
 		tmp[i] = s

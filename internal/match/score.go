@@ -153,13 +153,15 @@ type breakdown struct {
 var priceK = [...]float64{srcNone: 0, srcBand: 1, srcAverage: 0.8, srcTuitionIn: 0.5, srcTuitionOut: 0.5}
 
 // score fills b for school i, whose features are f. It is the one place
-// scores are computed: Rank, Score and Detail all call it.
+// scores are computed: Rank, Score and Detail all call it. The factors the
+// weights do not move are kept at float32 precision, as Factors keep them,
+// so a score from kept factors is the same, bit for bit.
 func (sc *scorer) score(f *features, i int, b *breakdown) {
 	// Academic.
 	b.satMatch = Neutral
 	kSAT := 0.0
 	if sc.shrink > 0 && f.hasRange {
-		b.satMatch = Neutral + sc.shrink*(satMatch(sc.sat, float64(f.satLo), float64(f.satHi))-Neutral)
+		b.satMatch = f32(Neutral + sc.shrink*(satMatch(sc.sat, float64(f.satLo), float64(f.satHi))-Neutral))
 		kSAT = sc.studentK
 	}
 	b.selFit = Neutral
@@ -177,7 +179,7 @@ func (sc *scorer) score(f *features, i int, b *breakdown) {
 				best, bestJ = s, int(sc.majors[k])
 			}
 		}
-		b.program, b.bestMajor, b.bestShare, kProg = programStrength(best), bestJ, best, 1
+		b.program, b.bestMajor, b.bestShare, kProg = f32(programStrength(best)), bestJ, best, 1
 	}
 	b.academic = sc.wSAT*b.satMatch + sc.wSel*b.selFit + sc.wProg*b.program
 
@@ -190,14 +192,15 @@ func (sc *scorer) score(f *features, i int, b *breakdown) {
 	kAff, kVal := 0.0, 0.0
 	if b.priceSrc != srcNone {
 		kAff = priceK[b.priceSrc] * sc.budgetK
-		b.afford = affordability(b.price, sc.budget)
+		b.afford = f32(affordability(b.price, sc.budget))
 		if f.valueEarnK > 0 {
-			b.value = valueScore(float64(f.valueEarn), b.price)
+			b.value = f32(valueScore(float64(f.valueEarn), b.price))
 			kVal = min(priceK[b.priceSrc], half(f.valueEarnK))
 		}
 	}
 	var kAid float64
 	b.aid, kAid = aidAvailability(f.pell, f.loan, sc.pellW)
+	b.aid = f32(b.aid)
 	b.financial = sc.wAff*b.afford + sc.wAid*b.aid + sc.wVal*b.value
 
 	// Campus.
@@ -205,7 +208,8 @@ func (sc *scorer) score(f *features, i int, b *breakdown) {
 	kLoc := 0.0
 	if sc.hasHome && f.locK > 0 {
 		b.distance = chordMiles(sc.hx, sc.hy, sc.hz, float64(f.x), float64(f.y), float64(f.z))
-		b.loc, kLoc = locationFit(b.distance, sc.invMaxDist), half(f.locK)
+		b.loc, kLoc = f32(locationFit(b.distance, sc.invMaxDist)), half(f.locK)
+		b.distance = f32(b.distance)
 	}
 	b.size = Neutral
 	kSize := 0.0
@@ -215,7 +219,7 @@ func (sc *scorer) score(f *features, i int, b *breakdown) {
 	b.setting = Neutral
 	kSet := 0.0
 	if sc.setting >= 0 && f.setting >= 0 {
-		b.setting, kSet = settingFitTable[sc.setting][f.setting], 1
+		b.setting, kSet = f32(settingFitTable[sc.setting][f.setting]), 1
 	}
 	b.campus = sc.wLoc*b.loc + sc.wSize*b.size + sc.wSet*b.setting
 
@@ -229,6 +233,9 @@ func (sc *scorer) score(f *features, i int, b *breakdown) {
 			fw.Campus*(sc.wLoc*kLoc+sc.wSize*kSize+sc.wSet*kSet) +
 			fw.Outcomes*float64(f.outK))
 }
+
+// f32 is x at float32 precision.
+func f32(x float64) float64 { return float64(float32(x)) }
 
 // tuition resolves the tuition fallback of the price chain: in-state tuition
 // for a student from the school's state, else out-of-state tuition, else
