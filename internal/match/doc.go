@@ -75,6 +75,8 @@ package match
 
 // AlgorithmVersion is the semantic version of scoring; it changes whenever
 // a change here changes scores (1.1.0: feeds ranked by the learned model,
-// with probes, exploration and the geographic mix), and recommendation
-// metadata carries it.
-const AlgorithmVersion = "1.1.0"
+// with probes, exploration and the geographic mix; 1.1.1: the factors the
+// weights do not move kept at float32 precision), and recommendation
+// metadata carries it. A feed stored under another version is built again
+// before it is served.
+const AlgorithmVersion = "1.1.1"
