@@ -155,3 +155,20 @@ func TestFeaturesOfSanitizes(t *testing.T) {
 	assert.Equal(t, 0.0, cat.programs[majorIndex("computer")][0])
 	assert.Equal(t, 1.0, cat.programs[majorIndex("health")][0])
 }
+
+// Kept factors are in [0, 1] in steps of 1/32768: exact for 0, Neutral and
+// 1, within half a step otherwise, out-of-range values clamped, and a kept
+// value kept again unchanged.
+func TestPack16(t *testing.T) {
+	for _, x := range []float64{0, Neutral, 1, 0.25, 0.75} {
+		assert.Equal(t, x, q16(x), "%v", x)
+	}
+	for _, x := range []float64{0.85, 0.1, 0.3, 0.7, 1e-9, 0.999999, 0.123456789} {
+		assert.InDelta(t, x, q16(x), 0.5/factorScale, "%v", x)
+		assert.Equal(t, pack16(x), pack16(q16(x)), "%v", x)
+	}
+	assert.Equal(t, 0.0, q16(-0.5))
+	assert.Equal(t, 1.0, q16(1.5))
+	assert.Equal(t, 0.0, q16(math.NaN()))
+	assert.Equal(t, 20, FactorBytesPerSchool)
+}

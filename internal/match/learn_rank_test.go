@@ -114,6 +114,12 @@ func TestRankModelFactorsIsRankModelAndNewFactors(t *testing.T) {
 		require.Equal(t, RankModel(nil, p, m, cat), got, "round %d", round)
 		require.Equal(t, NewFactors(p, cat), f, "round %d", round)
 		require.Equal(t, RankFactors(nil, NewFactors(p, cat), p, m), RankFactors(nil, f, p, m))
+		want, kept := RankModel(nil, p, m, cat), RankFactors(nil, f, p, m)
+		for k := range want {
+			w := want[k]
+			w.Confidence = 0
+			require.Equal(t, w, kept[k], "round %d position %d: ranked from kept factors", round, k)
+		}
 	}
 	cat, p := learnCatalog, learnStudent()
 	m := NewModel(SeedWeights(p))

@@ -17,12 +17,14 @@ type Factors struct {
 	school []schoolFactors // by catalogue index
 }
 
-// schoolFactors are one school's weight-free factors for one student, at
-// the float32 precision score keeps them in: 32 bytes. What the weighted
+// schoolFactors are one school's weight-free factors for one student, as
+// score keeps them: the distance at float32 precision, the seven factors
+// in [0, 1] in steps of 1/32768 (pack16): 20 bytes. What the weighted
 // factors and the outcomes read of the school alone (its selectivity
 // level, size and outcomes) is the catalogue's, shared by every student.
 type schoolFactors struct {
-	sat, prog, afford, aid, value, loc, setting, dist float32
+	dist                                        float32
+	sat, prog, afford, aid, value, loc, setting uint16
 }
 
 // FactorBytesPerSchool is the memory Factors hold per school of their
@@ -48,9 +50,9 @@ func NewFactors(p Profile, cat *Catalog) *Factors {
 
 // factors are the weight-free factors of school i of cat, b its breakdown.
 func (b *breakdown) factors() schoolFactors {
-	return schoolFactors{sat: float32(b.satMatch), prog: float32(b.program), afford: float32(b.afford),
-		aid: float32(b.aid), value: float32(b.value), loc: float32(b.loc), setting: float32(b.setting),
-		dist: float32(b.distance)}
+	return schoolFactors{dist: float32(b.distance), sat: pack16(b.satMatch), prog: pack16(b.program),
+		afford: pack16(b.afford), aid: pack16(b.aid), value: pack16(b.value), loc: pack16(b.loc),
+		setting: pack16(b.setting)}
 }
 
 // Catalog is the catalogue the factors were worked out on.
@@ -63,15 +65,15 @@ func (f *Factors) Bytes() int { return FactorBytesPerSchool * len(f.school) }
 // exactly as sc.score does; sc is the student's scorer with the weights at
 // hand.
 func (sf *schoolFactors) weigh(sc *scorer, cat *Catalog, i int, b *breakdown) {
-	b.satMatch, b.program = float64(sf.sat), float64(sf.prog)
+	b.satMatch, b.program = unpack16(sf.sat), unpack16(sf.prog)
 	b.selFit = Neutral
 	if level := cat.levels[i]; level >= 0 { // selK > 0
 		b.selFit = selectivityFit(float64(level), sc.target)
 	}
 	b.academic = sc.wSAT*b.satMatch + sc.wSel*b.selFit + sc.wProg*b.program
-	b.afford, b.aid, b.value = float64(sf.afford), float64(sf.aid), float64(sf.value)
+	b.afford, b.aid, b.value = unpack16(sf.afford), unpack16(sf.aid), unpack16(sf.value)
 	b.financial = sc.wAff*b.afford + sc.wAid*b.aid + sc.wVal*b.value
-	b.loc, b.setting, b.distance = float64(sf.loc), float64(sf.setting), float64(sf.dist)
+	b.loc, b.setting, b.distance = unpack16(sf.loc), unpack16(sf.setting), float64(sf.dist)
 	b.size = Neutral
 	if size := cat.sizes[i]; size >= 0 { // hasSize
 		b.size = sizeFit(float64(size), sc.sizePref)
@@ -139,13 +141,13 @@ func RankFactors(dst []Scored, f *Factors, p Profile, m Model) []Scored {
 		if level >= 0 {
 			selFit = selectivityFit(float64(level), sc.target)
 		}
-		academic := sc.wSAT*float64(sf.sat) + sc.wSel*selFit + sc.wProg*float64(sf.prog)
-		financial := sc.wAff*float64(sf.afford) + sc.wAid*float64(sf.aid) + sc.wVal*float64(sf.value)
+		academic := sc.wSAT*unpack16(sf.sat) + sc.wSel*selFit + sc.wProg*unpack16(sf.prog)
+		financial := sc.wAff*unpack16(sf.afford) + sc.wAid*unpack16(sf.aid) + sc.wVal*unpack16(sf.value)
 		size := Neutral
 		if sz >= 0 {
 			size = sizeFit(float64(sz), sc.sizePref)
 		}
-		campus := sc.wLoc*float64(sf.loc) + sc.wSize*size + sc.wSet*float64(sf.setting)
+		campus := sc.wLoc*unpack16(sf.loc) + sc.wSize*size + sc.wSet*unpack16(sf.setting)
 		outcomes := float64(feat[i].outcomes)
 		s := Scored{
 			Score:    clamp01(fw.Academic*academic + fw.Financial*financial + fw.Campus*campus + fw.Outcomes*outcomes),

@@ -154,14 +154,15 @@ var priceK = [...]float64{srcNone: 0, srcBand: 1, srcAverage: 0.8, srcTuitionIn:
 
 // score fills b for school i, whose features are f. It is the one place
 // scores are computed: Rank, Score and Detail all call it. The factors the
-// weights do not move are kept at float32 precision, as Factors keep them,
-// so a score from kept factors is the same, bit for bit.
+// weights do not move are kept as Factors keep them (q16, and the distance
+// at float32 precision), so a score from kept factors is the same, bit for
+// bit.
 func (sc *scorer) score(f *features, i int, b *breakdown) {
 	// Academic.
 	b.satMatch = Neutral
 	kSAT := 0.0
 	if sc.shrink > 0 && f.hasRange {
-		b.satMatch = f32(Neutral + sc.shrink*(satMatch(sc.sat, float64(f.satLo), float64(f.satHi))-Neutral))
+		b.satMatch = q16(Neutral + sc.shrink*(satMatch(sc.sat, float64(f.satLo), float64(f.satHi))-Neutral))
 		kSAT = sc.studentK
 	}
 	b.selFit = Neutral
@@ -179,7 +180,7 @@ func (sc *scorer) score(f *features, i int, b *breakdown) {
 				best, bestJ = s, int(sc.majors[k])
 			}
 		}
-		b.program, b.bestMajor, b.bestShare, kProg = f32(programStrength(best)), bestJ, best, 1
+		b.program, b.bestMajor, b.bestShare, kProg = q16(programStrength(best)), bestJ, best, 1
 	}
 	b.academic = sc.wSAT*b.satMatch + sc.wSel*b.selFit + sc.wProg*b.program
 
@@ -192,15 +193,15 @@ func (sc *scorer) score(f *features, i int, b *breakdown) {
 	kAff, kVal := 0.0, 0.0
 	if b.priceSrc != srcNone {
 		kAff = priceK[b.priceSrc] * sc.budgetK
-		b.afford = f32(affordability(b.price, sc.budget))
+		b.afford = q16(affordability(b.price, sc.budget))
 		if f.valueEarnK > 0 {
-			b.value = f32(valueScore(float64(f.valueEarn), b.price))
+			b.value = q16(valueScore(float64(f.valueEarn), b.price))
 			kVal = min(priceK[b.priceSrc], half(f.valueEarnK))
 		}
 	}
 	var kAid float64
 	b.aid, kAid = aidAvailability(f.pell, f.loan, sc.pellW)
-	b.aid = f32(b.aid)
+	b.aid = q16(b.aid)
 	b.financial = sc.wAff*b.afford + sc.wAid*b.aid + sc.wVal*b.value
 
 	// Campus.
@@ -208,7 +209,7 @@ func (sc *scorer) score(f *features, i int, b *breakdown) {
 	kLoc := 0.0
 	if sc.hasHome && f.locK > 0 {
 		b.distance = chordMiles(sc.hx, sc.hy, sc.hz, float64(f.x), float64(f.y), float64(f.z))
-		b.loc, kLoc = f32(locationFit(b.distance, sc.invMaxDist)), half(f.locK)
+		b.loc, kLoc = q16(locationFit(b.distance, sc.invMaxDist)), half(f.locK)
 		b.distance = f32(b.distance)
 	}
 	b.size = Neutral
@@ -219,7 +220,7 @@ func (sc *scorer) score(f *features, i int, b *breakdown) {
 	b.setting = Neutral
 	kSet := 0.0
 	if sc.setting >= 0 && f.setting >= 0 {
-		b.setting, kSet = f32(settingFitTable[sc.setting][f.setting]), 1
+		b.setting, kSet = q16(settingFitTable[sc.setting][f.setting]), 1
 	}
 	b.campus = sc.wLoc*b.loc + sc.wSize*b.size + sc.wSet*b.setting
 
@@ -236,6 +237,19 @@ func (sc *scorer) score(f *features, i int, b *breakdown) {
 
 // f32 is x at float32 precision.
 func f32(x float64) float64 { return float64(float32(x)) }
+
+// factorScale is the resolution of the factors in [0, 1] that Factors
+// keep: steps of 1/32768, exact for 0, Neutral and 1.
+const factorScale = 1 << 15
+
+// pack16 is x, clamped to [0, 1], in steps of 1/factorScale.
+func pack16(x float64) uint16 { return uint16(clamp01(x)*factorScale + 0.5) }
+
+// unpack16 is the factor pack16 kept.
+func unpack16(u uint16) float64 { return float64(u) / factorScale }
+
+// q16 is x as Factors keep it: clamped to [0, 1], in steps of 1/32768.
+func q16(x float64) float64 { return unpack16(pack16(x)) }
 
 // tuition resolves the tuition fallback of the price chain: in-state tuition
 // for a student from the school's state, else out-of-state tuition, else
