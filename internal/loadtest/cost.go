@@ -25,11 +25,19 @@ type Statement struct {
 	Rows    int64
 }
 
-// ResetStatements empties pg_stat_statements (the extension must be loaded
-// with shared_preload_libraries; it is created in the database if missing).
-func ResetStatements(ctx context.Context, pool *pgxpool.Pool) error {
+// EnsureStatements creates pg_stat_statements in the database if missing
+// (the extension must be loaded with shared_preload_libraries).
+func EnsureStatements(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
 		return fmt.Errorf("pg_stat_statements: %w", err)
+	}
+	return nil
+}
+
+// ResetStatements empties pg_stat_statements (EnsureStatements first).
+func ResetStatements(ctx context.Context, pool *pgxpool.Pool) error {
+	if err := EnsureStatements(ctx, pool); err != nil {
+		return err
 	}
 	_, err := pool.Exec(ctx, `SELECT pg_stat_statements_reset()`)
 	return err

@@ -109,6 +109,8 @@ type runner struct {
 	students []string
 	schools  []string
 
+	drainWait time.Duration // how long waitDrained waits (0: two minutes)
+
 	mu      sync.Mutex
 	cursors map[string]string   // sync pull cursors by student
 	decks   map[string][]string // the schools of each student's last compact page not swiped yet
@@ -189,6 +191,10 @@ func (r *runner) history(ctx context.Context, n int) error {
 		return nil
 	}
 	start := time.Now()
+	// The drain after the history is told by pg_stat_statements going quiet.
+	if err := EnsureStatements(ctx, r.pool); err != nil {
+		return err
+	}
 	if _, err := r.warmCompact(ctx); err != nil {
 		return err
 	}
@@ -360,7 +366,11 @@ func (r *runner) swipe(ctx context.Context) error {
 // receiver runs) and PostgreSQL has gone quiet (the worker has folded
 // everything), for at most two minutes.
 func (r *runner) waitDrained(ctx context.Context, events int) {
-	deadline := time.Now().Add(2 * time.Minute)
+	wait := r.drainWait
+	if wait == 0 {
+		wait = 2 * time.Minute
+	}
+	deadline := time.Now().Add(wait)
 	var last int64 = -1
 	quiet := 0
 	for time.Now().Before(deadline) && ctx.Err() == nil {
@@ -371,11 +381,17 @@ func (r *runner) waitDrained(ctx context.Context, events int) {
 			delivered = d >= events
 		}
 		var calls int64
-		_ = r.pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
+		err := r.pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
 			WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&calls)
-		if last >= 0 && calls-last < 50 {
+		switch {
+		case err != nil:
+			// Not known to be quiet: a failed count must not pass for
+			// one that stopped moving.
+			quiet, last = 0, -1
+			continue
+		case last >= 0 && calls-last < 50:
 			quiet++
-		} else {
+		default:
 			quiet = 0
 		}
 		last = calls
@@ -383,7 +399,7 @@ func (r *runner) waitDrained(ctx context.Context, events int) {
 			return
 		}
 	}
-	r.printf("(the worker had not drained after two minutes)\n\n")
+	r.printf("(the worker had not drained after %s)\n\n", wait)
 }
 
 func (r *runner) printStatements(stmts []Statement, swipes int) {
