@@ -173,7 +173,7 @@ func TestPutLeavesNothingStaged(t *testing.T) {
 	}
 
 	want := sampleFeed(student, 3, 1, 12)
-	want.Described = []cache.Described{{SchoolID: want.Items[0].SchoolID.String(), JSON: []byte(`{"a":1}`)}}
+	want.Described = []cache.Described{cache.NewDescribed(want.Items[0].SchoolID.String(), false, []byte(`{"a":1}`))}
 	require.NoError(t, rdb.ScriptFlush(ctx).Err())
 	ok, err := feeds.Put(ctx, want)
 	require.NoError(t, err)

@@ -39,21 +39,37 @@ const (
 type Described struct {
 	SchoolID string // lower case
 	Probe    bool
-	JSON     []byte
+	// Field is the item as stored: AppendDescribedPrefix, then its JSON
+	// object (none when it could not be encoded).
+	Field []byte
+}
+
+// NewDescribed is the item of a school with its JSON object.
+func NewDescribed(schoolID string, probe bool, json []byte) Described {
+	f := AppendDescribedPrefix(make([]byte, 0, 37+len(json)), schoolID, probe)
+	return Described{SchoolID: schoolID, Probe: probe, Field: append(f, json...)}
+}
+
+// AppendDescribedPrefix appends to b what a stored item starts with: "P"
+// and the school id for a probe, "-" for any other item. The item's JSON
+// object follows it, so that the builder of a feed encodes items where
+// they are stored from (describedFields copies nothing).
+func AppendDescribedPrefix(b []byte, schoolID string, probe bool) []byte {
+	if probe {
+		return append(append(b, 'P'), schoolID...)
+	}
+	return append(b, '-')
 }
 
 // describedFields are the field-value pairs of items, for HSET.
 func describedFields(items []Described) []any {
 	out := make([]any, 0, 2*len(items))
 	for k, it := range items {
-		v := make([]byte, 0, len(it.JSON)+37)
-		if it.Probe {
-			v = append(v, 'P')
-			v = append(v, it.SchoolID...)
+		if k < len(describedArgs) {
+			out = append(out, describedArgs[k], it.Field)
 		} else {
-			v = append(v, '-')
+			out = append(out, fieldDescribedPrefix+strconv.Itoa(k), it.Field)
 		}
-		out = append(out, fieldDescribedPrefix+strconv.Itoa(k), append(v, it.JSON...))
 	}
 	return out
 }

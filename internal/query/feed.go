@@ -267,9 +267,10 @@ const describeChunk = 16 << 10
 
 // describe encodes the first items as POST /recommendations shows each
 // (recommendation), with the weights a page read from Redis shows. Each is
-// encoded in a reused buffer and copied into a shared chunk; an item
-// json.Marshal would refuse (a float that is not finite, which the scores
-// never are) is left nil, as json.Marshal's error left it.
+// encoded in a reused buffer and copied, after its stored prefix, into a
+// shared chunk: the field Feeds.Put stores as it is. An item json.Marshal
+// would refuse (a float that is not finite, which the scores never are)
+// is stored with its prefix alone, as json.Marshal's error left it.
 func describe(cat *active.Catalog, p match.Profile, w match.Weights, slots []Slot, items []cache.FeedItem) []cache.Described {
 	out := make([]cache.Described, len(items))
 	scratch := encodeBuffers.Get().(*[]byte)
@@ -279,17 +280,19 @@ func describe(cat *active.Catalog, p match.Profile, w match.Weights, slots []Slo
 	for i, it := range items {
 		idx := int(slots[i].Index)
 		r := described(cat, &d, idx, it)
-		var b []byte
-		if enc, ok := appendRecommendation((*scratch)[:0], &r); ok {
+		enc, ok := appendRecommendation((*scratch)[:0], &r)
+		if !ok {
+			enc = nil
+		} else {
 			*scratch = enc
-			if len(enc) > cap(chunk)-len(chunk) {
-				chunk = make([]byte, 0, max(describeChunk, len(enc)))
-			}
-			start := len(chunk)
-			chunk = append(chunk, enc...)
-			b = chunk[start:len(chunk):len(chunk)]
 		}
-		out[i] = cache.Described{SchoolID: cat.ID(idx).String(), Probe: it.Probe, JSON: b}
+		id := cat.ID(idx).String()
+		if n := 37 + len(enc); n > cap(chunk)-len(chunk) {
+			chunk = make([]byte, 0, max(describeChunk, n))
+		}
+		start := len(chunk)
+		chunk = append(cache.AppendDescribedPrefix(chunk, id, it.Probe), enc...)
+		out[i] = cache.Described{SchoolID: id, Probe: it.Probe, Field: chunk[start:len(chunk):len(chunk)]}
 	}
 	return out
 }
