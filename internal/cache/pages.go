@@ -44,9 +44,13 @@ type Described struct {
 	Field []byte
 }
 
+// MaxDescribedPrefix is the longest prefix of a stored item: "P" and a
+// school id.
+const MaxDescribedPrefix = 1 + 36
+
 // NewDescribed is the item of a school with its JSON object.
 func NewDescribed(schoolID string, probe bool, json []byte) Described {
-	f := AppendDescribedPrefix(make([]byte, 0, 37+len(json)), schoolID, probe)
+	f := AppendDescribedPrefix(make([]byte, 0, MaxDescribedPrefix+len(json)), schoolID, probe)
 	return Described{SchoolID: schoolID, Probe: probe, Field: append(f, json...)}
 }
 
@@ -217,7 +221,7 @@ func (r *PageRead) Result() (StoredPage, error) {
 			return p, ErrNotBuilt
 		}
 		if v[0] == 'P' {
-			v = v[min(len(v), 37):]
+			v = v[min(len(v), MaxDescribedPrefix):]
 		} else {
 			v = v[1:]
 		}

@@ -281,13 +281,13 @@ func describe(cat *active.Catalog, p match.Profile, w match.Weights, slots []Slo
 		idx := int(slots[i].Index)
 		r := described(cat, &d, idx, it)
 		enc, ok := appendRecommendation((*scratch)[:0], &r)
-		if !ok {
-			enc = nil
-		} else {
+		if ok {
 			*scratch = enc
+		} else {
+			enc = nil // stored with its prefix alone
 		}
 		id := cat.ID(idx).String()
-		if n := 37 + len(enc); n > cap(chunk)-len(chunk) {
+		if n := cache.MaxDescribedPrefix + len(enc); n > cap(chunk)-len(chunk) {
 			chunk = make([]byte, 0, max(describeChunk, n))
 		}
 		start := len(chunk)
