@@ -189,3 +189,65 @@ func redisCPU(ctx context.Context, rdb redis.UniversalClient) float64 {
 	}
 	return total
 }
+
+// WALSample is PostgreSQL's write-ahead log and checkpoint counters so far
+// (pg_stat_wal, pg_stat_bgwriter: the whole server, which during a
+// measurement is the service). A checkpoint makes the first change of
+// every page after it log the whole page (a full-page image), so a
+// measurement a checkpoint fell in writes several times the WAL of one
+// without, and its statements run slower: a figure needs to say which it
+// was.
+type WALSample struct {
+	Records, FPI, Bytes, BuffersFull int64
+	Timed, Requested                 int64 // checkpoints started
+	CheckpointBuffers                int64 // buffers written by checkpoints
+	OK                               bool  // the counters were read
+}
+
+// SampleWAL reads the counters now; OK is false when they could not be
+// read.
+func SampleWAL(ctx context.Context, pool *pgxpool.Pool) WALSample {
+	var s WALSample
+	err := pool.QueryRow(ctx, `
+SELECT w.wal_records, w.wal_fpi, w.wal_bytes::bigint, w.wal_buffers_full,
+	b.checkpoints_timed, b.checkpoints_req, b.buffers_checkpoint
+FROM pg_stat_wal w, pg_stat_bgwriter b`).Scan(&s.Records, &s.FPI, &s.Bytes, &s.BuffersFull,
+		&s.Timed, &s.Requested, &s.CheckpointBuffers)
+	s.OK = err == nil
+	return s
+}
+
+// Sub is what happened between two samples (not OK unless both are).
+func (s WALSample) Sub(before WALSample) WALSample {
+	return WALSample{
+		Records: s.Records - before.Records, FPI: s.FPI - before.FPI, Bytes: s.Bytes - before.Bytes,
+		BuffersFull: s.BuffersFull - before.BuffersFull,
+		Timed:       s.Timed - before.Timed, Requested: s.Requested - before.Requested,
+		CheckpointBuffers: s.CheckpointBuffers - before.CheckpointBuffers,
+		OK:                s.OK && before.OK,
+	}
+}
+
+// Describe says what the log and the checkpoints did per unit (a swipe,
+// a request) over n of them.
+func (s WALSample) Describe(unit string, n int) string {
+	if !s.OK || n == 0 {
+		return "PostgreSQL's WAL counters could not be read."
+	}
+	per := func(v int64) float64 { return float64(v) / float64(n) }
+	return fmt.Sprintf("PostgreSQL's log per %s: %.0f bytes in %.1f records, %.2f full-page images; "+
+		"WAL buffers full %d times; checkpoints started during the measurement: %d timed, %d requested "+
+		"(%d buffers written by checkpoints).",
+		unit, per(s.Bytes), per(s.Records), per(s.FPI), s.BuffersFull, s.Timed, s.Requested, s.CheckpointBuffers)
+}
+
+// Add sums two spans (both must have been read).
+func (s WALSample) Add(o WALSample) WALSample {
+	return WALSample{
+		Records: s.Records + o.Records, FPI: s.FPI + o.FPI, Bytes: s.Bytes + o.Bytes,
+		BuffersFull: s.BuffersFull + o.BuffersFull,
+		Timed:       s.Timed + o.Timed, Requested: s.Requested + o.Requested,
+		CheckpointBuffers: s.CheckpointBuffers + o.CheckpointBuffers,
+		OK:                s.OK && o.OK,
+	}
+}

@@ -329,6 +329,7 @@ func (r *runner) swipe(ctx context.Context) error {
 		base, svc []float64
 		results   []*Result
 		cpuUsed   CPUSample
+		wal       = WALSample{OK: true}
 	)
 	for round := range r.c.Rounds {
 		b, err := InsertBaseline(ctx, r.c.DatabaseURL, 16, r.c.Duration)
@@ -336,10 +337,11 @@ func (r *runner) swipe(ctx context.Context) error {
 			return err
 		}
 		base = append(base, b)
-		before := r.cpu.Sample(ctx)
+		before, walBefore := r.cpu.Sample(ctx), SampleWAL(ctx, r.pool)
 		res := ClosedLoop(ctx, r.api, r.c.Clients, r.c.Duration, func(int) Request { return r.swipeRequest() })["POST /swipe"]
 		used := r.cpu.Sample(ctx).Sub(before)
 		cpuUsed = addCPU(cpuUsed, used)
+		wal = wal.Add(SampleWAL(ctx, r.pool).Sub(walBefore))
 		results = append(results, res)
 		svc = append(svc, res.Rate())
 		r.printf("round %d: insert baseline %.0f/s, POST /swipe %.0f 2xx/s (%s)\n", round+1, b, res.Rate(), statusLine(res))
@@ -350,6 +352,7 @@ func (r *runner) swipe(ctx context.Context) error {
 	r.printf("| `POST /swipe`, %d clients, 2xx | %.0f | **%.2f** | %s | %s |\n\n", r.c.Clients, mean(svc), mean(svc)/mean(base),
 		ms(all.Quantile(0.5)), ms(all.Quantile(0.99)))
 	r.printCPU("swipe", cpuUsed, all.OK())
+	r.printf("%s\n\n", wal.Describe("swipe", all.OK()))
 
 	swipes := all.OK()
 	r.waitDrained(ctx, swipes)
@@ -626,9 +629,9 @@ func (r *runner) sustained(ctx context.Context) error {
 		})
 		polls = res["poll"]
 	})
-	before := r.cpu.Sample(ctx)
+	before, walBefore := r.cpu.Sample(ctx), SampleWAL(ctx, r.pool)
 	res := OpenLoop(ctx, r.api, r.c.Rate, 512, r.c.RateDuration, 10*time.Second, func(int) Request { return r.swipeRequest() })["POST /swipe"]
-	used := r.cpu.Sample(ctx).Sub(before)
+	used, wal := r.cpu.Sample(ctx).Sub(before), SampleWAL(ctx, r.pool).Sub(walBefore)
 	stopPolls()
 	pollWG.Wait()
 	end := time.Now()
@@ -663,6 +666,7 @@ func (r *runner) sustained(ctx context.Context) error {
 	}
 	r.printf("\n")
 	r.printCPU("swipe", used, res.OK())
+	r.printf("%s\n\n", wal.Describe("swipe", res.OK()))
 	// What PostgreSQL ran per swipe at this rate: at a rate the machine
 	// is not saturated by, execution times are the statements' own rather
 	// than time spent waiting for a core.
