@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"time"
 
 	"github.com/collegematch/matching/internal/domain"
 )
@@ -13,4 +14,11 @@ var RetryAt = retryAt
 // store, for the external tests: record returns whether r was recorded.
 func RecordAttempts(store AttemptBatchStore) func(ctx context.Context, r domain.AttemptRecord) (bool, error) {
 	return newAttemptBatcher(store).record
+}
+
+// FirstLease is the relay's lease for first attempts (firstlease.go), for
+// the external tests.
+func FirstLease(base, ceiling time.Duration) (observe func(now time.Time, late time.Duration), next func(now time.Time) time.Duration) {
+	l := newFirstLease(base, ceiling)
+	return l.observe, l.next
 }

@@ -61,7 +61,7 @@ func NewHandler(d Deps) *Handler {
 	case 0:
 	case 3:
 		h.hooks = &webhooks{log: d.Log.With("component", "webhooks"), store: d.WebhookStore, sender: d.WebhookSender,
-			m: d.WebhookMetrics, cfg: d.WebhookConfig.withDefaults()}
+			m: d.WebhookMetrics, cfg: d.WebhookConfig.withDefaults(), lease: d.Relay.lease}
 		if bs, ok := d.WebhookStore.(AttemptBatchStore); ok {
 			h.hooks.batch = newAttemptBatcher(bs)
 		}

@@ -16,6 +16,9 @@ type RelayMetrics struct {
 	Backlog   prometheus.Gauge       // rows not yet published
 	OldestAge prometheus.Gauge       // age of the oldest row not yet published, seconds
 	Deleted   prometheus.Counter     // published rows deleted after the retention
+	// FirstLease is the lease the last batch gave its first attempts,
+	// seconds (firstLease).
+	FirstLease prometheus.Gauge
 }
 
 // NewRelayMetrics creates the relay's collectors and registers them on reg.
@@ -39,11 +42,15 @@ func NewRelayMetrics(reg prometheus.Registerer) *RelayMetrics {
 		Deleted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "matching_outbox_deleted_total", Help: "Published outbox rows deleted once their retention had passed.",
 		}),
+		FirstLease: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "matching_outbox_first_attempt_lease_seconds",
+			Help: "Lease the relay's last batch gave new deliveries' first attempts: the base lease, longer while first attempts start late.",
+		}),
 	}
 	for _, c := range []string{"relay", "backlog", "prune"} {
 		m.Errors.WithLabelValues(c)
 	}
-	reg.MustRegister(m.Relayed, m.Tasks, m.Errors, m.Backlog, m.OldestAge, m.Deleted)
+	reg.MustRegister(m.Relayed, m.Tasks, m.Errors, m.Backlog, m.OldestAge, m.Deleted, m.FirstLease)
 	return m
 }
 

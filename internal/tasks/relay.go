@@ -44,10 +44,14 @@ type RelayConfig struct {
 	MaxBatches int           // batches per pass before the backlog is measured again; default 20
 	Timeout    time.Duration // to queue one batch's tasks; default 3 s
 	// FirstLease is how long a new delivery is leased to the task that
-	// makes its first attempt, which then needs no claim (FirstAttempt);
-	// default 30 s. A task that starts later claims its attempt, and a
-	// task Redis lost is queued again by the monitor once the lease ended.
-	FirstLease time.Duration
+	// makes its first attempt, which then needs no claim (FirstAttempt),
+	// when first attempts start on time; default 30 s. A task that starts
+	// later claims its attempt, and a task Redis lost is queued again by
+	// the monitor once the lease ended. While first attempts start late
+	// (the webhook queue is behind), the lease grows by twice their
+	// lateness, up to MaxFirstLease (default 10 min; see firstLease).
+	FirstLease    time.Duration
+	MaxFirstLease time.Duration
 
 	Retention      time.Duration // how long published rows are kept; default 7 days, at least 48 h
 	PruneInterval  time.Duration // between deletions of expired rows by Run; default 10 min
@@ -69,6 +73,9 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	}
 	if c.FirstLease <= 0 {
 		c.FirstLease = 30 * time.Second
+	}
+	if c.MaxFirstLease <= 0 {
+		c.MaxFirstLease = 10 * time.Minute
 	}
 	if c.Retention <= 0 {
 		c.Retention = 7 * 24 * time.Hour
@@ -108,6 +115,9 @@ type Relay struct {
 	subs []domain.Subscription
 	m    *RelayMetrics
 	cfg  RelayConfig
+	// lease sizes first attempts' leases; the webhook handler of the same
+	// worker tells it how late they start (NewHandler).
+	lease *firstLease
 }
 
 // NewRelay builds a relay that writes deliveries to subs; every other
@@ -116,7 +126,9 @@ func NewRelay(log *slog.Logger, src OutboxSource, q Queue, subs []domain.Subscri
 	if log == nil || src == nil || q == nil || m == nil {
 		panic("tasks.NewRelay: nil dependency")
 	}
-	return &Relay{log: log, src: src, q: q, subs: slices.Clone(subs), m: m, cfg: cfg.withDefaults()}
+	cfg = cfg.withDefaults()
+	return &Relay{log: log, src: src, q: q, subs: slices.Clone(subs), m: m, cfg: cfg,
+		lease: newFirstLease(cfg.FirstLease, cfg.MaxFirstLease)}
 }
 
 // Run drains the outbox at once and then every Interval until ctx ends;
@@ -173,7 +185,9 @@ func (r *Relay) Drain(ctx context.Context) (relayed int, err error) {
 // attempts, commits.
 func (r *Relay) batch(ctx context.Context) (int, error) {
 	var jobs []handover.Job
-	claimed, err := r.src.RelayOutbox(ctx, RelayTopics(), r.subs, r.cfg.FirstLease, r.cfg.BatchSize,
+	lease := r.lease.next(time.Now())
+	r.m.FirstLease.Set(lease.Seconds())
+	claimed, err := r.src.RelayOutbox(ctx, RelayTopics(), r.subs, lease, r.cfg.BatchSize,
 		func(ctx context.Context, events []domain.RelayedEvent) error {
 			jobs = jobs[:0]
 			for _, ev := range events {
@@ -182,7 +196,7 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 						continue
 					}
 					jobs = append(jobs, WebhookJob(ev.ID, d.Endpoint, 0, &FirstAttempt{DeliveryID: d.ID,
-						LeasedUntil: d.LeasedUntil.UnixMilli(), Topic: ev.Topic, Payload: ev.Payload,
+						LeasedUntil: d.LeasedUntil.UnixMilli(), LeasedFor: lease.Milliseconds(), Topic: ev.Topic, Payload: ev.Payload,
 						CreatedAt: ev.CreatedAt}))
 				}
 			}

@@ -130,10 +130,12 @@ type WebhookDeliverPayload struct {
 
 // FirstAttempt is a new delivery's first attempt, as the relay hands it
 // over: the delivery row, how long its lease lasts (Unix milliseconds, by
-// the database's clock) and the event.
+// the database's clock), how long it was leased for (milliseconds; 0 from
+// a build that did not say) and the event.
 type FirstAttempt struct {
 	DeliveryID  int64           `json:"delivery_id"`
 	LeasedUntil int64           `json:"leased_until"`
+	LeasedFor   int64           `json:"leased_for,omitempty"`
 	Topic       string          `json:"topic"`
 	Payload     json.RawMessage `json:"payload"`
 	CreatedAt   time.Time       `json:"created_at"`

@@ -251,6 +251,9 @@ type webhooks struct {
 	// batch records first attempts together when the store can
 	// (attempts.go); nil records each alone.
 	batch *attemptBatcher
+	// lease is told how late first attempts start (the relay's of this
+	// worker sizes its leases by it).
+	lease *firstLease
 }
 
 // firstAttemptMargin is how much of its lease a first attempt must have
@@ -270,7 +273,12 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	msgID := WebhookMessageID(p.OutboxID, p.Endpoint)
 	var d domain.WebhookDelivery
 	record := w.store.RecordWebhookAttempt
-	if first := p.First; first != nil && firstRun(ctx) && w.cfg.Now().Before(time.UnixMilli(first.LeasedUntil).Add(-firstAttemptMargin)) {
+	first := p.First
+	if first != nil && first.LeasedFor > 0 && firstRun(ctx) {
+		now := w.cfg.Now()
+		w.lease.observe(now, now.Sub(time.UnixMilli(first.LeasedUntil-first.LeasedFor)))
+	}
+	if first != nil && firstRun(ctx) && w.cfg.Now().Before(time.UnixMilli(first.LeasedUntil).Add(-firstAttemptMargin)) {
 		// The relay wrote the delivery leased to this task, with the event:
 		// the attempt needs no read.
 		d = domain.WebhookDelivery{ID: first.DeliveryID, Status: domain.DeliveryPending, Claimed: true,
