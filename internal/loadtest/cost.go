@@ -78,6 +78,10 @@ type CPUSample struct {
 	Postgres float64
 	Redis    float64
 	At       time.Time
+	// backends is each PostgreSQL backend's CPU, by process id: a
+	// connection closed between two samples takes its CPU with it, so a
+	// difference is taken backend by backend (Sub).
+	backends map[int]float64
 }
 
 // Sample reads the counters now; a part that cannot be read counts 0.
@@ -87,7 +91,10 @@ func (c CPU) Sample(ctx context.Context) CPUSample {
 		s.Service = append(s.Service, processCPU(ctx, u))
 	}
 	if c.Pool != nil {
-		s.Postgres = postgresCPU(ctx, c.Pool)
+		s.backends = postgresCPU(ctx, c.Pool)
+		for _, v := range s.backends {
+			s.Postgres += v
+		}
 	}
 	if c.Redis != nil {
 		s.Redis = redisCPU(ctx, c.Redis)
@@ -95,9 +102,18 @@ func (c CPU) Sample(ctx context.Context) CPUSample {
 	return s
 }
 
-// Sub is the CPU used between two samples.
+// Sub is the CPU used between two samples. PostgreSQL's is the backends'
+// of the later sample, each less what it had used at the earlier one (a
+// backend that connected since counts whole; one that closed since is not
+// counted).
 func (s CPUSample) Sub(before CPUSample) CPUSample {
 	out := CPUSample{Postgres: s.Postgres - before.Postgres, Redis: s.Redis - before.Redis, At: s.At}
+	if s.backends != nil && before.backends != nil {
+		out.Postgres = 0
+		for pid, v := range s.backends {
+			out.Postgres += v - before.backends[pid]
+		}
+	}
 	for i := range s.Service {
 		if i < len(before.Service) {
 			out.Service = append(out.Service, s.Service[i]-before.Service[i])
@@ -135,22 +151,23 @@ func metricValue(r io.Reader, name string) float64 {
 	return 0
 }
 
-// postgresCPU sums the CPU time of the backends connected to the pool's
-// database (the service's pools, which live as long as the service).
-func postgresCPU(ctx context.Context, pool *pgxpool.Pool) float64 {
+// postgresCPU reads the CPU time of each backend connected to the pool's
+// database (the service's pools, which live as long as the service); nil
+// when they cannot be listed.
+func postgresCPU(ctx context.Context, pool *pgxpool.Pool) map[int]float64 {
 	rows, err := pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
 	if err != nil {
-		return 0
+		return nil
 	}
 	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
 	if err != nil {
-		return 0
+		return nil
 	}
-	total := 0.0
+	out := make(map[int]float64, len(pids))
 	for _, pid := range pids {
-		total += procCPU(int(pid))
+		out[int(pid)] = procCPU(int(pid))
 	}
-	return total
+	return out
 }
 
 // procCPU is a process's user + system CPU seconds (Linux /proc).

@@ -46,3 +46,15 @@ func TestSampleWALCountsWritesAndCheckpoints(t *testing.T) {
 	assert.False(t, d.Add(WALSample{}).OK, "a span that was not read taints the sum")
 	assert.Equal(t, "PostgreSQL's WAL counters could not be read.", WALSample{}.Describe("swipe", 10))
 }
+
+// PostgreSQL's CPU between two samples is taken backend by backend: a
+// connection that closed in between (the insert baseline's) does not make
+// it negative, and one that opened counts whole.
+func TestCPUSubTakesBackendsOneByOne(t *testing.T) {
+	before := CPUSample{Postgres: 6, backends: map[int]float64{1: 1, 2: 5}}
+	after := CPUSample{Postgres: 1.7, backends: map[int]float64{1: 1.5, 3: 0.2}}
+	assert.InDelta(t, 0.7, after.Sub(before).Postgres, 1e-9)
+
+	// Backends that could not be listed: the totals.
+	assert.InDelta(t, -4.3, CPUSample{Postgres: 1.7}.Sub(before).Postgres, 1e-9)
+}
