@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -179,59 +180,101 @@ func NewSwipeTrips(feeds *Feeds, queuer *handover.Queuer) *SwipeTrips {
 // BeforeSwipe reads what swipes on schoolIDs are predicted from, in one
 // round trip.
 func (t *SwipeTrips) BeforeSwipe(ctx context.Context, studentID string, schoolIDs ...string) (SwipeView, error) {
-	args := make([]any, 0, 2*len(schoolIDs))
-	for _, id := range schoolIDs {
-		school, err := uuid.Parse(id)
-		if err != nil {
-			return SwipeView{}, fmt.Errorf("cache: school id %q: %w", id, err)
-		}
-		args = append(args, string(school[:]), strings.ToLower(id))
+	read, err := t.ViewRead(studentID, schoolIDs...)
+	if err != nil {
+		return SwipeView{}, err
 	}
-	v := SwipeView{Slots: make([]string, len(schoolIDs)), WasProbe: make([]bool, len(schoolIDs))}
-	err := t.feeds.call(ctx, "read before a swipe", func(ctx context.Context) error {
-		var cmd *redis.Cmd
+	var v SwipeView
+	err = t.feeds.call(ctx, "read before a swipe", func(ctx context.Context) error {
 		err := handover.Exec(ctx, t.feeds.rdb, []*redis.Script{swipeView}, func(pipe redis.Pipeliner) error {
-			cmd = swipeView.EvalSha(ctx, pipe, []string{FeedKey(studentID), ProbesKey(studentID)}, args...)
+			read.Queue(ctx, pipe)
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		vals, err := cmd.Slice()
-		if err != nil {
-			return err
-		}
-		if len(vals) != 2+2*len(schoolIDs) {
-			return errors.New("cache: unexpected answer before a swipe")
-		}
-		h, _ := vals[0].(string)
-		l, _ := vals[1].(string)
-		if h != "" && l != "" {
-			var f Feed
-			if err := decodeHeader([]byte(h), &f); err == nil {
-				v.Found, v.Profile, v.Model = true, f.Profile, []byte(l)
-			}
-		}
-		for k := range schoolIDs {
-			if flags, _ := vals[2+2*k].(int64); flags >= 0 {
-				switch {
-				case flags&flagProbe != 0:
-					v.Slots[k] = SlotProbe
-				case flags&flagExploration != 0:
-					v.Slots[k] = SlotExploration
-				default:
-					v.Slots[k] = SlotRanked
-				}
-			}
-			if score := vals[3+2*k]; score != nil {
-				if ms, err := strconv.ParseFloat(fmt.Sprint(score), 64); err == nil {
-					v.WasProbe[k] = time.Since(time.UnixMilli(int64(ms))) <= t.feeds.ttl
-				}
-			}
-		}
-		return nil
+		v, err = read.View()
+		return err
 	})
 	return v, err
+}
+
+// SwipeViewRead is BeforeSwipe's read as a command for a pipeline of the
+// caller's: POST /swipe queues it with the request's rate-limit count, so
+// the swipe's Redis round trip before its commit is the count's.
+type SwipeViewRead struct {
+	studentID string
+	schoolIDs []string
+	args      []any
+	ttl       time.Duration
+	cmd       *redis.Cmd
+}
+
+// ViewRead builds the read of what swipes on schoolIDs are predicted from.
+func (t *SwipeTrips) ViewRead(studentID string, schoolIDs ...string) (*SwipeViewRead, error) {
+	args := make([]any, 0, 2*len(schoolIDs))
+	for _, id := range schoolIDs {
+		school, err := uuid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("cache: school id %q: %w", id, err)
+		}
+		args = append(args, string(school[:]), strings.ToLower(id))
+	}
+	return &SwipeViewRead{studentID: studentID, schoolIDs: schoolIDs, args: args, ttl: t.feeds.ttl}, nil
+}
+
+// Queue queues the read in pipe.
+func (r *SwipeViewRead) Queue(ctx context.Context, pipe redis.Pipeliner) {
+	r.cmd = swipeView.EvalSha(ctx, pipe, []string{FeedKey(r.studentID), ProbesKey(r.studentID)}, r.args...)
+}
+
+// For reports whether the read is of the swipes of studentID on schoolIDs.
+func (r *SwipeViewRead) For(studentID string, schoolIDs ...string) bool {
+	return r != nil && r.studentID == studentID && slices.Equal(r.schoolIDs, schoolIDs)
+}
+
+// View is the read's answer, once its pipeline ran. An error (not queued,
+// Redis failed, the script not loaded) leaves the caller to read again
+// with BeforeSwipe, which loads the script.
+func (r *SwipeViewRead) View() (SwipeView, error) {
+	if r.cmd == nil {
+		return SwipeView{}, errors.New("cache: the read before a swipe was not made")
+	}
+	vals, err := r.cmd.Slice()
+	if err != nil {
+		return SwipeView{}, err
+	}
+	n := len(r.schoolIDs)
+	if len(vals) != 2+2*n {
+		return SwipeView{}, errors.New("cache: unexpected answer before a swipe")
+	}
+	v := SwipeView{Slots: make([]string, n), WasProbe: make([]bool, n)}
+	h, _ := vals[0].(string)
+	l, _ := vals[1].(string)
+	if h != "" && l != "" {
+		var f Feed
+		if err := decodeHeader([]byte(h), &f); err == nil {
+			v.Found, v.Profile, v.Model = true, f.Profile, []byte(l)
+		}
+	}
+	for k := range n {
+		if flags, _ := vals[2+2*k].(int64); flags >= 0 {
+			switch {
+			case flags&flagProbe != 0:
+				v.Slots[k] = SlotProbe
+			case flags&flagExploration != 0:
+				v.Slots[k] = SlotExploration
+			default:
+				v.Slots[k] = SlotRanked
+			}
+		}
+		if score := vals[3+2*k]; score != nil {
+			if ms, err := strconv.ParseFloat(fmt.Sprint(score), 64); err == nil {
+				v.WasProbe[k] = time.Since(time.UnixMilli(int64(ms))) <= r.ttl
+			}
+		}
+	}
+	return v, nil
 }
 
 // FeedPatch is what committed writes change in the student's stored feed.

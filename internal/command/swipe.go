@@ -39,6 +39,8 @@ type SwipeRedis interface {
 	// BeforeSwipe reads what answers are predicted from: the stored feed's
 	// profile and model, and each school's slot in it and probe memory.
 	BeforeSwipe(ctx context.Context, studentID string, schoolIDs ...string) (cache.SwipeView, error)
+	// ViewRead is BeforeSwipe's read as a command for a caller's pipeline.
+	ViewRead(studentID string, schoolIDs ...string) (*cache.SwipeViewRead, error)
 	// AfterWrite patches the stored feed to committed writes (counts,
 	// version, the swiped schools out) and queues jobs.
 	AfterWrite(ctx context.Context, p cache.FeedPatch, jobs ...handover.Job) error
@@ -187,12 +189,41 @@ func summarize(problems map[string]string) string {
 // Only interaction_type swipe is counted and published (swipe.recorded);
 // tap, detail_view and save are stored as weak signals for the learner.
 func (s *Swipes) Record(ctx context.Context, in SwipeInput) (SwipeResult, error) {
+	return s.RecordRead(ctx, in, nil)
+}
+
+// SwipeRead is the read a swipe is predicted from (cache.SwipeViewRead),
+// made in a round trip of the caller's.
+type SwipeRead = cache.SwipeViewRead
+
+// ReadBefore builds the read a swipe of studentID on schoolID is predicted
+// from, for the caller to make in a round trip of its own (POST /swipe
+// makes it with the request's rate-limit count) and hand to RecordRead;
+// nil when there is nothing to read (schoolID is not a UUID: the swipe is
+// refused).
+func (s *Swipes) ReadBefore(studentID, schoolID string) *SwipeRead {
+	school, err := uuid.Parse(schoolID)
+	if err != nil || len(schoolID) != 36 {
+		return nil
+	}
+	read, err := s.redis.ViewRead(studentID, school.String()) // as ValidateSwipe writes it
+	if err != nil {
+		return nil
+	}
+	return read
+}
+
+// RecordRead is Record with the read before the commit already made
+// (ReadBefore): when it is of this swipe and answered, the swipe makes no
+// Redis round trip of its own before the commit. nil, or a read that
+// failed, and Record reads as usual.
+func (s *Swipes) RecordRead(ctx context.Context, in SwipeInput, read *SwipeRead) (SwipeResult, error) {
 	sw, problems := ValidateSwipe(in)
 	if len(problems) > 0 {
 		return SwipeResult{}, domain.Invalid(summarize(problems), problems)
 	}
 	batch := []domain.Swipe{sw}
-	slot := s.predict(ctx, batch)[0]
+	slot := s.predictRead(ctx, batch, read)[0]
 	sw = batch[0]
 	rec, err := s.store.RecordSwipe(ctx, sw)
 	if err != nil {
@@ -213,6 +244,12 @@ func (s *Swipes) Record(ctx context.Context, in SwipeInput) (SwipeResult, error)
 // feed ("" when not known). Each swipe is predicted with the model that
 // has folded the ones before it.
 func (s *Swipes) predict(ctx context.Context, sws []domain.Swipe) []string {
+	return s.predictRead(ctx, sws, nil)
+}
+
+// predictRead is predict from read when it is the read of these swipes and
+// it answered.
+func (s *Swipes) predictRead(ctx context.Context, sws []domain.Swipe, read *SwipeRead) []string {
 	if len(sws) == 0 {
 		return nil
 	}
@@ -220,10 +257,19 @@ func (s *Swipes) predict(ctx context.Context, sws []domain.Swipe) []string {
 	for i, sw := range sws {
 		schools[i] = sw.SchoolID
 	}
-	view, err := s.redis.BeforeSwipe(ctx, sws[0].StudentID, schools...)
-	if err != nil {
-		s.log.DebugContext(ctx, "no read model before a swipe; predicting from PostgreSQL", "student_id", sws[0].StudentID, "err", err)
-		view = cache.SwipeView{Slots: make([]string, len(sws)), WasProbe: make([]bool, len(sws))}
+	var view cache.SwipeView
+	made := false
+	if read.For(sws[0].StudentID, schools...) {
+		var err error
+		view, err = read.View()
+		made = err == nil
+	}
+	if !made {
+		var err error
+		if view, err = s.redis.BeforeSwipe(ctx, sws[0].StudentID, schools...); err != nil {
+			s.log.DebugContext(ctx, "no read model before a swipe; predicting from PostgreSQL", "student_id", sws[0].StudentID, "err", err)
+			view = cache.SwipeView{Slots: make([]string, len(sws)), WasProbe: make([]bool, len(sws))}
+		}
 	}
 	for i := range sws {
 		sws[i].IsProbe = sws[i].Counted() && view.WasProbe[i]

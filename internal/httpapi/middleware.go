@@ -359,6 +359,25 @@ func bodyStudentID(b []byte) (id string, repeated bool) {
 	return id, seen > 1
 }
 
+// bodySchoolID returns the top-level school_id of a request's JSON body
+// (read by actingStudent) when it is a string, "" otherwise. It names what
+// to read ahead of the handler only: the handler decodes the body itself,
+// and a read made for another school is not used.
+func bodySchoolID(r *http.Request) string {
+	body, ok := r.Body.(limitedBody)
+	if !ok {
+		return ""
+	}
+	var id string
+	members(body.b, func(key, value []byte) bool {
+		if string(key) == "school_id" {
+			id, _ = jsonString(value)
+		}
+		return true
+	})
+	return id
+}
+
 // isStudentIDKey reports whether a raw JSON key matches student_id as
 // encoding/json matches names (escapes decoded, case folded).
 func isStudentIDKey(key []byte) bool {

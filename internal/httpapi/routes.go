@@ -22,7 +22,7 @@ func addRoutes(r chi.Router, d Deps) {
 	// request, when the limiter can pipeline (architecture.md, the hot path).
 	// So is a cached page of POST /recommendations (and /v2): the page read
 	// (an HMGET of the page's stored items) goes with the count.
-	compactLimit, pageLimit := recs, recs
+	compactLimit, pageLimit, swipeLimit := recs, recs, swipes
 	if pl, ok := d.Limiter.(PrefetchLimiter); ok {
 		compactLimit = rateLimitPrefetch(d.Log, pl, d.Metrics, ratelimit.GroupRecommendations, d.RateLimits.FailClosed,
 			func(_ *http.Request, student string) ratelimit.Fetch {
@@ -40,6 +40,17 @@ func addRoutes(r chi.Router, d Deps) {
 				}
 				return ratelimit.Fetch{}
 			})
+		// A swipe's read before its commit (the stored feed's profile and
+		// model, the school's slot and probe memory) goes with the count.
+		if sr, ok := d.Swipes.(SwipeReads); ok {
+			swipeLimit = rateLimitPrefetch(d.Log, pl, d.Metrics, ratelimit.GroupSwipes, d.RateLimits.FailClosed,
+				func(r *http.Request, student string) ratelimit.Fetch {
+					if read := sr.ReadBefore(student, bodySchoolID(r)); read != nil {
+						return ratelimit.Fetch{Read: read}
+					}
+					return ratelimit.Fetch{}
+				})
+		}
 	}
 
 	r.Group(func(r chi.Router) {
@@ -52,7 +63,7 @@ func addRoutes(r chi.Router, d Deps) {
 		r.With(compactLimit).Method(http.MethodGet, "/m/recommendations/{student_id}",
 			handleCompactRecommendations(d.Log, d.Queries, d.FeedCacheTTL))
 
-		r.With(swipes).Method(http.MethodPost, "/swipe", handleSwipe(d.Log, d.Swipes))
+		r.With(swipeLimit).Method(http.MethodPost, "/swipe", handleSwipe(d.Log, d.Swipes))
 		r.With(swipes).Method(http.MethodPost, "/feedback", handleFeedback(d.Log, d.Feedback))
 		r.With(swipes).Method(http.MethodPost, "/v2/onboarding/category-swipe",
 			handleCategorySwipe(d.Log, d.CategorySwipes))

@@ -17,6 +17,18 @@ type Swipes interface {
 	Record(ctx context.Context, in command.SwipeInput) (command.SwipeResult, error)
 }
 
+// SwipeReads is a Swipes whose read before the commit can go in the
+// request's rate-limit count (command.Swipes): POST /swipe then makes one
+// Redis round trip before its commit, not two.
+type SwipeReads interface {
+	Swipes
+	// ReadBefore builds the read for a swipe of studentID on schoolID (nil:
+	// none to make).
+	ReadBefore(studentID, schoolID string) *command.SwipeRead
+	// RecordRead records a swipe with that read made (nil: not made).
+	RecordRead(ctx context.Context, in command.SwipeInput, read *command.SwipeRead) (command.SwipeResult, error)
+}
+
 // swipeRequest is the body of POST /swipe. Values are kept raw so that
 // each problem is reported against its field.
 type swipeRequest struct {
@@ -150,7 +162,13 @@ func handleSwipe(log *slog.Logger, swipes Swipes) http.Handler {
 			return
 		}
 		in.StudentID = studentFrom(r.Context())
-		res, err := swipes.Record(r.Context(), in)
+		var res command.SwipeResult
+		if sr, ok := swipes.(SwipeReads); ok {
+			read, _ := prefetchedFrom(r.Context()).Read.(*command.SwipeRead)
+			res, err = sr.RecordRead(r.Context(), in, read)
+		} else {
+			res, err = swipes.Record(r.Context(), in)
+		}
 		if err != nil {
 			respondErr(w, r, log, err)
 			return

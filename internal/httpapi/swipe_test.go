@@ -17,9 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/command"
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/testutil"
 )
 
 // swipe posts one swipe and requires a 200.
@@ -486,4 +488,47 @@ func TestFeedback(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, res.Status)
 	assert.Equal(t, domain.CodeInvalidStudentID, res.errorCode())
 	assert.Equal(t, "300", res.Header.Get("X-RateLimit-Limit"), "rate group swipes")
+}
+
+// A swipe makes two Redis round trips: the read it is predicted from goes
+// with the rate-limit count, and the feed's patch with the learn task's
+// hand-over after the commit. A read made for another swipe, or not made,
+// is not used: the swipe reads for itself.
+func TestSwipeReadsWithItsRateLimitCount(t *testing.T) {
+	api := newTestAPI(t)
+	schools := api.seedSchools(t, 200)
+	id, tok := api.newStudent(t, completeProfile())
+	require.Equal(t, http.StatusOK, api.do(t, "GET", "/m/recommendations/"+id, tok, nil).Status)
+	probes := cache.NewProbes(api.Redis, 5*time.Minute)
+	require.NoError(t, probes.Remember(context.Background(), id, schools[8].ID, schools[9].ID, schools[10].ID))
+
+	calls := &redisCalls{}
+	api.Redis.(*redis.Client).AddHook(calls)
+	res := api.do(t, "POST", "/swipe", tok, map[string]any{"student_id": id, "school_id": strings.ToUpper(schools[8].ID),
+		"direction": "right"})
+	require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
+	assert.Equal(t, true, res.Body["trigger_feedback"], "the probe is known from the read made with the count")
+	assert.NotEmpty(t, res.Header.Get("X-RateLimit-Remaining"))
+	assert.EqualValues(t, 2, calls.n.Load(), "the count and the read, then the patch and the hand-over")
+
+	ctx := context.Background()
+	ws := newWriteSide(api.Store, api.Redis, api.Catalog, testutil.Logger(t), nil)
+	other := ws.swipes.ReadBefore(id, schools[0].ID) // not a probe
+	_, err := api.Redis.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		other.Queue(ctx, pipe)
+		return nil
+	})
+	require.NoError(t, err)
+	calls.n.Store(0)
+	got, err := ws.swipes.RecordRead(ctx, command.SwipeInput{StudentID: id, SchoolID: schools[9].ID, Direction: "left"}, other)
+	require.NoError(t, err)
+	assert.True(t, got.TriggerFeedback, "the read of another school is not used")
+	assert.EqualValues(t, 2, calls.n.Load(), "a read of its own, then the patch")
+
+	unmade := ws.swipes.ReadBefore(id, schools[10].ID)
+	got, err = ws.swipes.RecordRead(ctx, command.SwipeInput{StudentID: id, SchoolID: schools[10].ID, Direction: "left"}, unmade)
+	require.NoError(t, err)
+	assert.True(t, got.TriggerFeedback, "a read never made is not used")
+	assert.Nil(t, ws.swipes.ReadBefore(id, "not-a-uuid"))
+	assert.Equal(t, 3, api.count(t, `SELECT count(*) FROM swipes WHERE student_id = $1 AND is_probe`, id))
 }
