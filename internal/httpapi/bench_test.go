@@ -230,3 +230,30 @@ func BenchmarkSwipe(b *testing.B) {
 		return req
 	}, http.StatusOK)
 }
+
+// BenchmarkSyncPull is POST /m/sync/pull through the whole router for a
+// student with 30 swipes: "first" pulls everything (no cursor), "since"
+// pulls with the cursor the first pull gave (nothing new).
+func BenchmarkSyncPull(b *testing.B) {
+	api, id, tok := benchAPI(b, 6500)
+	schools := api.Catalog.Current().Schools
+	for i := range 30 {
+		api.swipe(b, tok, map[string]any{"student_id": id, "school_id": schools[i*11].ID, "direction": "left"})
+	}
+	first := api.do(b, "POST", "/m/sync/pull", tok, map[string]any{"student_id": id})
+	require.Equal(b, http.StatusOK, first.Status, "%s", first.Raw)
+	cursor := first.Body["cursor"].(string)
+	for _, c := range []struct{ name, body string }{
+		{"first", `{"student_id":"` + id + `"}`},
+		{"since", `{"student_id":"` + id + `","cursor":"` + cursor + `"}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			serve(b, api.Handler, func() *http.Request {
+				req := httptest.NewRequest("POST", "/m/sync/pull", strings.NewReader(c.body))
+				req.Header.Set("Authorization", "Bearer "+tok)
+				req.Header.Set("Content-Type", "application/json")
+				return req
+			}, http.StatusOK)
+		})
+	}
+}
