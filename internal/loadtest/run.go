@@ -332,6 +332,11 @@ func (r *runner) swipe(ctx context.Context) error {
 		wal       = WALSample{OK: true}
 	)
 	for round := range r.c.Rounds {
+		if round > 0 {
+			// The worker is still folding the last round's swipes: a
+			// baseline measured meanwhile would share the machine with it.
+			r.waitDrained(ctx, 0)
+		}
 		b, err := InsertBaseline(ctx, r.c.DatabaseURL, 16, r.c.Duration)
 		if err != nil {
 			return err
@@ -470,6 +475,9 @@ func (r *runner) mixed(ctx context.Context) error {
 		r.c.Receiver.Reset()
 	}
 	for round := range r.c.Rounds {
+		if round > 0 {
+			r.waitDrained(ctx, 0) // as in swipe: the baseline alone on the machine
+		}
 		b := ClosedLoop(ctx, bare, r.c.Clients, r.c.Duration, func(int) Request {
 			return Request{Kind: "bare", Method: http.MethodGet, Path: "/v"}
 		})["bare"]
