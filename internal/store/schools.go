@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,6 +15,10 @@ const schoolColumns = `id::text, unitid, name, city, state, zip, url, lat, lon, 
 	pred_degree, admission_rate, sat25, sat75, act25, act75, tuition_in, tuition_out, avg_net_price,
 	net_price_by_band, pell_rate, loan_rate, median_debt, grad_rate, retention_rate, earnings_6yr,
 	earnings_10yr, program_shares, active, source, updated_at`
+
+// schoolColumnsNoShares is schoolColumns with no program shares read: a
+// school scanned from it has none.
+var schoolColumnsNoShares = strings.Replace(schoolColumns, "program_shares", "NULL::jsonb", 1)
 
 func scanSchool(row pgx.Row) (domain.School, error) {
 	var (

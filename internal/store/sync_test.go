@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/collegematch/matching/internal/catalog"
+	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
 )
@@ -87,4 +88,42 @@ func TestServerKeyIsMadeOnceAndShared(t *testing.T) {
 	other, err := db.ServerKey(ctx, "other")
 	require.NoError(t, err)
 	assert.NotEqual(t, k1, other)
+}
+
+// A pull's schools are the student's (swiped, or named by the caller)
+// changed within the range, found by id, read without program shares.
+func TestSyncSchoolsAreTheStudentsInTheRange(t *testing.T) {
+	ctx := context.Background()
+	pool := testutil.NewDB(t)
+	db := store.New(pool)
+	schools := catalog.Generate(40, 1)
+	_, err := db.UpsertSchools(ctx, schools)
+	require.NoError(t, err)
+	student := "7d6f2c1e-8a3b-4c5d-9e0f-1a2b3c4d5e6f"
+	_, err = pool.Exec(ctx, `INSERT INTO students (id, name) VALUES ($1, 'S')`, student)
+	require.NoError(t, err)
+	_, err = db.RecordSwipe(ctx, domain.Swipe{StudentID: student, SchoolID: schools[3].ID, Direction: "left",
+		Interaction: domain.InteractionSwipe})
+	require.NoError(t, err)
+	var top int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT max(change_seq) FROM schools`).Scan(&top))
+
+	got, err := db.SyncSchools(ctx, student, 0, top, []string{schools[7].ID, schools[3].ID})
+	require.NoError(t, err)
+	require.Len(t, got, 2, "the swiped school and the named one, once each")
+	ids := []string{got[0].ID, got[1].ID}
+	assert.ElementsMatch(t, []string{schools[3].ID, schools[7].ID}, ids)
+	for _, s := range got {
+		assert.NotEmpty(t, s.Name)
+		assert.Empty(t, s.ProgramShares, "not read")
+	}
+	var withShares int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM schools WHERE id = ANY($1::uuid[]) AND program_shares IS NOT NULL`,
+		ids).Scan(&withShares))
+	assert.Positive(t, withShares, "the schools have shares to leave out")
+
+	// A range after the schools' last change holds none of them.
+	got, err = db.SyncSchools(ctx, student, top, top+1000, []string{schools[7].ID})
+	require.NoError(t, err)
+	assert.Empty(t, got)
 }
