@@ -222,14 +222,26 @@ type WALSample struct {
 }
 
 // SampleWAL reads the counters now; OK is false when they could not be
-// read.
+// read. PostgreSQL 17 moved the checkpoint counters from pg_stat_bgwriter
+// to pg_stat_checkpointer.
 func SampleWAL(ctx context.Context, pool *pgxpool.Pool) WALSample {
 	var s WALSample
 	err := pool.QueryRow(ctx, `
-SELECT w.wal_records, w.wal_fpi, w.wal_bytes::bigint, w.wal_buffers_full,
-	b.checkpoints_timed, b.checkpoints_req, b.buffers_checkpoint
-FROM pg_stat_wal w, pg_stat_bgwriter b`).Scan(&s.Records, &s.FPI, &s.Bytes, &s.BuffersFull,
-		&s.Timed, &s.Requested, &s.CheckpointBuffers)
+SELECT w.wal_records, w.wal_fpi, w.wal_bytes::bigint, w.wal_buffers_full
+FROM pg_stat_wal w`).Scan(&s.Records, &s.FPI, &s.Bytes, &s.BuffersFull)
+	if err != nil {
+		return s
+	}
+	const (
+		upTo16 = `SELECT checkpoints_timed, checkpoints_req, buffers_checkpoint FROM pg_stat_bgwriter`
+		from17 = `SELECT num_timed, num_requested, buffers_written FROM pg_stat_checkpointer`
+	)
+	q := upTo16
+	var version int
+	if err := pool.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err == nil && version >= 170000 {
+		q = from17
+	}
+	err = pool.QueryRow(ctx, q).Scan(&s.Timed, &s.Requested, &s.CheckpointBuffers)
 	s.OK = err == nil
 	return s
 }

@@ -105,18 +105,25 @@ func TestSyncSchoolsAreTheStudentsInTheRange(t *testing.T) {
 	_, err = db.RecordSwipe(ctx, domain.Swipe{StudentID: student, SchoolID: schools[3].ID, Direction: "left",
 		Interaction: domain.InteractionSwipe})
 	require.NoError(t, err)
+	_, err = db.RecordFeedback(ctx, domain.Feedback{StudentID: student, SchoolID: schools[5].ID, Reason: "too_expensive"})
+	require.NoError(t, err)
+	// A school no longer served is still sent, marked inactive.
+	_, err = pool.Exec(ctx, `UPDATE schools SET active = false WHERE id = $1`, schools[7].ID)
+	require.NoError(t, err)
 	var top int64
 	require.NoError(t, pool.QueryRow(ctx, `SELECT max(change_seq) FROM schools`).Scan(&top))
 
 	got, err := db.SyncSchools(ctx, student, 0, top, []string{schools[7].ID, schools[3].ID})
 	require.NoError(t, err)
-	require.Len(t, got, 2, "the swiped school and the named one, once each")
-	ids := []string{got[0].ID, got[1].ID}
-	assert.ElementsMatch(t, []string{schools[3].ID, schools[7].ID}, ids)
+	require.Len(t, got, 3, "the swiped school, the one with feedback and the named one, once each")
+	var ids []string
 	for _, s := range got {
+		ids = append(ids, s.ID)
 		assert.NotEmpty(t, s.Name)
 		assert.Empty(t, s.ProgramShares, "not read")
+		assert.Equal(t, s.ID != schools[7].ID, s.Active)
 	}
+	assert.ElementsMatch(t, []string{schools[3].ID, schools[5].ID, schools[7].ID}, ids)
 	var withShares int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM schools WHERE id = ANY($1::uuid[]) AND program_shares IS NOT NULL`,
 		ids).Scan(&withShares))

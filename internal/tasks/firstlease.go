@@ -6,7 +6,10 @@ import (
 )
 
 // firstLease sizes the lease the relay gives a new delivery's first
-// attempt (RelayConfig.FirstLease) to how late first attempts start.
+// attempt (RelayConfig.FirstLease) to how late first attempts start:
+// how long after its lease began (by the database's clock, read against
+// the worker's; clocks apart by a few seconds move it by as much) each
+// one started.
 //
 // A first attempt that starts within its lease goes without a claim: the
 // relay wrote the delivery leased to it, with the event, so it sends and
@@ -38,10 +41,14 @@ func (l *firstLease) observe(now time.Time, late time.Duration) {
 	if l == nil {
 		return
 	}
+	late = min(max(late, 0), l.max)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.late = max(l.decayed(now), late)
-	l.at = now
+	// A lateness below the decayed maximum leaves it decaying from when
+	// it was seen: on-time attempts must not hold an old peak up.
+	if late >= l.decayed(now) {
+		l.late, l.at = late, now
+	}
 }
 
 // next is the lease for the deliveries written now.

@@ -34,8 +34,22 @@ func TestFirstLeaseFollowsLateFirstAttempts(t *testing.T) {
 	assert.Equal(t, 50*time.Second, next(t0.Add(60*time.Second)))
 	assert.Equal(t, 30*time.Second, next(t0.Add(time.Hour)), "back to the base")
 
+	// On-time attempts after a late one do not hold its peak up.
+	observe, next = tasks.FirstLease(30*time.Second, 10*time.Minute)
+	observe(t0, 40*time.Second)
+	observe(t0.Add(20*time.Second), 0)
+	observe(t0.Add(25*time.Second), time.Second)
+	assert.Equal(t, 70*time.Second, next(t0.Add(35*time.Second)), "halved 30 s after the late one")
+	observe(t0.Add(40*time.Second), 30*time.Second) // later and later: the new peak
+	assert.Equal(t, 90*time.Second, next(t0.Add(41*time.Second)))
+
 	observe(t0, time.Hour)
 	assert.Equal(t, 10*time.Minute, next(t0), "at most the ceiling")
+	observe, next = tasks.FirstLease(30*time.Second, 10*time.Minute)
+	observe(t0, -time.Hour) // clocks apart
+	assert.Equal(t, 30*time.Second, next(t0))
+	observe(t0, 1<<62) // a lateness no sum may overflow with
+	assert.Equal(t, 10*time.Minute, next(t0))
 
 	_, next = tasks.FirstLease(30*time.Second, time.Second)
 	assert.Equal(t, 30*time.Second, next(t0), "a ceiling below the base is the base")
