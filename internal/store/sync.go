@@ -68,56 +68,57 @@ func (s *Store) ChangeWatermark(ctx context.Context, maxWait time.Duration) (pos
 }
 
 // SyncChanges reads the student's swipes and feedback with change_seq in
-// (after, upTo], in change_seq order, at most limit of them together. When
-// there are more, more is true and upTo is lowered to the last one read.
+// (after, upTo], in change_seq order, at most limit of them together, in
+// one statement. When there are more, more is true and upTo is lowered to
+// the last one read.
 func (s *Store) SyncChanges(ctx context.Context, studentID string, after, upTo int64, limit int) (sw []domain.SyncSwipe, fb []domain.SyncFeedback, newUpTo int64, more bool, err error) {
-	const qs = `
-SELECT change_seq, client_id, school_id::text, direction, interaction_type, time_spent, occurred_at, created_at
-FROM swipes WHERE student_id = $1 AND change_seq > $2 AND change_seq <= $3
-ORDER BY change_seq LIMIT $4`
-	rows, err := s.pool.Query(ctx, qs, studentID, after, upTo, limit+1)
+	const q = `
+SELECT * FROM (
+	(SELECT change_seq, true AS swipe, client_id, school_id::text, direction, interaction_type, time_spent,
+		''::text AS reason, NULL::text AS comment, occurred_at, created_at
+	FROM swipes WHERE student_id = $1 AND change_seq > $2 AND change_seq <= $3
+	ORDER BY change_seq LIMIT $4)
+	UNION ALL
+	(SELECT change_seq, false, client_id, school_id::text, '', '', NULL, reason, comment, occurred_at, created_at
+	FROM feedback WHERE student_id = $1 AND change_seq > $2 AND change_seq <= $3
+	ORDER BY change_seq LIMIT $4)
+) c ORDER BY change_seq LIMIT $4`
+	rows, err := s.pool.Query(ctx, q, studentID, after, upTo, limit+1)
 	if err != nil {
-		return nil, nil, 0, false, mapErr(err, "swipes")
+		return nil, nil, 0, false, mapErr(err, "sync changes")
 	}
-	sw, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.SyncSwipe, error) {
-		var x domain.SyncSwipe
-		err := r.Scan(&x.Seq, &x.ClientID, &x.SchoolID, &x.Direction, &x.InteractionType, &x.TimeSpent, &x.OccurredAt, &x.RecordedAt)
-		return x, err
-	})
-	if err != nil {
-		return nil, nil, 0, false, mapErr(err, "swipes")
-	}
-	const qf = `
-SELECT change_seq, client_id, school_id::text, reason, comment, occurred_at, created_at
-FROM feedback WHERE student_id = $1 AND change_seq > $2 AND change_seq <= $3
-ORDER BY change_seq LIMIT $4`
-	rows, err = s.pool.Query(ctx, qf, studentID, after, upTo, limit+1)
-	if err != nil {
-		return nil, nil, 0, false, mapErr(err, "feedback")
-	}
-	fb, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.SyncFeedback, error) {
-		var x domain.SyncFeedback
-		err := r.Scan(&x.Seq, &x.ClientID, &x.SchoolID, &x.Reason, &x.Comment, &x.OccurredAt, &x.RecordedAt)
-		return x, err
-	})
-	if err != nil {
-		return nil, nil, 0, false, mapErr(err, "feedback")
-	}
-	if len(sw)+len(fb) <= limit {
-		return sw, fb, upTo, false, nil
-	}
-	// Keep the first limit by change_seq.
-	var i, j int
-	for i+j < limit {
-		if j >= len(fb) || (i < len(sw) && sw[i].Seq < fb[j].Seq) {
-			newUpTo = sw[i].Seq
-			i++
+	defer rows.Close()
+	newUpTo, n := upTo, 0
+	for rows.Next() {
+		if n++; n > limit {
+			more = true
+			break
+		}
+		var (
+			swipe bool
+			x     domain.SyncSwipe
+			f     domain.SyncFeedback
+		)
+		if err := rows.Scan(&x.Seq, &swipe, &x.ClientID, &x.SchoolID, &x.Direction, &x.InteractionType, &x.TimeSpent,
+			&f.Reason, &f.Comment, &x.OccurredAt, &x.RecordedAt); err != nil {
+			return nil, nil, 0, false, mapErr(err, "sync changes")
+		}
+		newUpTo = x.Seq
+		if swipe {
+			sw = append(sw, x)
 		} else {
-			newUpTo = fb[j].Seq
-			j++
+			f.Seq, f.ClientID, f.SchoolID, f.OccurredAt, f.RecordedAt = x.Seq, x.ClientID, x.SchoolID, x.OccurredAt, x.RecordedAt
+			fb = append(fb, f)
 		}
 	}
-	return sw[:i], fb[:j], newUpTo, true, nil
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, 0, false, mapErr(err, "sync changes")
+	}
+	if !more {
+		newUpTo = upTo
+	}
+	return sw, fb, newUpTo, more, nil
 }
 
 // SyncSchools loads the schools (active or not) with change_seq in
