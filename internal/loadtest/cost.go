@@ -260,8 +260,11 @@ func (s WALSample) Sub(before WALSample) WALSample {
 // Describe says what the log and the checkpoints did per unit (a swipe,
 // a request) over n of them.
 func (s WALSample) Describe(unit string, n int) string {
-	if !s.OK || n == 0 {
+	switch {
+	case !s.OK:
 		return "PostgreSQL's WAL counters could not be read."
+	case n == 0:
+		return "PostgreSQL's log: no " + unit + " to divide it by."
 	}
 	per := func(v int64) float64 { return float64(v) / float64(n) }
 	return fmt.Sprintf("PostgreSQL's log per %s: %.0f bytes in %.1f records, %.2f full-page images; "+

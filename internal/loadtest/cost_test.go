@@ -49,6 +49,7 @@ func TestSampleWALCountsWritesAndCheckpoints(t *testing.T) {
 	assert.Equal(t, 2*d.Requested, sum.Requested)
 	assert.False(t, d.Add(WALSample{}).OK, "a span that was not read taints the sum")
 	assert.Equal(t, "PostgreSQL's WAL counters could not be read.", WALSample{}.Describe("swipe", 10))
+	assert.Equal(t, "PostgreSQL's log: no swipe to divide it by.", WALSample{OK: true}.Describe("swipe", 0))
 }
 
 // PostgreSQL's CPU between two samples is taken backend by backend: a
