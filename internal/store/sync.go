@@ -88,9 +88,9 @@ SELECT * FROM (
 		return nil, nil, 0, false, mapErr(err, "sync changes")
 	}
 	defer rows.Close()
-	newUpTo, n := upTo, 0
-	for rows.Next() {
-		if n++; n > limit {
+	var last int64 // the change_seq of the last change kept
+	for n := 1; rows.Next(); n++ {
+		if n > limit {
 			more = true
 			break
 		}
@@ -103,7 +103,7 @@ SELECT * FROM (
 			&f.Reason, &f.Comment, &x.OccurredAt, &x.RecordedAt); err != nil {
 			return nil, nil, 0, false, mapErr(err, "sync changes")
 		}
-		newUpTo = x.Seq
+		last = x.Seq
 		if swipe {
 			sw = append(sw, x)
 		} else {
@@ -115,10 +115,10 @@ SELECT * FROM (
 	if err := rows.Err(); err != nil {
 		return nil, nil, 0, false, mapErr(err, "sync changes")
 	}
-	if !more {
-		newUpTo = upTo
+	if more {
+		return sw, fb, last, true, nil
 	}
-	return sw, fb, newUpTo, more, nil
+	return sw, fb, upTo, false, nil
 }
 
 // SyncSchools loads the schools (active or not) with change_seq in
