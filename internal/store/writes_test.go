@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -146,6 +147,32 @@ func TestRecordSwipeRefusesUnknownStudentsAndSchools(t *testing.T) {
 	_, err = f.db.RecordSwipe(ctx, f.swipe(f.schools[0], "right", ""))
 	assertStudentNotFound(t, err, f.student)
 	assert.Zero(t, count(t, f.db, `SELECT count(*) FROM swipes`))
+}
+
+// Swipes and feedback name schools without a foreign key (each write checks
+// the school in its own statement, above), which holds because no school
+// row is ever deleted: the database refuses it, however it is asked.
+func TestSchoolsAreNeverDeleted(t *testing.T) {
+	ctx := context.Background()
+	f := newWriteFixture(t)
+	_, err := f.db.RecordSwipe(ctx, f.swipe(f.schools[0], "right", ""))
+	require.NoError(t, err)
+	for _, q := range []string{
+		`DELETE FROM schools WHERE id = '` + f.schools[0] + `'`,
+		`DELETE FROM schools WHERE id = '` + f.schools[1] + `'`, // named by nothing
+		`TRUNCATE schools`,
+	} {
+		_, err := f.db.Pool().Exec(ctx, q)
+		var pgErr *pgconn.PgError
+		if assert.ErrorAs(t, err, &pgErr, q) {
+			assert.Equal(t, "23001", pgErr.Code, q) // restrict_violation
+			assert.Contains(t, pgErr.Message, "active = false")
+		}
+	}
+	assert.Equal(t, 3, count(t, f.db, `SELECT count(*) FROM schools`))
+	_, err = f.db.RecordFeedback(ctx, domain.Feedback{StudentID: f.student, SchoolID: uuid.NewString(), Reason: "too_far"})
+	assert.Equal(t, domain.CodeInvalidSchoolID, domain.CodeOf(err), "feedback on an unknown school")
+	assert.Zero(t, count(t, f.db, `SELECT count(*) FROM feedback`))
 }
 
 // A batch stores its new changes in order, once per client id, counts its

