@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -282,4 +283,92 @@ func (s WALSample) Add(o WALSample) WALSample {
 		CheckpointBuffers: s.CheckpointBuffers + o.CheckpointBuffers,
 		OK:                s.OK && o.OK,
 	}
+}
+
+// RedisCommands is what Redis ran so far, by command (INFO commandstats:
+// the whole server, which during a measurement is the service).
+type RedisCommands map[string]RedisCommand
+
+// RedisCommand is one command's calls and the microseconds Redis spent in
+// them. A script's time (evalsha) includes the commands it called, which
+// are also counted under their own names.
+type RedisCommand struct {
+	Calls int64
+	Usec  int64
+}
+
+// SampleRedisCommands reads the counters now; nil when they could not be
+// read.
+func SampleRedisCommands(ctx context.Context, rdb redis.UniversalClient) RedisCommands {
+	if rdb == nil {
+		return nil
+	}
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil
+	}
+	out := RedisCommands{}
+	for _, line := range strings.Split(info, "\n") {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		var c RedisCommand
+		for _, kv := range strings.Split(stats, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "calls":
+				c.Calls, _ = strconv.ParseInt(v, 10, 64)
+			case "usec":
+				c.Usec, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		out[strings.TrimPrefix(name, "cmdstat_")] = c
+	}
+	return out
+}
+
+// Sub is what ran between two samples (nil unless both were read).
+func (s RedisCommands) Sub(before RedisCommands) RedisCommands {
+	if s == nil || before == nil {
+		return nil
+	}
+	out := RedisCommands{}
+	for name, c := range s {
+		d := RedisCommand{Calls: c.Calls - before[name].Calls, Usec: c.Usec - before[name].Usec}
+		if d.Calls > 0 {
+			out[name] = d
+		}
+	}
+	return out
+}
+
+// Table lists the commands per unit (a swipe) over n units, the costliest
+// first, leaving out what ran less than once per 200 units.
+func (s RedisCommands) Table(unit string, n int) string {
+	if s == nil || n == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(s))
+	for name := range s {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, b := s[names[i]], s[names[j]]
+		if a.Usec != b.Usec {
+			return a.Usec > b.Usec
+		}
+		return names[i] < names[j]
+	})
+	var b strings.Builder
+	fmt.Fprintf(&b, "| Redis command | calls per %s | µs per %s | µs per call |\n|---|---:|---:|---:|\n", unit, unit)
+	for _, name := range names {
+		c := s[name]
+		per := float64(c.Calls) / float64(n)
+		if per < 0.005 {
+			continue
+		}
+		fmt.Fprintf(&b, "| `%s` | %.3f | %.2f | %.2f |\n", name, per, float64(c.Usec)/float64(n), float64(c.Usec)/float64(c.Calls))
+	}
+	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -62,4 +63,32 @@ func TestCPUSubTakesBackendsOneByOne(t *testing.T) {
 
 	// Backends that could not be listed: the totals.
 	assert.InDelta(t, -4.3, CPUSample{Postgres: 1.7}.Sub(before).Postgres, 1e-9)
+}
+
+// What Redis ran between two samples is counted by command, and the table
+// per swipe lists the costliest first. The counters are the server's, so
+// other tests' commands can only add; the test itself touches no key.
+func TestRedisCommandsCountWhatRan(t *testing.T) {
+	ctx := context.Background()
+	opt, err := redis.ParseURL(testutil.RedisURL())
+	require.NoError(t, err)
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	before := SampleRedisCommands(ctx, rdb)
+	require.NotNil(t, before)
+	for range 20 {
+		require.NoError(t, rdb.Echo(ctx, "x").Err())
+	}
+	d := SampleRedisCommands(ctx, rdb).Sub(before)
+	require.NotNil(t, d)
+	assert.GreaterOrEqual(t, d["echo"].Calls, int64(20))
+	assert.GreaterOrEqual(t, d["info"].Calls, int64(1), "the first sample's own INFO")
+
+	cmds := RedisCommands{"evalsha": {Calls: 10, Usec: 150}, "hget": {Calls: 30, Usec: 30}, "ping": {Calls: 1, Usec: 1}}
+	table := cmds.Table("swipe", 10)
+	assert.Equal(t, "| Redis command | calls per swipe | µs per swipe | µs per call |\n|---|---:|---:|---:|\n"+
+		"| `evalsha` | 1.000 | 15.00 | 15.00 |\n| `hget` | 3.000 | 3.00 | 1.00 |\n| `ping` | 0.100 | 0.10 | 1.00 |\n", table)
+	assert.Empty(t, cmds.Table("swipe", 0))
+	assert.Nil(t, RedisCommands(nil).Sub(cmds), "a sample that failed taints the difference")
+	assert.Nil(t, SampleRedisCommands(ctx, nil))
 }

@@ -322,6 +322,7 @@ func (r *runner) swipe(ctx context.Context) error {
 	if err := ResetStatements(ctx, r.pool); err != nil {
 		return err
 	}
+	redisBefore := SampleRedisCommands(ctx, r.cpu.Redis)
 	if r.c.Receiver != nil {
 		r.c.Receiver.Reset()
 	}
@@ -366,6 +367,7 @@ func (r *runner) swipe(ctx context.Context) error {
 		return err
 	}
 	r.printStatements(stmts, swipes)
+	r.printRedisCommands(SampleRedisCommands(ctx, r.cpu.Redis).Sub(redisBefore), swipes)
 	r.printFootprint(ctx)
 	return nil
 }
@@ -430,6 +432,16 @@ func (r *runner) printStatements(stmts []Statement, swipes int) {
 		r.printf("| `%s` | %.3f | %.4f | %.4f |\n", shortQuery(s.Query), per, s.TotalMs/float64(swipes), s.TotalMs/float64(max(s.Calls, 1)))
 	}
 	r.printf("| **total** | **%.2f** | **%.3f** | |\n\n", float64(calls)/float64(swipes), totalMs/float64(swipes))
+}
+
+// printRedisCommands prints what Redis ran per swipe over the same span as
+// the statements: the API's, the worker's and the task queue's commands,
+// and the feed polls of a sustained run.
+func (r *runner) printRedisCommands(cmds RedisCommands, swipes int) {
+	if t := cmds.Table("swipe", swipes); t != "" {
+		r.printf("Redis per swipe, everything the service ran over the same span (INFO commandstats; "+
+			"a script's time includes the commands it called, also listed under their names):\n\n%s\n", t)
+	}
 }
 
 // shortQuery puts a statement on one line, cut to a readable length.
@@ -625,6 +637,7 @@ func (r *runner) sustained(ctx context.Context) error {
 	if err := ResetStatements(ctx, r.pool); err != nil {
 		return err
 	}
+	redisBefore := SampleRedisCommands(ctx, r.cpu.Redis)
 	lagBefore := r.histogram(ctx, "matching_feed_lag_seconds")
 	pollCtx, stopPolls := context.WithCancel(ctx)
 	var pollWG sync.WaitGroup
@@ -684,6 +697,7 @@ func (r *runner) sustained(ctx context.Context) error {
 		return err
 	}
 	r.printStatements(stmts, res.OK())
+	r.printRedisCommands(SampleRedisCommands(ctx, r.cpu.Redis).Sub(redisBefore), res.OK())
 	return nil
 }
 
