@@ -13,5 +13,9 @@ const (
 	WebhookBacklogSQL        = webhookBacklog
 )
 
+// WatermarkStartSQL is the sync watermark's first statement, whose plan a
+// test checks for the order of its reads.
+const WatermarkStartSQL = watermarkStart
+
 // StoredModelSQL reads a learned state's model in either form.
 const StoredModelSQL = storedModel

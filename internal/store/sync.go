@@ -23,27 +23,37 @@ import (
 // advisory lock every writer of change_seq takes before it takes a value
 // (migration 00002), by virtual transaction id, which no later transaction
 // reuses.
-const changeWriters = `
-SELECT coalesce(array_agg(virtualtransaction), '{}') FROM pg_locks
-WHERE locktype = 'advisory' AND granted AND classid = 1128810323 AND objid = 1 AND objsubid = 2
+const changeWriters = `SELECT coalesce(array_agg(virtualtransaction), '{}') FROM pg_locks WHERE ` + writerLocks
+
+// writerLocks picks the writers' locks out of pg_locks.
+const writerLocks = `locktype = 'advisory' AND granted AND classid = 1128810323 AND objid = 1 AND objsubid = 2
 	AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+
+// watermarkStart reads the sequence's last value and then lists the
+// writers in progress, in one statement. The order is what makes the
+// position safe (see ChangeWatermark), and the lateral join fixes it: the
+// writers' list refers to the position read, so it is made after it.
+const watermarkStart = `
+SELECT s.pos, w.writers
+FROM (SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS pos FROM change_seq) s,
+LATERAL (
+	SELECT coalesce(array_agg(virtualtransaction), '{}') AS writers FROM pg_locks
+	WHERE s.pos IS NOT NULL AND ` + writerLocks + `
+) w`
 
 // ChangeWatermark returns a position of change_seq below which nothing can
 // still commit: every transaction that took a value at or below it has
 // ended. It reads the sequence's last value, then lists the writers in
 // progress (each took the writers' lock before its first value, so any
-// writer holding a value up to it is listed or has ended) and waits,
-// polling, until they have all ended. Writers that begin later take larger
-// values and are not waited for, so the wait is normally a few
-// milliseconds. It waits at most maxWait; then safe is false and the
+// writer holding a value up to it is listed or has ended), both in one
+// statement (watermarkStart), and waits, polling, until they have all
+// ended. Writers that begin later take larger values and are not waited
+// for, so the wait is normally a few milliseconds and most calls make one
+// round trip. It waits at most maxWait; then safe is false and the
 // position must not be handed out.
 func (s *Store) ChangeWatermark(ctx context.Context, maxWait time.Duration) (pos int64, safe bool, err error) {
-	const last = `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM change_seq`
-	if err := s.pool.QueryRow(ctx, last).Scan(&pos); err != nil {
-		return 0, false, mapErr(err, "change sequence")
-	}
 	var writers []string
-	if err := s.pool.QueryRow(ctx, changeWriters).Scan(&writers); err != nil {
+	if err := s.pool.QueryRow(ctx, watermarkStart).Scan(&pos, &writers); err != nil {
 		return 0, false, mapErr(err, "change sequence")
 	}
 	deadline := time.Now().Add(maxWait)

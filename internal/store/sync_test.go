@@ -2,9 +2,11 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -59,6 +61,32 @@ func TestChangeWatermarkWaitsForValuesInFlight(t *testing.T) {
 	var city string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT city FROM schools WHERE change_seq = $1`, early).Scan(&city))
 	assert.Equal(t, "Early", city, "committed by the time the watermark passed it")
+}
+
+// The watermark's first statement reads the sequence before it lists the
+// writers in progress (listed first, a writer that took its value after the
+// read would be missed): the list is the inner side of a nested loop over
+// the sequence's row, so it is made once that row is read.
+func TestWatermarkReadsThePositionBeforeTheWriters(t *testing.T) {
+	ctx := context.Background()
+	pool := testutil.NewDB(t)
+	rows, err := pool.Query(ctx, "EXPLAIN (COSTS OFF) "+store.WatermarkStartSQL)
+	require.NoError(t, err)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	plan := strings.Join(lines, "\n")
+	require.Contains(t, lines[0], "Nested Loop", plan)
+	seq := strings.Index(plan, "Seq Scan on change_seq")
+	locks := strings.Index(plan, "Function Scan on pg_lock_status")
+	require.True(t, seq > 0 && locks > 0, plan)
+	assert.Less(t, seq, locks, "the sequence is the outer side:\n%s", plan)
+
+	// And it answers as the two statements did.
+	var pos int64
+	var writers []string
+	require.NoError(t, pool.QueryRow(ctx, store.WatermarkStartSQL).Scan(&pos, &writers))
+	assert.Empty(t, writers)
+	assert.GreaterOrEqual(t, pos, int64(0))
 }
 
 // Every write of a synced table takes its change_seq from the trigger, so
