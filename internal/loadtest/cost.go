@@ -286,7 +286,8 @@ func (s WALSample) Add(o WALSample) WALSample {
 }
 
 // RedisCommands is what Redis ran so far, by command (INFO commandstats:
-// the whole server, which during a measurement is the service).
+// the whole server, which during a measurement is the service when the
+// load test runs its own Redis, as scripts/loadtest.sh does by default).
 type RedisCommands map[string]RedisCommand
 
 // RedisCommand is one command's calls and the microseconds Redis spent in

@@ -436,11 +436,13 @@ func (r *runner) printStatements(stmts []Statement, swipes int) {
 
 // printRedisCommands prints what Redis ran per swipe over the same span as
 // the statements: the API's, the worker's and the task queue's commands,
-// and the feed polls of a sustained run.
+// and the feed polls of a sustained run. The counters are the server's:
+// on a Redis other clients use too (LOADTEST_REDIS_URL), theirs count.
 func (r *runner) printRedisCommands(cmds RedisCommands, swipes int) {
 	if t := cmds.Table("swipe", swipes); t != "" {
 		r.printf("Redis per swipe, everything the service ran over the same span (INFO commandstats; "+
-			"a script's time includes the commands it called, also listed under their names):\n\n%s\n", t)
+			"a script's time includes the commands it called, also listed under their names; the whole server's "+
+			"counters, so on a Redis shared with other clients theirs are counted too):\n\n%s\n", t)
 	}
 }
 

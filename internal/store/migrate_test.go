@@ -2,8 +2,10 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -12,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/collegematch/matching/internal/catalog"
+	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
 	"github.com/collegematch/matching/migrations"
@@ -52,28 +56,8 @@ func TestMigrateCreatesDatabaseAndIsRepeatable(t *testing.T) {
 // student's rows stay.
 func TestMigrationMakesPastErasuresFinal(t *testing.T) {
 	ctx := context.Background()
-	url := testutil.NewDBURL(t)
-	cfg, err := pgx.ParseConfig(url)
-	require.NoError(t, err)
-	name := cfg.Database + "_m6"
-	dbURL := strings.Replace(url, "/"+cfg.Database+"?", "/"+name+"?", 1)
-	admin, err := pgx.Connect(ctx, testutil.AdminURL())
-	require.NoError(t, err)
-	defer admin.Close(ctx)
-	_, err = admin.Exec(ctx, "CREATE DATABASE "+name)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), testutil.AdminURL())
-		if err == nil {
-			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			_ = c.Close(context.Background())
-		}
-	})
-	db := stdlib.OpenDB(*mustConfig(t, dbURL))
-	defer db.Close()
-	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithLogger(goose.NopLogger()))
-	require.NoError(t, err)
-	_, err = provider.UpTo(ctx, 5)
+	_, db, provider := emptyDatabase(t, "_m6")
+	_, err := provider.UpTo(ctx, 5)
 	require.NoError(t, err)
 
 	erased, live, school := uuid.NewString(), uuid.NewString(), uuid.NewString()
@@ -142,6 +126,99 @@ FROM learning_state WHERE student_id = $1`, live).Scan(&model))
 	// And back down again.
 	_, err = provider.DownTo(ctx, 5)
 	require.NoError(t, err)
+}
+
+// emptyDatabase creates a database with no migration applied, beside the
+// test's own (named after it with suffix, dropped at the end), and returns
+// its URL, a connection pool for goose and a goose provider over it.
+func emptyDatabase(t *testing.T, suffix string) (string, *sql.DB, *goose.Provider) {
+	t.Helper()
+	ctx := context.Background()
+	url := testutil.NewDBURL(t)
+	cfg, err := pgx.ParseConfig(url)
+	require.NoError(t, err)
+	name := cfg.Database + suffix
+	dbURL := strings.Replace(url, "/"+cfg.Database+"?", "/"+name+"?", 1)
+	admin, err := pgx.Connect(ctx, testutil.AdminURL())
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	_, err = admin.Exec(ctx, "CREATE DATABASE "+name)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), testutil.AdminURL())
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			_ = c.Close(context.Background())
+		}
+	})
+	db := stdlib.OpenDB(*mustConfig(t, dbURL))
+	t.Cleanup(func() { _ = db.Close() })
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithLogger(goose.NopLogger()))
+	require.NoError(t, err)
+	return dbURL, db, provider
+}
+
+// Migration 00011 drops the foreign keys to schools while swipes are
+// being written: a swipe that arrives while the migration waits for a lock
+// (here behind a transaction that wrote a swipe and has not committed)
+// waits too, and both then go through; neither dies in a deadlock.
+func TestMigrationDropsSchoolKeysUnderSwipes(t *testing.T) {
+	ctx := context.Background()
+	dbURL, _, provider := emptyDatabase(t, "_m11")
+	_, err := provider.UpTo(ctx, 10)
+	require.NoError(t, err)
+	pool, err := store.Open(ctx, dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	db := store.New(pool)
+	gen := catalog.Generate(2, 1)
+	_, err = db.UpsertSchools(ctx, gen)
+	require.NoError(t, err)
+	student := newStudent(t, db)
+
+	open, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = open.Rollback(ctx) }()
+	_, err = open.Exec(ctx, `INSERT INTO swipes (student_id, school_id, direction, counted) VALUES ($1, $2, 'left', false)`,
+		student, gen[0].ID)
+	require.NoError(t, err)
+
+	waiting := func(n int) func() bool {
+		return func() bool {
+			var w int
+			err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted
+				AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&w)
+			return err == nil && w >= n
+		}
+	}
+	migrated := make(chan error, 1)
+	go func() {
+		_, err := provider.UpTo(ctx, 11)
+		migrated <- err
+	}()
+	require.Eventually(t, waiting(1), 5*time.Second, 10*time.Millisecond, "the migration waits for the open transaction")
+	swiped := make(chan error, 1)
+	go func() {
+		_, err := db.RecordSwipe(ctx, domain.Swipe{StudentID: student, SchoolID: gen[1].ID, Direction: "right",
+			Interaction: domain.InteractionSwipe})
+		swiped <- err
+	}()
+	require.Eventually(t, waiting(2), 5*time.Second, 10*time.Millisecond, "the swipe waits behind the migration")
+	// Longer than deadlock_timeout (1 s): a deadlock would be found by now
+	// if the two waited on each other already.
+	time.Sleep(1200 * time.Millisecond)
+	require.NoError(t, open.Commit(ctx))
+	for name, ch := range map[string]chan error{"migration": migrated, "swipe": swiped} {
+		select {
+		case err := <-ch:
+			assert.NoError(t, err, name)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the %s did not finish", name)
+		}
+	}
+	var keys int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_constraint WHERE confrelid = 'schools'::regclass`).Scan(&keys))
+	assert.Zero(t, keys)
 }
 
 func mustConfig(t *testing.T, url string) *pgx.ConnConfig {
