@@ -1,9 +1,15 @@
 package query
 
 import (
+	"bytes"
 	"math"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/collegematch/matching/internal/active"
+	"github.com/collegematch/matching/internal/match"
 )
 
 // The feed's stored items are encoded by hand rather than by encoding/json's
@@ -94,6 +100,13 @@ func (w *jsonAppender) scoreRange(r *ScoreRange) {
 // appendRecommendation appends r as json.Marshal writes it; ok is false
 // when json.Marshal would refuse it (a float that is not finite).
 func appendRecommendation(b []byte, r *Recommendation) (_ []byte, ok bool) {
+	return appendRecommendationWith(b, r, nil)
+}
+
+// appendRecommendationWith is appendRecommendation with the school's record
+// encoded already, but for its net price (school, from schoolRecords; of
+// r.School only NetPrice is read then). A nil school encodes r.School.
+func appendRecommendationWith(b []byte, r *Recommendation, school *schoolRecord) (_ []byte, ok bool) {
 	w := jsonAppender{b: b}
 	w.raw(`{"school_id":`)
 	w.str(r.SchoolID)
@@ -117,7 +130,13 @@ func appendRecommendation(b []byte, r *Recommendation) (_ []byte, ok bool) {
 	w.raw(`,"outcomes":`)
 	w.float(c.Outcomes)
 	w.raw(`},"school":`)
-	w.schoolView(&r.School)
+	if school != nil {
+		w.b = append(w.b, school.head...)
+		w.netPrice(r.School.NetPrice)
+		w.b = append(w.b, school.tail...)
+	} else {
+		w.schoolView(&r.School)
+	}
 	w.raw(`,"explanations":`)
 	if sameStrings(r.Explanations, r.MatchReasons) {
 		// The same lines (recommendation shows the reasons twice): their
@@ -163,16 +182,8 @@ func (w *jsonAppender) schoolView(s *SchoolView) {
 	w.raw(`,"act_range":`)
 	w.scoreRange(s.ACTRange)
 	w.raw(`,"net_price":`)
-	if n := s.NetPrice; n == nil {
-		w.null()
-	} else {
-		w.raw(`{"amount":`)
-		w.int(int64(n.Amount))
-		w.raw(`,"source":`)
-		w.str(n.Source)
-		w.b = append(w.b, '}')
-	}
-	w.raw(`,"graduation_rate":`)
+	w.netPrice(s.NetPrice)
+	w.raw(netPriceEnd)
 	w.floatPtr(s.GraduationRate)
 	w.raw(`,"retention_rate":`)
 	w.floatPtr(s.RetentionRate)
@@ -184,6 +195,80 @@ func (w *jsonAppender) schoolView(s *SchoolView) {
 	w.strPtr(s.URL)
 	w.b = append(w.b, '}')
 }
+
+// netPriceEnd is what follows a school record's net price: the next
+// field's name (schoolRecords splits the record there).
+const netPriceEnd = `,"graduation_rate":`
+
+func (w *jsonAppender) netPrice(n *NetPriceView) {
+	if n == nil {
+		w.null()
+		return
+	}
+	w.raw(`{"amount":`)
+	w.int(int64(n.Amount))
+	w.raw(`,"source":`)
+	w.str(n.Source)
+	w.b = append(w.b, '}')
+}
+
+// schoolRecord is a school's record (SchoolView) encoded but for its net
+// price, which depends on the student: head ends with the net price's
+// field name, tail starts after its value.
+type schoolRecord struct {
+	head, tail []byte
+}
+
+// schoolRecordSet is every school's record of one catalogue; a school whose
+// record json.Marshal refuses (a float that is not finite) has none.
+type schoolRecordSet struct {
+	cat     *active.Catalog
+	records []*schoolRecord
+}
+
+var (
+	lastSchoolRecords atomic.Pointer[schoolRecordSet]
+	schoolRecordsMu   sync.Mutex
+)
+
+// schoolRecords gives the encoded records of cat's schools, made once per
+// catalogue (the last one's kept): a described item then copies its
+// school's record instead of encoding it for every student again.
+func schoolRecords(cat *active.Catalog) *schoolRecordSet {
+	if set := lastSchoolRecords.Load(); set != nil && set.cat == cat {
+		return set
+	}
+	schoolRecordsMu.Lock()
+	defer schoolRecordsMu.Unlock()
+	if set := lastSchoolRecords.Load(); set != nil && set.cat == cat {
+		return set
+	}
+	set := &schoolRecordSet{cat: cat, records: make([]*schoolRecord, cat.Len())}
+	var buf []byte
+	for idx := range set.records {
+		v := schoolViewPriced(cat, idx, match.NetPrice{})
+		w := jsonAppender{b: buf[:0]}
+		w.schoolView(&v)
+		buf = w.b
+		if w.bad {
+			continue
+		}
+		i := bytes.Index(w.b, []byte(`"net_price":null`+netPriceEnd))
+		if i < 0 {
+			continue
+		}
+		cut := i + len(`"net_price":`)
+		rec := make([]byte, len(w.b)-len("null"))
+		n := copy(rec, w.b[:cut])
+		copy(rec[n:], w.b[cut+len("null"):])
+		set.records[idx] = &schoolRecord{head: rec[:n:n], tail: rec[n:]}
+	}
+	lastSchoolRecords.Store(set)
+	return set
+}
+
+// of is school idx's record, nil when it has none.
+func (s *schoolRecordSet) of(idx int) *schoolRecord { return s.records[idx] }
 
 // sameStrings reports whether a and b are the same slice (the same array,
 // length and nil-ness), so that they encode the same.

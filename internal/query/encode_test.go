@@ -9,6 +9,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/active"
+	"github.com/collegematch/matching/internal/catalog"
+	"github.com/collegematch/matching/internal/match"
 )
 
 // genStrings are strings that need every kind of escape encoding/json
@@ -209,4 +213,45 @@ func FuzzAppendJSON(f *testing.F) {
 			t.Fatalf("got %s\nwant %s", got, want)
 		}
 	})
+}
+
+// A described item copies its school's record, encoded once per catalogue
+// but for the net price: byte for byte what encoding the record would
+// write, for every school (escapes in names, missing values) and every
+// kind of price. A school whose record cannot be encoded (a float that is
+// not finite) has none and is encoded, and refused, as before.
+func TestSchoolRecordsAreTheRecordsEncoded(t *testing.T) {
+	schools := catalog.Generate(400, 9)
+	nan := math.NaN()
+	schools[3].Name = "Saint <Mary's> & \"All\" \u2028 College \xff"
+	schools[4].RetentionRate = &nan
+	schools[5].URL, schools[5].City = "", ""
+	schools[6].GradRate, schools[6].Size, schools[6].SAT25 = nil, nil, nil
+	cat := active.NewCatalog(schools, 1)
+	set := schoolRecords(cat)
+	require.Same(t, set, schoolRecords(cat), "made once per catalogue")
+	r := rand.New(rand.NewPCG(7, 8))
+	prices := []match.NetPrice{{}, {Amount: 18250, Source: "net price for families earning $48k-75k (College Scorecard)"},
+		{Amount: 0, Source: "cost of attendance <estimate> & \"more\""}}
+	for idx := range cat.Len() {
+		record := set.of(idx)
+		if cat.Schools[idx].ID == schools[4].ID {
+			assert.Nil(t, record, "a record json.Marshal refuses")
+			continue
+		}
+		require.NotNil(t, record, cat.Schools[idx].Name)
+		for _, price := range prices {
+			rec := genRecommendation(r)
+			rec.School = schoolViewPriced(cat, idx, price)
+			want, ok := appendRecommendation([]byte("x"), &rec)
+			require.True(t, ok)
+			bare := rec
+			bare.School = SchoolView{NetPrice: rec.School.NetPrice}
+			got, ok := appendRecommendationWith([]byte("x"), &bare, record)
+			require.True(t, ok)
+			require.Equal(t, string(want), string(got), "school %d, price %+v", idx, price)
+		}
+	}
+	other := active.NewCatalog(schools[:10], 2)
+	assert.Len(t, schoolRecords(other).records, 10, "a new catalogue gets its own")
 }

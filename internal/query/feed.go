@@ -277,10 +277,17 @@ func describe(cat *active.Catalog, p match.Profile, w match.Weights, slots []Slo
 	defer encodeBuffers.Put(scratch)
 	var chunk []byte
 	d := match.NewDescriber(p, w, cat.Catalog)
+	records := schoolRecords(cat)
 	for i, it := range items {
 		idx := int(slots[i].Index)
-		r := described(cat, &d, idx, it)
-		enc, ok := appendRecommendation((*scratch)[:0], &r)
+		r, price := describedBare(cat, &d, idx, it)
+		record := records.of(idx)
+		if record != nil {
+			r.School.NetPrice = netPriceView(price)
+		} else {
+			r.School = schoolViewPriced(cat, idx, price)
+		}
+		enc, ok := appendRecommendationWith((*scratch)[:0], &r, record)
 		if ok {
 			*scratch = enc
 		} else {

@@ -239,6 +239,14 @@ func recommendation(cat *active.Catalog, p match.Profile, w match.Weights, idx i
 
 // described is recommendation with the student's describer made already.
 func described(cat *active.Catalog, describer *match.Describer, idx int, it cache.FeedItem) Recommendation {
+	r, price := describedBare(cat, describer, idx, it)
+	r.School = schoolViewPriced(cat, idx, price)
+	return r
+}
+
+// describedBare is described without the school's record, and the net
+// price the record shows.
+func describedBare(cat *active.Catalog, describer *match.Describer, idx int, it cache.FeedItem) (Recommendation, match.NetPrice) {
 	s := &cat.Schools[idx]
 	d := describer.Describe(idx)
 	return Recommendation{
@@ -250,13 +258,12 @@ func described(cat *active.Catalog, describer *match.Describer, idx int, it cach
 		Components: ComponentScores{
 			Academic: it.Academic, Financial: it.Financial, Campus: it.Campus, Outcomes: it.Outcomes,
 		},
-		School:        schoolViewPriced(cat, idx, d.NetPrice),
 		Explanations:  d.Reasons,
 		IsProbe:       it.Probe,
 		MatchedMajors: majorNames(d.MatchedMajors),
 		Distance:      distancePtr(it.Distance),
 		AdmissionBand: d.AdmissionBand,
-	}
+	}, d.NetPrice
 }
 
 // roundWeights rounds preference weights to 4 decimals for display.
