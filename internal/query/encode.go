@@ -219,11 +219,12 @@ type schoolRecord struct {
 	head, tail []byte
 }
 
-// schoolRecordSet is every school's record of one catalogue; a school whose
-// record json.Marshal refuses (a float that is not finite) has none.
+// schoolRecordSet is every school's record of one catalogue, in one
+// buffer; a school whose record json.Marshal refuses (a float that is not
+// finite) has none.
 type schoolRecordSet struct {
 	cat     *active.Catalog
-	records []*schoolRecord
+	records []schoolRecord
 }
 
 var (
@@ -232,43 +233,71 @@ var (
 )
 
 // schoolRecords gives the encoded records of cat's schools, made once per
-// catalogue (the last one's kept): a described item then copies its
-// school's record instead of encoding it for every student again.
+// catalogue (the newest one's kept): a described item then copies its
+// school's record instead of encoding it for every student again. It is
+// nil, and items are encoded whole, while another caller makes them and
+// for a catalogue older than the one they were made for (one still in use
+// for a moment after a reload), so no caller waits and an old catalogue
+// never replaces the new one's.
 func schoolRecords(cat *active.Catalog) *schoolRecordSet {
-	if set := lastSchoolRecords.Load(); set != nil && set.cat == cat {
+	usable := func(set *schoolRecordSet) (*schoolRecordSet, bool) {
+		switch {
+		case set == nil:
+			return nil, false
+		case set.cat == cat:
+			return set, true
+		case set.cat.Version > cat.Version:
+			return nil, true
+		}
+		return nil, false
+	}
+	if set, done := usable(lastSchoolRecords.Load()); done {
 		return set
 	}
-	schoolRecordsMu.Lock()
+	if !schoolRecordsMu.TryLock() {
+		return nil
+	}
 	defer schoolRecordsMu.Unlock()
-	if set := lastSchoolRecords.Load(); set != nil && set.cat == cat {
+	if set, done := usable(lastSchoolRecords.Load()); done {
 		return set
 	}
-	set := &schoolRecordSet{cat: cat, records: make([]*schoolRecord, cat.Len())}
-	var buf []byte
-	for idx := range set.records {
+	set := &schoolRecordSet{cat: cat, records: make([]schoolRecord, cat.Len())}
+	type cut struct{ start, mid, end int }
+	cuts := make([]cut, cat.Len())
+	var all, scratch []byte
+	for idx := range cuts {
 		v := schoolViewPriced(cat, idx, match.NetPrice{})
-		w := jsonAppender{b: buf[:0]}
+		w := jsonAppender{b: scratch[:0]}
 		w.schoolView(&v)
-		buf = w.b
-		if w.bad {
-			continue
-		}
+		scratch = w.b
 		i := bytes.Index(w.b, []byte(`"net_price":null`+netPriceEnd))
-		if i < 0 {
+		if w.bad || i < 0 {
 			continue
 		}
-		cut := i + len(`"net_price":`)
-		rec := make([]byte, len(w.b)-len("null"))
-		n := copy(rec, w.b[:cut])
-		copy(rec[n:], w.b[cut+len("null"):])
-		set.records[idx] = &schoolRecord{head: rec[:n:n], tail: rec[n:]}
+		mid := i + len(`"net_price":`)
+		c := cut{start: len(all)}
+		all = append(all, w.b[:mid]...)
+		c.mid = len(all)
+		all = append(all, w.b[mid+len("null"):]...)
+		c.end = len(all)
+		cuts[idx] = c
+	}
+	for idx, c := range cuts {
+		if c.end > c.start {
+			set.records[idx] = schoolRecord{head: all[c.start:c.mid:c.mid], tail: all[c.mid:c.end:c.end]}
+		}
 	}
 	lastSchoolRecords.Store(set)
 	return set
 }
 
-// of is school idx's record, nil when it has none.
-func (s *schoolRecordSet) of(idx int) *schoolRecord { return s.records[idx] }
+// of is school idx's record, nil when it has none (or s is nil).
+func (s *schoolRecordSet) of(idx int) *schoolRecord {
+	if s == nil || s.records[idx].head == nil {
+		return nil
+	}
+	return &s.records[idx]
+}
 
 // sameStrings reports whether a and b are the same slice (the same array,
 // length and nil-ness), so that they encode the same.

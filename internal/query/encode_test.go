@@ -227,6 +227,9 @@ func TestSchoolRecordsAreTheRecordsEncoded(t *testing.T) {
 	schools[4].RetentionRate = &nan
 	schools[5].URL, schools[5].City = "", ""
 	schools[6].GradRate, schools[6].Size, schools[6].SAT25 = nil, nil, nil
+	// The records kept are the process's: start from none, leave none.
+	lastSchoolRecords.Store(nil)
+	t.Cleanup(func() { lastSchoolRecords.Store(nil) })
 	cat := active.NewCatalog(schools, 1)
 	set := schoolRecords(cat)
 	require.Same(t, set, schoolRecords(cat), "made once per catalogue")
@@ -237,6 +240,10 @@ func TestSchoolRecordsAreTheRecordsEncoded(t *testing.T) {
 		record := set.of(idx)
 		if cat.Schools[idx].ID == schools[4].ID {
 			assert.Nil(t, record, "a record json.Marshal refuses")
+			rec := genRecommendation(r)
+			rec.School = schoolViewPriced(cat, idx, prices[1])
+			_, ok := appendRecommendation(nil, &rec)
+			assert.False(t, ok, "and its item is refused, encoded whole")
 			continue
 		}
 		require.NotNil(t, record, cat.Schools[idx].Name)
@@ -252,6 +259,12 @@ func TestSchoolRecordsAreTheRecordsEncoded(t *testing.T) {
 			require.Equal(t, string(want), string(got), "school %d, price %+v", idx, price)
 		}
 	}
+	// A reloaded catalogue gets its own; the one before, still in use for
+	// a moment, then has none (its items are encoded whole) rather than
+	// taking the place of the new one's.
 	other := active.NewCatalog(schools[:10], 2)
-	assert.Len(t, schoolRecords(other).records, 10, "a new catalogue gets its own")
+	assert.Len(t, schoolRecords(other).records, 10)
+	assert.Nil(t, schoolRecords(cat))
+	assert.Nil(t, schoolRecords(cat).of(0))
+	assert.Same(t, schoolRecords(other), schoolRecords(other))
 }
