@@ -52,6 +52,14 @@ func TestEveryCommandPrintsItsFlags(t *testing.T) {
 		assert.Contains(t, out.String(), "flags:\n", "%v", args)
 	}
 
+	// import-scorecard names its supplements and what they may do.
+	var imp bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"import-scorecard", "-h"}, getenv, &imp, &imp))
+	assert.True(t, strings.HasPrefix(imp.String(), "usage: matchctl import-scorecard [--prune] FILE [SUPPLEMENT...]\n"), imp.String())
+	assert.Contains(t, strings.Join(strings.Fields(imp.String()), " "),
+		"each SUPPLEMENT (another Scorecard or IPEDS file) only fills the values FILE lacks or leaves empty, "+
+			"for the schools FILE lists (matched by UNITID, else by name, city and state), and adds no school")
+
 	// The command list points at it.
 	var out bytes.Buffer
 	require.Equal(t, 0, run(context.Background(), []string{"help"}, getenv, &out, &out))

@@ -29,9 +29,11 @@ const skipNotInCatalogue = "not in catalogue (file has no names)"
 
 func init() {
 	register("import-scorecard", command{
-		usage: "import-scorecard [--prune] FILE",
-		help:  "load College Scorecard institution data (CSV or TSV), merged into earlier imports",
-		run:   runImportScorecard,
+		usage: "import-scorecard [--prune] FILE [SUPPLEMENT...]",
+		help: "load College Scorecard institution data (CSV or TSV), merged into earlier imports; " +
+			"each SUPPLEMENT (another Scorecard or IPEDS file) only fills the values FILE lacks or leaves empty, " +
+			"for the schools FILE lists (matched by UNITID, else by name, city and state), and adds no school",
+		run: runImportScorecard,
 	})
 	register("import-zips", command{
 		usage: "import-zips FILE",
@@ -47,10 +49,18 @@ func runImportScorecard(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageErr("want exactly one FILE, got %d arguments", len(pos))
+	if len(pos) == 0 {
+		return usageErr("want a FILE")
 	}
 	path := pos[0]
+	supps := make([]*supplementFile, 0, len(pos)-1)
+	for _, sp := range pos[1:] {
+		sf, err := readSupplement(sp)
+		if err != nil {
+			return err
+		}
+		supps = append(supps, sf)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -69,7 +79,7 @@ func runImportScorecard(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	imp := &scorecardImport{st: store.New(pool), rd: rd, stderr: e.stderr, start: time.Now()}
+	imp := &scorecardImport{st: store.New(pool), rd: rd, supps: supps, stderr: e.stderr, start: time.Now()}
 	if err := imp.load(ctx); err != nil {
 		return err
 	}
@@ -82,6 +92,7 @@ func runImportScorecard(ctx context.Context, e env, args []string) error {
 type scorecardImport struct {
 	st     *store.Store
 	rd     *catalog.Reader
+	supps  []*supplementFile
 	stderr io.Writer
 	start  time.Time
 
@@ -92,10 +103,49 @@ type scorecardImport struct {
 	lastProgress time.Time
 }
 
+// supplementFile is a SUPPLEMENT of import-scorecard: read whole before
+// FILE, then laid under FILE's schools.
+type supplementFile struct {
+	path string
+	read catalog.Report
+	sp   *catalog.Supplement
+	fill catalog.SupplementReport
+}
+
+func readSupplement(path string) (*supplementFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	schools, rep, err := catalog.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &supplementFile{path: path, read: rep, sp: catalog.NewSupplement(schools)}, nil
+}
+
 func (imp *scorecardImport) load(ctx context.Context) error {
 	imp.lastProgress = imp.start
+	next := imp.rd.Next
+	if len(imp.supps) > 0 {
+		// Matching by name needs every UNITID FILE lists, so FILE is read
+		// whole and filled before its batches are merged and stored.
+		schools, err := imp.readFilled()
+		if err != nil {
+			return err
+		}
+		next = func() (domain.School, error) {
+			if len(schools) == 0 {
+				return domain.School{}, io.EOF
+			}
+			s := schools[0]
+			schools = schools[1:]
+			return s, nil
+		}
+	}
 	for {
-		s, err := imp.rd.Next()
+		s, err := next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -117,6 +167,27 @@ func (imp *scorecardImport) load(ctx context.Context) error {
 	}
 	imp.progress(true)
 	return nil
+}
+
+// readFilled reads FILE whole and fills its schools from each supplement in
+// turn, so an earlier SUPPLEMENT's value wins over a later one's.
+func (imp *scorecardImport) readFilled() ([]domain.School, error) {
+	var schools []domain.School
+	for {
+		s, err := imp.rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		schools = append(schools, s)
+		imp.progress(false)
+	}
+	for _, sf := range imp.supps {
+		schools, sf.fill = sf.sp.Fill(schools)
+	}
+	return schools, nil
 }
 
 func (imp *scorecardImport) progress(force bool) {
@@ -224,16 +295,12 @@ func (imp *scorecardImport) finish(ctx context.Context, w io.Writer, path string
 	for k, v := range imp.extraSkipped {
 		skipped[k] += v
 	}
-	delim := "comma-separated"
-	if rep.Delimiter == '\t' {
-		delim = "tab-separated"
-	}
-	kind := string(rep.Scheme) + " column names"
+	kind := ""
 	if rep.Supplement {
-		kind += ", no school names: updates known schools only"
+		kind = ", no school names: updates known schools only"
 	}
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p("import-scorecard %s (%s, %s)\n", path, delim, kind)
+	p("import-scorecard %s (%s%s)\n", path, describeFile(rep), kind)
 	p("  rows read:       %d\n", rep.Read)
 	p("  loaded:          %d (inserted %d, updated %d, unchanged %d)\n",
 		imp.loaded(), imp.res.Inserted, imp.res.Updated, imp.res.Unchanged)
@@ -241,6 +308,9 @@ func (imp *scorecardImport) finish(ctx context.Context, w io.Writer, path string
 	printImportCounts(w, skipped)
 	p("  values dropped:  %d (invalid or out of range, stored as unknown)\n", rep.DroppedTotal())
 	printImportCounts(w, rep.DroppedValues)
+	for _, sf := range imp.supps {
+		printSupplement(w, sf)
+	}
 	p("  generated (seed) schools deactivated: %d\n", seedOff)
 	p("  closed schools deactivated:           %d\n", closedOff)
 	if prune {
@@ -250,8 +320,32 @@ func (imp *scorecardImport) finish(ctx context.Context, w io.Writer, path string
 	return nil
 }
 
+// describeFile names a file's delimiter and column-naming scheme.
+func describeFile(rep catalog.Report) string {
+	delim := "comma-separated"
+	if rep.Delimiter == '\t' {
+		delim = "tab-separated"
+	}
+	return delim + ", " + string(rep.Scheme) + " column names"
+}
+
+// printSupplement says what one SUPPLEMENT matched and filled.
+func printSupplement(w io.Writer, sf *supplementFile) {
+	r := sf.fill
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("  supplement %s (%s)\n", sf.path, describeFile(sf.read))
+	p("    rows read:     %d (%d skipped)\n", sf.read.Read, sf.read.SkippedTotal())
+	p("    matched:       %d (by UNITID %d, by name, city and state %d)\n", r.ByUnitID+r.ByPlace, r.ByUnitID, r.ByPlace)
+	p("    not matched:   %d of FILE's schools\n", r.Unmatched)
+	p("    not in FILE:   %d (not added)\n", r.NotAdded)
+	p("    values filled: %d (values FILE lacks or leaves empty)\n", importTotal(r.Filled))
+	printImportCountsIndent(w, "      ", r.Filled)
+}
+
 // printImportCounts lists a reason/field -> count map, largest first.
-func printImportCounts(w io.Writer, m map[string]int) {
+func printImportCounts(w io.Writer, m map[string]int) { printImportCountsIndent(w, "    ", m) }
+
+func printImportCountsIndent(w io.Writer, indent string, m map[string]int) {
 	keys := slices.Collect(maps.Keys(m))
 	slices.SortFunc(keys, func(a, b string) int {
 		if m[a] != m[b] {
@@ -261,7 +355,7 @@ func printImportCounts(w io.Writer, m map[string]int) {
 	})
 	for _, k := range keys {
 		if m[k] > 0 {
-			fmt.Fprintf(w, "    %-40s %d\n", k, m[k])
+			fmt.Fprintf(w, "%s%-40s %d\n", indent, k, m[k])
 		}
 	}
 }

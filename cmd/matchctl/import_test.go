@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -188,7 +189,6 @@ func TestImportScorecardProgressAndUsage(t *testing.T) {
 
 	for name, args := range map[string][]string{
 		"no file":        {"import-scorecard"},
-		"two files":      {"import-scorecard", "a.csv", "b.csv"},
 		"unknown flag":   {"import-scorecard", "--purge", importFixture("scorecard-api.tsv")},
 		"prune no names": {"import-scorecard", "--prune", filepath.Join("..", "..", "internal", "catalog", "testdata", "adm-supplement.csv")},
 	} {
@@ -204,6 +204,103 @@ func TestImportScorecardProgressAndUsage(t *testing.T) {
 	code, _, errOut = runImportCLI(t, dbURL, "import-scorecard", importFixture("zips.csv"))
 	assert.Equal(t, 1, code, "a file that is not a Scorecard file")
 	assert.Contains(t, errOut, "unrecognised header")
+
+	// A SUPPLEMENT that cannot be read stops the import before anything is stored.
+	empty := testutil.NewDBURL(t)
+	code, _, errOut = runImportCLI(t, empty, "import-scorecard", importFixture("scorecard-api.tsv"), importFixture("missing.csv"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "missing.csv")
+	code, _, errOut = runImportCLI(t, empty, "import-scorecard", importFixture("scorecard-api.tsv"), importFixture("zips.csv"))
+	assert.Equal(t, 1, code, "a supplement that is not a Scorecard file")
+	assert.Contains(t, errOut, "zips.csv: unrecognised header")
+	pool, err := store.Open(context.Background(), empty)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	n, err := store.New(pool).CountSchools(context.Background())
+	require.NoError(t, err)
+	assert.Zero(t, n)
+}
+
+// catalogueFixture names a fixture of the catalog package's tests.
+func catalogueFixture(name string) string {
+	return filepath.Join("..", "..", "internal", "catalog", "testdata", name)
+}
+
+// import-scorecard FILE SUPPLEMENT...: FILE's schools, each with the values
+// FILE lacks or leaves empty taken from the supplements (the first
+// supplement that has one wins), matched by UNITID or by name, city and
+// state; no supplement adds a school, and a value FILE has is kept.
+func TestImportScorecardWithSupplement(t *testing.T) {
+	ctx := context.Background()
+	locales := func(dbURL string) map[int32]*int16 {
+		pool, err := store.Open(ctx, dbURL)
+		require.NoError(t, err)
+		defer pool.Close()
+		rows, err := pool.Query(ctx, `SELECT unitid, locale FROM schools ORDER BY unitid`)
+		require.NoError(t, err)
+		out := map[int32]*int16{}
+		var unitID int32
+		var locale *int16
+		_, err = pgx.ForEachRow(rows, []any{&unitID, &locale}, func() error {
+			out[unitID] = locale
+			return nil
+		})
+		require.NoError(t, err)
+		return out
+	}
+
+	// Without a supplement the file's schools have no campus setting.
+	plain := testutil.NewDBURL(t)
+	mustRunImport(t, plain, "import-scorecard", catalogueFixture("supplement-main.tsv"))
+	assert.Equal(t, map[int32]*int16{910001: nil, 910002: nil, 910003: nil}, locales(plain))
+
+	// A second supplement without school names, written here: its admission
+	// rates fill only what FILE and the first supplement leave empty.
+	adm := filepath.Join(t.TempDir(), "adm.csv")
+	require.NoError(t, os.WriteFile(adm, []byte("UNITID,APPLCN,ADMSSN\n910001,100,10\n910002,100,10\n910003,100,50\n"), 0o600))
+
+	dbURL := testutil.NewDBURL(t)
+	args := []string{"import-scorecard", catalogueFixture("supplement-main.tsv"), catalogueFixture("supplement-extra.csv"), adm}
+	out := mustRunImport(t, dbURL, args...)
+	assert.Contains(t, out, "loaded:          3 (inserted 3, updated 0, unchanged 0)")
+	assert.Contains(t, out, "supplement "+catalogueFixture("supplement-extra.csv")+" (comma-separated, extract column names)\n")
+	assert.Contains(t, out, "    matched:       2 (by UNITID 1, by name, city and state 1)\n")
+	assert.Contains(t, out, "    not in FILE:   1 (not added)\n")
+	assert.Regexp(t, `\n      locale\s+2\n`, out)
+	assert.Contains(t, out, "supplement "+adm+" (comma-separated, bulk column names)\n")
+	assert.Contains(t, out, "    matched:       3 (by UNITID 3, by name, city and state 0)\n")
+	assert.Regexp(t, `\n      admission_rate\s+1\n`, out)
+
+	assert.Equal(t, map[int32]*int16{910001: importPtr(int16(21)), 910002: importPtr(int16(33)), 910003: nil}, locales(dbURL),
+		"the supplement school FILE does not list (Canyon Ridge, 919006) is not added")
+
+	pool, err := store.Open(ctx, dbURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+	harbor := importedSchool(t, st, 910001)
+	assert.Equal(t, importPtr(0.62), harbor.AdmissionRate, "FILE's value is kept")
+	assert.Equal(t, importPtr(int32(18000)), harbor.AvgNetPrice, "FILE's value is kept")
+	assert.Equal(t, importPtr(0.31), harbor.PellRate, "filled")
+	john := importedSchool(t, st, 910002)
+	assert.Equal(t, "St. John's College of Music & Art", john.Name)
+	assert.Equal(t, importPtr(0.8), john.AdmissionRate, "the first supplement with a value wins")
+	assert.Equal(t, importPtr(43.0247), john.Lat)
+	assert.Equal(t, importPtr(0.5), importedSchool(t, st, 910003).AdmissionRate, "filled by the second supplement")
+	_, err = st.School(ctx, catalog.SchoolID(919006))
+	assert.Error(t, err, "not added")
+	_, err = st.School(ctx, catalog.SchoolID(919002))
+	assert.Error(t, err, "a school matched by name is stored under FILE's UNITID only")
+
+	// Again: nothing changes.
+	before := importSchoolVersions(t, pool)
+	out = mustRunImport(t, dbURL, args...)
+	assert.Contains(t, out, "loaded:          3 (inserted 0, updated 0, unchanged 3)")
+	assert.Equal(t, before, importSchoolVersions(t, pool))
+
+	// --prune goes by FILE's schools alone.
+	out = mustRunImport(t, dbURL, append(args, "--prune")...)
+	assert.Contains(t, out, "pruned (not in file, deactivated):    0\n")
 }
 
 func TestImportSupplementUpdatesKnownSchoolsOnly(t *testing.T) {
