@@ -493,7 +493,7 @@ func TestWebhookParkedAfterTheLastAttempt(t *testing.T) {
 	id := w.swipe(t, 0, 1)
 	d := w.waitStatus(t, id, eps[0].url(), domain.DeliveryParked, 20*time.Second)
 	assert.Equal(t, 9, d.Attempts)
-	assert.Equal(t, "HTTP 502: down for maintenance", d.LastError)
+	assert.Equal(t, `HTTP 502: "down for maintenance"`, d.LastError)
 	reqs := rc.requests()
 	require.Len(t, reqs, 9)
 	for _, r := range reqs {
