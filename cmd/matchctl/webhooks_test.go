@@ -120,3 +120,33 @@ func TestWebhooksUsage(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "webhook delivery 999999 not found")
 }
+
+// Errors recorded by an older build, which named the endpoint with its
+// token and quoted the subscriber's raw bytes, are scrubbed wherever they
+// are shown: `webhooks failed` and a student's export (the answer to a
+// family's data request).
+func TestWebhookErrorsShownWithoutSecrets(t *testing.T) {
+	e := newStudentsEnv(t)
+	ctx := context.Background()
+	const url = "http://hookuser:SECRET@127.0.0.1:4/hook?token=SECRET"
+	_, id := failedDelivery(t, e, url, "parked", time.Now().Add(-time.Hour))
+	const leaked = `Post "http://hookuser:SECRET@127.0.0.1:4/hook?token=SECRET": HTTP 500: MARKER ` + "\x1b[31m boom"
+	_, err := e.st.Pool().Exec(ctx, `UPDATE webhook_deliveries SET last_error = $2 WHERE id = $1`, id, leaked)
+	require.NoError(t, err)
+	_, err = e.st.Pool().Exec(ctx, `INSERT INTO webhook_attempts (delivery_id, attempt, latency_ms, error) VALUES ($1, 1, 5, $2)`, id, leaked)
+	require.NoError(t, err)
+
+	code, failed, errOut := e.run(t, "webhooks", "failed")
+	require.Equal(t, 0, code, errOut)
+	code, export, errOut := e.run(t, "students", "export", e.student)
+	require.Equal(t, 0, code, errOut)
+	for what, out := range map[string]string{"webhooks failed": failed, "students export": export} {
+		assert.Contains(t, out, "MARKER", what)
+		assert.NotContains(t, out, "SECRET", what)
+		assert.NotContains(t, out, "hookuser", what)
+		assert.NotContains(t, out, "\x1b", what)
+		assert.NotContains(t, out, `\u001b`, what)
+	}
+	assert.Contains(t, export, `"endpoint": "http://127.0.0.1:4/hook"`)
+	assert.Contains(t, export, `\\x1b[31m boom`, "escaped, as the service records it now")
+}

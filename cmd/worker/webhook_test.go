@@ -493,7 +493,7 @@ func TestWebhookParkedAfterTheLastAttempt(t *testing.T) {
 	id := w.swipe(t, 0, 1)
 	d := w.waitStatus(t, id, eps[0].url(), domain.DeliveryParked, 20*time.Second)
 	assert.Equal(t, 9, d.Attempts)
-	assert.Equal(t, "HTTP 502: down for maintenance", d.LastError)
+	assert.Equal(t, `HTTP 502: "down for maintenance"`, d.LastError)
 	reqs := rc.requests()
 	require.Len(t, reqs, 9)
 	for _, r := range reqs {
@@ -562,7 +562,7 @@ func TestWebhookDeliversSyncedSwipes(t *testing.T) {
 	changes = append(changes, command.Change{ID: uuid.NewString(), Type: "swipe", SchoolID: w.schools[35], Direction: "right",
 		InteractionType: "detail_view", OccurredAt: at.Format(time.RFC3339Nano)})
 	ctx := context.Background()
-	res, err := w.write.sync.Push(ctx, w.students[0], changes, -1)
+	res, err := w.write.sync.Push(ctx, w.students[0], changes, nil)
 	require.NoError(t, err)
 	require.Len(t, res.Accepted, 31)
 
@@ -574,7 +574,7 @@ func TestWebhookDeliversSyncedSwipes(t *testing.T) {
 	require.Eventually(t, func() bool { return len(a.delivered()) == 30 && len(b.delivered()) == 30 },
 		20*time.Second, 20*time.Millisecond, "a: %d, b: %d", len(a.delivered()), len(b.delivered()))
 
-	res, err = w.write.sync.Push(ctx, w.students[0], changes, -1)
+	res, err = w.write.sync.Push(ctx, w.students[0], changes, nil)
 	require.NoError(t, err)
 	require.Len(t, res.Duplicates, 31)
 	time.Sleep(500 * time.Millisecond) // room for a wrongly queued delivery
@@ -645,7 +645,7 @@ func TestWebhookDeliveriesAreTheRelays(t *testing.T) {
 	res, err := w.write.sync.Push(ctx, w.students[0], []command.Change{
 		{ID: uuid.NewString(), Type: "swipe", SchoolID: w.schools[1], Direction: "left", OccurredAt: time.Now().UTC().Format(time.RFC3339)},
 		{ID: uuid.NewString(), Type: "swipe", SchoolID: w.schools[2], Direction: "right", OccurredAt: time.Now().UTC().Format(time.RFC3339)},
-	}, -1)
+	}, nil)
 	require.NoError(t, err)
 	require.Len(t, res.Accepted, 2)
 

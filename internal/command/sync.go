@@ -35,8 +35,9 @@ const (
 	DefaultMaxWait = 2 * time.Second
 )
 
-// RateLimited is the error of a change that the student's swipe allowance
-// could not cover; the client pushes it again later under the same id.
+// RateLimited is the error of a change that the student's allowances
+// could not cover (the swipes allowance, or the comment budget for a
+// feedback's comment); the client pushes it again later under the same id.
 const RateLimited = "rate_limited"
 
 // BatchStore is what batches of writes need from PostgreSQL.
@@ -121,21 +122,46 @@ type PushResult struct {
 	// SwipeCount and LearningPhase are the student's after the push.
 	SwipeCount    int    `json:"swipe_count"`
 	LearningPhase string `json:"learning_phase"`
-	// RateLimited is true when the swipe allowance left changes out (they
-	// are among Rejected with error rate_limited).
+	// RateLimited is true when the allowances left changes out (they are
+	// among Rejected with error rate_limited).
 	RateLimited bool `json:"-"`
 }
 
-// SwipeChanges counts the changes of type swipe that are counted swipes:
-// what a push costs of the student's swipe allowance.
-func SwipeChanges(changes []Change) int {
-	n := 0
-	for _, c := range changes {
-		if c.Type == domain.ChangeSwipe && (c.InteractionType == "" || c.InteractionType == domain.InteractionSwipe) {
-			n++
-		}
+// Charge is what one change of a push costs (docs/security.md, "every
+// stored write costs allowance"): one unit of the student's swipes
+// allowance, whatever its kind (a counted swipe, a tap, a detail view, a
+// save or a feedback), as POST /swipe and POST /feedback cost one each;
+// and a feedback's comment its length in bytes of the student's comment
+// budget (FEEDBACK_COMMENT_BYTES_PER_MIN).
+type Charge struct {
+	Index        int // the change's position in the push
+	CommentBytes int
+}
+
+// Charges lists, in the order sent, what the changes of a push that may be
+// stored cost. A change rejected whatever the allowances (no usable id, a
+// bad field, a date out of range) costs nothing; a replayed change costs
+// what a new one does, since which ids are stored is known only once the
+// push is. An invalid student id costs nothing (the push is refused).
+func (s *Sync) Charges(studentID string, changes []Change) []Charge {
+	sid, err := uuid.Parse(studentID)
+	if err != nil || len(changes) > MaxChanges {
+		return nil
 	}
-	return n
+	now := s.c.Now()
+	out := make([]Charge, 0, len(changes))
+	for i, c := range changes {
+		dc, ok := validateChange(sid.String(), c, now)
+		if !ok || dc.Problem != "" {
+			continue
+		}
+		ch := Charge{Index: i}
+		if dc.Type == domain.ChangeFeedback {
+			ch.CommentBytes = len(dc.Feedback.Comment)
+		}
+		out = append(out, ch)
+	}
+	return out
 }
 
 // cursorKey is the signing key of cursors, read from PostgreSQL once.
@@ -157,11 +183,11 @@ func (s *Sync) cursorKey(ctx context.Context) ([]byte, error) {
 const SyncCursorKey = "sync-cursor"
 
 // Push stores changes (at most MaxChanges) for student: see docs/decisions.md,
-// "Offline sync". allowance is how many counted swipes the student's
-// swipe allowance covers (negative: no limit): swipe changes past it, in
-// the order sent, are rejected with RateLimited, stored nothing, and the
-// client pushes them again later.
-func (s *Sync) Push(ctx context.Context, studentID string, changes []Change, allowance int) (PushResult, error) {
+// "Offline sync". limited marks the changes the student's allowances could
+// not cover (Charges says what each costs; nil: none): such a change, when
+// otherwise valid, is rejected with RateLimited, stores nothing, and the
+// client pushes it again later.
+func (s *Sync) Push(ctx context.Context, studentID string, changes []Change, limited []bool) (PushResult, error) {
 	if len(changes) > MaxChanges {
 		return PushResult{}, domain.Invalid("a push carries at most 500 changes",
 			map[string]string{"changes": "must hold at most 500 changes"})
@@ -190,12 +216,9 @@ func (s *Sync) Push(ctx context.Context, studentID string, changes []Change, all
 			outcome[i], why[i] = domain.Rejected, dc.Problem
 			continue
 		}
-		if dc.Type == domain.ChangeSwipe && dc.Problem == "" && dc.Swipe.Counted() {
-			if allowance == 0 {
-				outcome[i], why[i], res.RateLimited = domain.Rejected, RateLimited, true
-				continue
-			}
-			allowance--
+		if dc.Problem == "" && i < len(limited) && limited[i] {
+			outcome[i], why[i], res.RateLimited = domain.Rejected, RateLimited, true
+			continue
 		}
 		valid = append(valid, dc)
 		index = append(index, i)

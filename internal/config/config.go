@@ -32,6 +32,11 @@ const (
 	DefaultWebhookConcurrency = 50
 	// maxConcurrency bounds both: far more than one process can use.
 	maxConcurrency = 10000
+	// DefaultCommentBytesPerMin is FEEDBACK_COMMENT_BYTES_PER_MIN's default:
+	// 64 KiB of feedback comments per student per minute.
+	DefaultCommentBytesPerMin = 64 << 10
+	// maxCommentBytesPerMin bounds FEEDBACK_COMMENT_BYTES_PER_MIN (1 GiB).
+	maxCommentBytesPerMin = 1 << 30
 	// maxFactorCacheMB bounds WORKER_FACTOR_CACHE_MB (1 TiB).
 	maxFactorCacheMB = 1 << 20
 )
@@ -44,7 +49,7 @@ var Variables = []string{
 	"AUTH_JWKS_URL", "AUTH_HS256_SECRET", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_ALLOW_INSECURE", "AUTH_MAX_TOKEN_LIFETIME",
 	"GOMEMLIMIT", "FEED_CACHE_TTL", "FEED_COOLDOWN", "WEBHOOK_ENDPOINTS_FILE",
 	"RATE_LIMIT_RECOMMENDATIONS", "RATE_LIMIT_SWIPES", "RATE_LIMIT_BATCH", "RATE_LIMIT_DEFAULT", "RATE_LIMIT_FAIL_CLOSED",
-	"CORS_ALLOWED_ORIGINS", "IMAGE_BASE_URL", "LOG_LEVEL", "PPROF",
+	"FEEDBACK_COMMENT_BYTES_PER_MIN", "CORS_ALLOWED_ORIGINS", "IMAGE_BASE_URL", "LOG_LEVEL", "PPROF",
 	"WORKER_CONCURRENCY", "WEBHOOK_CONCURRENCY", "WEBHOOK_RETENTION", "WORKER_FACTOR_CACHE_MB",
 }
 
@@ -86,7 +91,11 @@ type RateLimits struct {
 	Swipes          Rate
 	Batch           Rate
 	Default         Rate
-	FailClosed      bool
+	// CommentBytes is how many bytes of feedback comments a student may
+	// store per minute (FEEDBACK_COMMENT_BYTES_PER_MIN), whether sent by
+	// POST /feedback or carried by a sync push.
+	CommentBytes int
+	FailClosed   bool
 }
 
 // Config is the whole configuration of the api, worker and matchctl binaries.
@@ -269,6 +278,15 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 		Batch:           rate("RATE_LIMIT_BATCH", "20/min"),
 		Default:         rate("RATE_LIMIT_DEFAULT", "600/min"),
 	}
+	c.RateLimits.CommentBytes = DefaultCommentBytesPerMin
+	if v := getenv("FEEDBACK_COMMENT_BYTES_PER_MIN"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxCommentBytesPerMin {
+			bad("FEEDBACK_COMMENT_BYTES_PER_MIN", fmt.Errorf("%q is not a whole number of bytes from 1 to %d", v, maxCommentBytesPerMin))
+		} else {
+			c.RateLimits.CommentBytes = n
+		}
+	}
 	switch v := getenv("RATE_LIMIT_FAIL_CLOSED"); v {
 	case "", "0", "false":
 	case "1", "true":
@@ -404,8 +422,9 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("auth_insecure", c.AuthInsecure),
 		slog.Duration("feed_cache_ttl", c.FeedCacheTTL),
 		slog.Duration("feed_cooldown", c.FeedCooldown),
-		slog.String("rate_limits", fmt.Sprintf("recommendations=%s swipes=%s batch=%s default=%s fail_closed=%t",
-			c.RateLimits.Recommendations, c.RateLimits.Swipes, c.RateLimits.Batch, c.RateLimits.Default, c.RateLimits.FailClosed)),
+		slog.String("rate_limits", fmt.Sprintf("recommendations=%s swipes=%s batch=%s default=%s comment_bytes=%d/min fail_closed=%t",
+			c.RateLimits.Recommendations, c.RateLimits.Swipes, c.RateLimits.Batch, c.RateLimits.Default,
+			c.RateLimits.CommentBytes, c.RateLimits.FailClosed)),
 		slog.Any("cors_allowed_origins", c.CORSAllowedOrigins),
 		slog.String("image_base_url", c.ImageBaseURL),
 		slog.String("log_level", c.LogLevel.String()),

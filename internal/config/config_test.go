@@ -29,6 +29,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, config.Rate{N: 300, Period: time.Minute}, c.RateLimits.Swipes)
 	assert.Equal(t, config.Rate{N: 20, Period: time.Minute}, c.RateLimits.Batch)
 	assert.Equal(t, config.Rate{N: 600, Period: time.Minute}, c.RateLimits.Default)
+	assert.Equal(t, 64<<10, c.RateLimits.CommentBytes)
 	assert.False(t, c.RateLimits.FailClosed)
 	assert.Empty(t, c.CORSAllowedOrigins)
 
@@ -87,9 +88,10 @@ func TestOverrides(t *testing.T) {
 		"AUTH_JWKS_URL": "https://id.example.com/.well-known/jwks.json", "AUTH_ISSUER": "https://id.example.com/",
 		"AUTH_AUDIENCE": "matching", "FEED_COOLDOWN": "3s", "RATE_LIMIT_BATCH": "5/s",
 		"RATE_LIMIT_FAIL_CLOSED": "1", "CORS_ALLOWED_ORIGINS": "https://a.example.com, https://b.example.com",
-		"LOG_LEVEL": "debug", "OPS_ADDR": "127.0.0.1:9999",
+		"LOG_LEVEL": "debug", "OPS_ADDR": "127.0.0.1:9999", "FEEDBACK_COMMENT_BYTES_PER_MIN": "4096",
 	}), config.RoleAPI)
 	require.NoError(t, err)
+	assert.Equal(t, 4096, c.RateLimits.CommentBytes)
 	assert.Equal(t, 3*time.Second, c.FeedCooldown)
 	assert.Equal(t, config.Rate{N: 5, Period: time.Second}, c.RateLimits.Batch)
 	assert.True(t, c.RateLimits.FailClosed)
@@ -100,12 +102,13 @@ func TestOverrides(t *testing.T) {
 func TestEveryProblemOnOneLine(t *testing.T) {
 	_, err := config.Load(env(map[string]string{
 		"AUTH_HS256_SECRET": "short", "FEED_CACHE_TTL": "-1m", "RATE_LIMIT_DEFAULT": "0/min", "REDIS_URL": "http://x",
-		"HTTP_ADDR": "8080",
+		"HTTP_ADDR": "8080", "FEEDBACK_COMMENT_BYTES_PER_MIN": "64KiB",
 	}), config.RoleAPI)
 	require.Error(t, err)
 	msg := err.Error()
 	assert.NotContains(t, msg, "\n")
-	for _, name := range []string{"AUTH_HS256_SECRET", "FEED_CACHE_TTL", "RATE_LIMIT_DEFAULT", "REDIS_URL", "HTTP_ADDR"} {
+	for _, name := range []string{"AUTH_HS256_SECRET", "FEED_CACHE_TTL", "RATE_LIMIT_DEFAULT", "REDIS_URL", "HTTP_ADDR",
+		"FEEDBACK_COMMENT_BYTES_PER_MIN"} {
 		assert.Contains(t, msg, name)
 	}
 }

@@ -93,8 +93,9 @@ func TestCarriedSwipesCountAgainstTheSwipeAllowance(t *testing.T) {
 	assert.Equal(t, 7, api.countedSwipes(t, student), "nothing of a refused request is recorded")
 	assert.Equal(t, 7, api.count(t, `SELECT count(*) FROM outbox WHERE student_id = $1`, student))
 
-	// A push: feedback and taps cost nothing; the counted swipes take the
-	// 3 units left, in the order sent, and the rest are rate_limited.
+	// A push: every change it stores costs a unit, feedback and taps as
+	// much as counted swipes; the 3 units left go to the first 3, in the
+	// order sent, and the rest are rate_limited.
 	fb := map[string]any{"id": uuid.NewString(), "type": "feedback", "school_id": schools[1].ID, "reason": "too_expensive",
 		"occurred_at": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)}
 	tap := swipeChange(school(), "right")
@@ -103,15 +104,14 @@ func TestCarriedSwipesCountAgainstTheSwipeAllowance(t *testing.T) {
 		swipeChange(school(), "left"), swipeChange(school(), "right"), swipeChange(school(), "left")}
 	res = api.do(t, "POST", "/m/sync/push", tok, map[string]any{"student_id": student, "changes": changes})
 	require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
-	assert.Equal(t, []string{changes[0]["id"].(string), fb["id"].(string), changes[2]["id"].(string),
-		tap["id"].(string), changes[4]["id"].(string)}, strs(res.Body["accepted"]))
-	assert.Equal(t, map[string]string{changes[5]["id"].(string): "rate_limited", changes[6]["id"].(string): "rate_limited"},
-		rejectedErrors(res.Body))
-	assert.EqualValues(t, allowance, res.Body["swipe_count"])
+	assert.Equal(t, []string{changes[0]["id"].(string), fb["id"].(string), changes[2]["id"].(string)}, strs(res.Body["accepted"]))
+	assert.Equal(t, map[string]string{tap["id"].(string): "rate_limited", changes[4]["id"].(string): "rate_limited",
+		changes[5]["id"].(string): "rate_limited", changes[6]["id"].(string): "rate_limited"}, rejectedErrors(res.Body))
+	assert.EqualValues(t, allowance-1, res.Body["swipe_count"], "the feedback took a unit")
 	retry, err = strconv.Atoi(res.Header.Get("Retry-After"))
 	require.NoError(t, err, "a push with rate_limited changes carries Retry-After: %q", res.Header.Get("Retry-After"))
-	assert.GreaterOrEqual(t, retry, 11, "two more units are back in 12 s")
-	assert.LessOrEqual(t, retry, 12)
+	assert.GreaterOrEqual(t, retry, 23, "four more units are back in 24 s")
+	assert.LessOrEqual(t, retry, 24)
 
 	// The allowance is spent for every way in.
 	requireErrorBody(t, api.do(t, "POST", "/swipe", tok, map[string]any{"student_id": student, "school_id": school().ID,
@@ -125,9 +125,9 @@ func TestCarriedSwipesCountAgainstTheSwipeAllowance(t *testing.T) {
 	res = api.do(t, "POST", "/continuous-feed", tok, map[string]any{"student_id": student, "limit": 1})
 	require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
 
-	assert.LessOrEqual(t, api.countedSwipes(t, student), allowance+int(time.Since(start)/(6*time.Second)),
+	assert.LessOrEqual(t, api.storedRows(t, student), allowance+int(time.Since(start)/(6*time.Second)),
 		"no more than the allowance is recorded in a minute")
-	assert.GreaterOrEqual(t, api.countedSwipes(t, student), allowance)
+	assert.GreaterOrEqual(t, api.storedRows(t, student), allowance)
 	assert.EqualValues(t, 5, counterValue(t, api.Registry, "matching_rate_limited_total", map[string]string{"group": "swipes"}),
 		"two refused continuous-feed requests, two limited pushes, a refused POST /swipe")
 }

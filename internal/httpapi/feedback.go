@@ -93,7 +93,7 @@ func readFeedback(r *http.Request) (command.FeedbackInput, error) {
 }
 
 // handleFeedback answers POST /feedback.
-func handleFeedback(log *slog.Logger, fb FeedbackRecorder) http.Handler {
+func handleFeedback(log *slog.Logger, fb FeedbackRecorder, allowance carriedAllowance) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		in, err := readFeedback(r)
 		if err != nil {
@@ -101,6 +101,12 @@ func handleFeedback(log *slog.Logger, fb FeedbackRecorder) http.Handler {
 			return
 		}
 		in.StudentID = studentFrom(r.Context())
+		// A comment costs its bytes of the student's comment budget, once
+		// it is known to be one that may be stored (an invalid one is
+		// refused for itself).
+		if _, problems := command.ValidateFeedback(in); len(problems) == 0 && !allowance.comment(w, r, len(in.Comment)) {
+			return
+		}
 		res, err := fb.Record(r.Context(), in)
 		if err != nil {
 			respondErr(w, r, log, err)

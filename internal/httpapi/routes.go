@@ -64,7 +64,7 @@ func addRoutes(r chi.Router, d Deps) {
 			handleCompactRecommendations(d.Log, d.Queries, d.FeedCacheTTL))
 
 		r.With(swipeLimit).Method(http.MethodPost, "/swipe", handleSwipe(d.Log, d.Swipes))
-		r.With(swipes).Method(http.MethodPost, "/feedback", handleFeedback(d.Log, d.Feedback))
+		r.With(swipes).Method(http.MethodPost, "/feedback", handleFeedback(d.Log, d.Feedback, carried))
 		r.With(swipes).Method(http.MethodPost, "/v2/onboarding/category-swipe",
 			handleCategorySwipe(d.Log, d.CategorySwipes))
 

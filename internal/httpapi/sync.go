@@ -17,7 +17,10 @@ import (
 
 // SyncPush is offline sync's write (command.Sync).
 type SyncPush interface {
-	Push(ctx context.Context, studentID string, changes []command.Change, allowance int) (command.PushResult, error)
+	// Charges says what each change costs of the student's allowances.
+	Charges(studentID string, changes []command.Change) []command.Charge
+	// Push stores the changes, but for those marked limited.
+	Push(ctx context.Context, studentID string, changes []command.Change, limited []bool) (command.PushResult, error)
 }
 
 // SyncPull is offline sync's read (query.Sync).
@@ -90,10 +93,11 @@ func readSyncPush(r *http.Request) ([]command.Change, error) {
 	return changes, nil
 }
 
-// handleSyncPush answers POST /m/sync/push. Its counted swipes cost one
-// unit each of the student's swipes allowance: those it cannot cover, in
-// the order sent, are rejected as rate_limited and the answer carries
-// Retry-After.
+// handleSyncPush answers POST /m/sync/push. Every change it may store
+// costs one unit of the student's swipes allowance, and a feedback's
+// comment its bytes of the comment budget (command.Charge): the changes
+// they cannot cover, in the order sent, are rejected as rate_limited and
+// the answer carries Retry-After.
 func handleSyncPush(log *slog.Logger, sync SyncPush, allowance carriedAllowance) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		changes, err := readSyncPush(r)
@@ -101,18 +105,19 @@ func handleSyncPush(log *slog.Logger, sync SyncPush, allowance carriedAllowance)
 			respondErr(w, r, log, err)
 			return
 		}
-		allowed, retryAfter, ok := allowance.atMost(w, r, command.SwipeChanges(changes))
+		student := studentFrom(r.Context())
+		limits, ok := allowance.push(w, r, len(changes), sync.Charges(student, changes))
 		if !ok {
 			return
 		}
-		res, err := sync.Push(r.Context(), studentFrom(r.Context()), changes, allowed)
+		res, err := sync.Push(r.Context(), student, changes, limits.limited)
 		if err != nil {
 			respondErr(w, r, log, err)
 			return
 		}
 		if res.RateLimited {
-			allowance.limited()
-			w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(retryAfter)))
+			allowance.limited(limits)
+			w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(limits.retryAfter)))
 		}
 		encode(w, http.StatusOK, res)
 	})

@@ -177,7 +177,9 @@ func TestSyncPushReplayedInShuffledBatchesStoresEachOnce(t *testing.T) {
 }
 
 func TestSyncConcurrentPushesOfOverlappingChangesStoreEachOnce(t *testing.T) {
-	api := newTestAPI(t)
+	// 360 changes pushed, each a unit of the swipes allowance: more than a
+	// minute's.
+	api := newTestAPI(t, withWideSwipeAllowance(t))
 	schools := api.seedSchools(t, 60)
 	student, tok := api.newStudent(t, completeProfile())
 	changes := syncChanges(schools[:30], 90)

@@ -50,6 +50,7 @@ var defaults = map[Group]config.Rate{
 	GroupSwipes:          {N: 300, Period: time.Minute},
 	GroupBatch:           {N: 20, Period: time.Minute},
 	GroupDefault:         {N: 600, Period: time.Minute},
+	GroupCommentBytes:    {N: config.DefaultCommentBytesPerMin, Period: time.Minute},
 }
 
 // New builds a limiter on rdb with the configured allowances. A group left
@@ -60,6 +61,7 @@ func New(rdb redis.UniversalClient, rl config.RateLimits) *Limiter {
 		GroupSwipes:          rl.Swipes,
 		GroupBatch:           rl.Batch,
 		GroupDefault:         rl.Default,
+		GroupCommentBytes:    {N: rl.CommentBytes, Period: time.Minute},
 	}
 	limits := make(map[Group]redis_rate.Limit, len(configured))
 	for g, r := range configured {

@@ -12,6 +12,10 @@ const (
 	GroupSwipes          Group = "swipes"
 	GroupBatch           Group = "batch"
 	GroupDefault         Group = "default"
+	// GroupCommentBytes counts the bytes of feedback comments a student
+	// stores (FEEDBACK_COMMENT_BYTES_PER_MIN), a unit per byte; no route
+	// counts requests in it.
+	GroupCommentBytes Group = "comment_bytes"
 )
 
 // Decision is the outcome of counting one request (Allow) or several units

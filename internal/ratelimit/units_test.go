@@ -167,3 +167,28 @@ func TestUnitsWithRedisDown(t *testing.T) {
 	require.ErrorIs(t, err, ratelimit.ErrUnavailable, "the breaker is open after the failure")
 	assert.Less(t, time.Since(start), ratelimit.CallTimeout+200*time.Millisecond)
 }
+
+// The comment budget is a group of its own, a unit per byte, sized by
+// FEEDBACK_COMMENT_BYTES_PER_MIN (64 KiB when unset), and its key is among
+// the student's keys that erasure drops.
+func TestCommentBytesGroup(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBRateLimit)
+	rl := tenPerMinute()
+	rl.CommentBytes = 2500
+	l := ratelimit.New(rdb, rl)
+	student := uuid.NewString()
+	d, err := l.AllowAtMost(t.Context(), ratelimit.GroupCommentBytes, student, 3000)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, 2500, d.Granted)
+	assert.Equal(t, 2500, d.Limit)
+	assert.Positive(t, d.RetryAfter)
+	d, err = l.AllowN(t.Context(), ratelimit.GroupSwipes, student, 10)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed, "the swipes allowance is counted apart")
+
+	d, err = ratelimit.New(rdb, tenPerMinute()).AllowN(t.Context(), ratelimit.GroupCommentBytes, uuid.NewString(), 64<<10)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed, "64 KiB by default")
+	assert.Contains(t, ratelimit.StudentKeys(student), "rate:"+ratelimit.Key(ratelimit.GroupCommentBytes, student))
+}

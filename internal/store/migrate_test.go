@@ -227,3 +227,44 @@ func mustConfig(t *testing.T, url string) *pgx.ConnConfig {
 	require.NoError(t, err)
 	return cfg
 }
+
+// Migration 00012 scrubs the errors recorded before deliveries did: no
+// endpoint's credentials or query string and no control character are
+// left, and what the error said stays.
+func TestMigrationScrubsRecordedWebhookErrors(t *testing.T) {
+	ctx := context.Background()
+	_, db, provider := emptyDatabase(t, "_m12")
+	_, err := provider.UpTo(ctx, 11)
+	require.NoError(t, err)
+
+	const (
+		refused  = `Post "http://hookuser:SECRET@127.0.0.1:4/hook?token=SECRET": dial tcp 127.0.0.1:4: connect: connection refused`
+		answered = "HTTP 500: MARKER \x1b[31mboom\x01 see https://status.example.com/x?sig=SECRET#f"
+	)
+	_, err = db.ExecContext(ctx, `INSERT INTO outbox (topic, payload, published_at) VALUES ('swipe.recorded', '{}', now())`)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, status, last_error)
+		SELECT id, 'http://127.0.0.1:4/hook?token=SECRET', 'msg_1', 'swipe.recorded', 'parked', $1 FROM outbox`, refused)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, attempt, latency_ms, error)
+		SELECT id, n, 5, CASE n WHEN 1 THEN $1 ELSE $2 END FROM webhook_deliveries, generate_series(1, 3) n`,
+		refused, answered)
+	require.NoError(t, err)
+
+	_, err = provider.UpTo(ctx, 12)
+	require.NoError(t, err)
+	var last string
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT last_error FROM webhook_deliveries`).Scan(&last))
+	assert.Equal(t, `Post "http://127.0.0.1:4/hook": dial tcp 127.0.0.1:4: connect: connection refused`, last)
+	rows, err := db.QueryContext(ctx, `SELECT error FROM webhook_attempts ORDER BY attempt`)
+	require.NoError(t, err)
+	var errs []string
+	for rows.Next() {
+		var e string
+		require.NoError(t, rows.Scan(&e))
+		errs = append(errs, e)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []string{last, `HTTP 500: MARKER \x1b[31mboom? see https://status.example.com/x`,
+		`HTTP 500: MARKER \x1b[31mboom? see https://status.example.com/x`}, errs)
+}

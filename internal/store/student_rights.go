@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"strings"
 	"time"
 
@@ -337,7 +336,8 @@ func exportDeliveries(ctx context.Context, tx pgx.Tx, id string) ([]WebhookDeliv
 		var r WebhookDeliveryRecord
 		err := row.Scan(&r.ID, &r.OutboxID, &r.Endpoint, &r.WebhookID, &r.Event, &r.Status, &r.Attempts,
 			&r.NextAttemptAt, &r.LastError, &r.CreatedAt, &r.UpdatedAt)
-		r.Endpoint = endpointWithoutSecrets(r.Endpoint)
+		r.Endpoint = domain.RedactURL(r.Endpoint)
+		r.LastError = scrubbed(r.LastError)
 		r.AttemptLog = []WebhookAttemptRecord{}
 		return r, err
 	})
@@ -366,21 +366,21 @@ ORDER BY delivery_id, attempt, id`
 		if err := arows.Scan(&delivery, &a.Attempt, &a.StatusCode, &a.LatencyMS, &a.Error, &a.CreatedAt); err != nil {
 			return nil, err
 		}
+		a.Error = scrubbed(a.Error)
 		d := &out[byID[delivery]]
 		d.AttemptLog = append(d.AttemptLog, a)
 	}
 	return out, arows.Err()
 }
 
-// endpointWithoutSecrets drops the user info, query and fragment of a
-// subscriber URL: they may carry the subscriber's credentials.
-func endpointWithoutSecrets(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
+// scrubbed is a recorded error as exported: scrubbed again
+// (domain.ScrubError), whenever it was written.
+func scrubbed(s *string) *string {
+	if s == nil {
+		return nil
 	}
-	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
-	return u.String()
+	v := domain.ScrubError(*s)
+	return &v
 }
 
 func rawJSON(b []byte) json.RawMessage {

@@ -102,7 +102,7 @@ SELECT id, attempts, $5, $6, nullif($4, '') FROM upd`
 	if a.StatusCode != 0 {
 		code = &a.StatusCode
 	}
-	tag, err := s.pool.Exec(ctx, q, deliveryID, status, nextAt, a.Error, code, a.Latency.Milliseconds(), replays)
+	tag, err := s.pool.Exec(ctx, q, deliveryID, status, nextAt, domain.ScrubError(a.Error), code, a.Latency.Milliseconds(), replays)
 	if err == nil && tag.RowsAffected() == 0 {
 		err = pgx.ErrNoRows
 	}
@@ -140,7 +140,7 @@ SELECT delivery_id FROM ins`
 	ids, statuses, nexts, errs := make([]int64, n), make([]string, n), make([]*time.Time, n), make([]string, n)
 	codes, latencies, replays := make([]*int32, n), make([]int32, n), make([]int32, n)
 	for i, r := range recs {
-		ids[i], statuses[i], errs[i] = r.DeliveryID, r.Status, r.Attempt.Error
+		ids[i], statuses[i], errs[i] = r.DeliveryID, r.Status, domain.ScrubError(r.Attempt.Error)
 		if !r.Next.IsZero() {
 			nexts[i] = &recs[i].Next
 		}
@@ -172,7 +172,7 @@ func (s *Store) SetWebhookDeliveryStatus(ctx context.Context, deliveryID int64, 
 	const q = `
 UPDATE webhook_deliveries SET status = $2, last_error = $3, next_attempt_at = NULL, updated_at = now()
 WHERE id = $1 AND status = 'pending'`
-	_, err := s.pool.Exec(ctx, q, deliveryID, status, lastError)
+	_, err := s.pool.Exec(ctx, q, deliveryID, status, domain.ScrubError(lastError))
 	return mapErr(err, "webhook delivery")
 }
 
@@ -180,6 +180,7 @@ WHERE id = $1 AND status = 'pending'`
 // pending deliveries to disabled; it returns how many it moved.
 func (s *Store) DisableWebhookEndpoint(ctx context.Context, endpoint, reason string) (int, error) {
 	var n int
+	reason = domain.ScrubError(reason)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		const mark = `
 INSERT INTO webhook_endpoint_state (endpoint_url, reason) VALUES ($1, $2)
@@ -250,10 +251,14 @@ type WebhookDelivery struct {
 const deliveryColumns = `d.id, d.outbox_id, d.endpoint_url, d.webhook_id, d.event, d.status, d.attempts, d.replays,
 	coalesce(d.last_error, ''), d.created_at, d.updated_at, o.created_at`
 
+// scanDelivery reads a delivery; its last error is scrubbed again
+// (domain.ScrubError), whenever it was written.
 func scanDelivery(r pgx.CollectableRow) (WebhookDelivery, error) {
 	var d WebhookDelivery
-	return d, r.Scan(&d.ID, &d.OutboxID, &d.Endpoint, &d.WebhookID, &d.Event, &d.Status, &d.Attempts, &d.Replays,
+	err := r.Scan(&d.ID, &d.OutboxID, &d.Endpoint, &d.WebhookID, &d.Event, &d.Status, &d.Attempts, &d.Replays,
 		&d.LastError, &d.CreatedAt, &d.UpdatedAt, &d.EventAt)
+	d.LastError = domain.ScrubError(d.LastError)
+	return d, err
 }
 
 // failedDeliveries reads webhook_deliveries_failed_idx, which holds the

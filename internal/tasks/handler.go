@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/collegematch/matching/internal/domain"
 )
 
 // Deps are the worker's task dependencies, injected by cmd/worker.
@@ -91,7 +93,12 @@ func (h *Handler) Register(mux *asynq.ServeMux) {
 		mux.HandleFunc(TypeStudentLearn, h.handleStudentLearn)
 	}
 	if h.hooks != nil {
-		mux.HandleFunc(TypeWebhookDeliver, h.hooks.handle)
+		// The queue stores the error a task returns (its last error, kept
+		// with retried and archived tasks) and the worker logs it: scrubbed
+		// of the endpoint's secrets and the subscriber's raw bytes.
+		mux.HandleFunc(TypeWebhookDeliver, func(ctx context.Context, t *asynq.Task) error {
+			return domain.Scrub(h.hooks.handle(ctx, t))
+		})
 	}
 }
 
@@ -103,7 +110,7 @@ func (h *Handler) HandleWebhookDeliver(ctx context.Context, t *asynq.Task) error
 	if h.hooks == nil {
 		return fmt.Errorf("webhook:deliver: %w", errNoWebhooks)
 	}
-	return h.hooks.handle(ctx, t)
+	return domain.Scrub(h.hooks.handle(ctx, t))
 }
 
 // HandleStudentLearn runs one student:learn task (for callers that drive

@@ -268,7 +268,9 @@ const recordTimeout = 5 * time.Second
 func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	var p WebhookDeliverPayload
 	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.OutboxID <= 0 || p.Endpoint == "" {
-		return fmt.Errorf("decode %s payload %q: %v: %w", t.Type(), t.Payload(), err, asynq.SkipRetry)
+		// The payload names the endpoint, whose URL may carry a secret: it
+		// is not quoted.
+		return fmt.Errorf("decode %s payload (%d bytes): %v: %w", t.Type(), len(t.Payload()), domain.Scrub(err), asynq.SkipRetry)
 	}
 	msgID := WebhookMessageID(p.OutboxID, p.Endpoint)
 	var d domain.WebhookDelivery
@@ -327,7 +329,10 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	w.m.AttemptLatency.Observe(res.Latency.Seconds())
 	a := domain.WebhookAttempt{StatusCode: res.StatusCode, Latency: res.Latency}
 	if res.Err != nil {
-		a.Error = truncate(res.Err.Error(), 500)
+		// Whatever the sender said, what is recorded names no secret and
+		// quotes no raw subscriber bytes.
+		res.Err = domain.Scrub(res.Err)
+		a.Error = res.Err.Error()
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
@@ -410,13 +415,6 @@ func (w *webhooks) recordFirst(ctx context.Context, id int64, a domain.WebhookAt
 		}
 		wait = min(2*wait, 500*time.Millisecond)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 // WebhookMonitorConfig tunes the monitor; zero fields take the defaults.

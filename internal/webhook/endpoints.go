@@ -17,6 +17,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/collegematch/matching/internal/domain"
 )
 
 // Events is every event type an endpoint may subscribe to.
@@ -44,16 +46,9 @@ func (e Endpoint) Subscribes(event string) bool { return slices.Contains(e.Event
 // String shows the endpoint without its secret.
 func (e Endpoint) String() string { return Redact(e.URL) }
 
-// Redact returns u without credentials, query or fragment, for logs and
-// operator output.
-func Redact(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "(invalid url)"
-	}
-	p.User, p.RawQuery, p.Fragment = nil, "", ""
-	return p.String()
-}
+// Redact returns u as scheme://host/path, without credentials, query or
+// fragment, for errors, logs and operator output (domain.RedactURL).
+func Redact(u string) string { return domain.RedactURL(u) }
 
 type entry struct {
 	URL          string   `yaml:"url"`

@@ -8,13 +8,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/collegematch/matching/internal/buildinfo"
+	"github.com/collegematch/matching/internal/domain"
 )
 
 // Defaults of the delivery client.
@@ -22,7 +23,6 @@ const (
 	DefaultTimeout       = 10 * time.Second // a delivery is a 2xx within this
 	DefaultMaxRetryAfter = 10 * time.Hour   // Retry-After is honoured up to this
 	maxResponseBody      = 64 << 10         // read (and dropped) to reuse the connection
-	errorSnippet         = 200              // bytes of a failed response kept in the error
 )
 
 // Outcome classifies one attempt.
@@ -54,7 +54,11 @@ type Result struct {
 	Outcome    Outcome
 	StatusCode int           // 0 when no response came
 	Latency    time.Duration // request sent to response headers (or failure)
-	Err        error         // nil when delivered
+	// Err is nil when delivered; otherwise its text is fit to record: the
+	// endpoint named without user info, query or fragment, and at most
+	// domain.MaxQuotedBytes of the subscriber's answer, quoted and escaped
+	// (ScrubError).
+	Err error
 	// RetryAfter is the wait a 429 or 503 asked for with Retry-After
 	// (seconds or an HTTP date), capped at MaxRetryAfter; 0 when none.
 	RetryAfter time.Duration
@@ -140,7 +144,7 @@ func (s *Sender) Send(ctx context.Context, url, id string, body []byte) Result {
 	ts := s.cfg.Now().Unix()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
 	if err != nil {
-		return Result{Outcome: Failed, Err: fmt.Errorf("build request: %w", err)}
+		return Result{Outcome: Failed, Err: ScrubError(fmt.Errorf("build request: %w", err))}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "collegematch-webhooks/"+buildinfo.Version)
@@ -156,7 +160,7 @@ func (s *Sender) Send(ctx context.Context, url, id string, body []byte) Result {
 	resp, err := client.Do(req)
 	latency := time.Since(start)
 	if err != nil {
-		return Result{Outcome: Failed, Latency: latency, Err: describe(err)}
+		return Result{Outcome: Failed, Latency: latency, Err: ScrubError(describe(err))}
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
@@ -177,39 +181,53 @@ func (s *Sender) Send(ctx context.Context, url, id string, body []byte) Result {
 			res.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), s.cfg.Now(), s.cfg.MaxRetryAfter)
 		}
 	}
+	res.Err = ScrubError(res.Err)
 	return res
 }
 
-// describe turns a client error into a short, stable message.
+// describe turns a client error into a short, stable message. Go's
+// *url.Error prints the whole URL, query string and credentials included:
+// it is rebuilt around the redacted URL.
 func describe(err error) error {
 	var ne net.Error
+	var ue *url.Error
 	switch {
 	case errors.Is(err, ErrDestinationRefused):
 		var oe *net.OpError
 		if errors.As(err, &oe) && oe.Err != nil {
 			return oe.Err
 		}
-		return err
+		return withoutURL(err)
 	case errors.As(err, &ne) && ne.Timeout():
-		return fmt.Errorf("timeout: %w", err)
+		return fmt.Errorf("timeout: %w", withoutURL(err))
+	case errors.As(err, &ue):
+		return withoutURL(err)
 	default:
 		return err
 	}
 }
 
+// withoutURL replaces a *url.Error's URL by its redacted form, keeping the
+// error it wraps.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	return &url.Error{Op: ue.Op, URL: Redact(ue.URL), Err: ue.Err}
+}
+
+// ScrubError returns err with its text scrubbed (domain.Scrub: URLs
+// redacted, control characters escaped, length bounded), still wrapping
+// err; nil stays nil.
+func ScrubError(err error) error { return domain.Scrub(err) }
+
+// bodySnippet quotes the start of a failed response (domain.QuoteAnswer).
 func bodySnippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return ""
+	if q := domain.QuoteAnswer(b); q != "" {
+		return ": " + q
 	}
-	if len(s) > errorSnippet {
-		s = s[:errorSnippet]
-		for !utf8.ValidString(s) {
-			s = s[:len(s)-1]
-		}
-		s += "..."
-	}
-	return ": " + strings.Join(strings.Fields(s), " ")
+	return ""
 }
 
 // ParseRetryAfter reads a Retry-After value, delay-seconds or an HTTP date,

@@ -148,7 +148,7 @@ func TestSendClassifiesResponses(t *testing.T) {
 		retryAfter time.Duration
 		errHas     string
 	}{
-		"500": {func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", 500) }, webhook.Failed, 500, 0, "HTTP 500: boom"},
+		"500": {func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", 500) }, webhook.Failed, 500, 0, `HTTP 500: "boom"`},
 		"410": {func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(410) }, webhook.Gone, 410, 0, "410"},
 		"302": {func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/elsewhere", http.StatusFound) }, webhook.Failed, 302, 0, "redirect not followed"},
 		"429 seconds": {func(w http.ResponseWriter, _ *http.Request) {
@@ -229,4 +229,31 @@ func TestParseRetryAfter(t *testing.T) {
 	assert.Zero(t, webhook.ParseRetryAfter("soon", now, time.Hour))
 	assert.Zero(t, webhook.ParseRetryAfter("", now, time.Hour))
 	assert.Zero(t, webhook.ParseRetryAfter("-5", now, time.Hour))
+}
+
+// A failed attempt's error names the endpoint without its credentials or
+// query string (Go's *url.Error prints the whole URL) and quotes at most
+// 200 bytes of the subscriber's answer, escaped.
+func TestSendErrorsKeepNoSecrets(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(500)
+		_, _ = io.WriteString(w, "marker \x1b[31m"+strings.Repeat("x", 300))
+	}))
+	defer srv.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close() // refuses connections from now on
+	answering := strings.Replace(srv.URL, "http://", "http://user:SECRET@", 1) + "/hook?token=SECRET"
+	refusing := closed.URL + "/hook?token=SECRET"
+	eps := endpoints(t, `[{"url":"`+answering+`","secret":"`+testSecret+`","events":["swipe.recorded"],"allow_private":true},
+		{"url":"`+refusing+`","secret":"`+testSecret+`","events":["swipe.recorded"],"allow_private":true}]`)
+
+	res := send(t, eps, webhook.Config{}, answering)
+	require.Error(t, res.Err)
+	assert.Equal(t, `HTTP 500: "marker \x1b[31m`+strings.Repeat("x", 200-len("marker \x1b[31m"))+`"...`, res.Err.Error())
+
+	res = send(t, eps, webhook.Config{}, refusing)
+	require.Error(t, res.Err)
+	assert.Contains(t, res.Err.Error(), `"`+closed.URL+`/hook"`)
+	assert.Contains(t, res.Err.Error(), "connection refused")
+	assert.NotContains(t, res.Err.Error(), "SECRET")
 }
