@@ -35,7 +35,7 @@ type faultAPI struct {
 	schools []domain.School
 }
 
-func startFaultAPI(t *testing.T) *faultAPI {
+func startFaultAPI(t *testing.T, params ...string) *faultAPI {
 	t.Helper()
 	direct := testutil.NewDBURL(t)
 	ctx := context.Background()
@@ -47,6 +47,9 @@ func startFaultAPI(t *testing.T) *faultAPI {
 	pool.Close()
 
 	proxied, proxy := faultproxy.ForURL(t, direct)
+	for _, p := range params { // connection parameters of DATABASE_URL
+		proxied += "&" + p
+	}
 
 	env := map[string]string{
 		"DATABASE_URL":      proxied,
