@@ -103,6 +103,10 @@ func (a carriedAllowance) limited() {
 // failed applies the fail-open/closed policy to a limiter error and
 // reports whether the request may go on.
 func (a carriedAllowance) failed(w http.ResponseWriter, r *http.Request, err error) bool {
+	if domain.ClientGone(r.Context(), err) {
+		respondErr(w, r, a.log, err) // the client left; see admit
+		return false
+	}
 	group := string(ratelimit.GroupSwipes)
 	if a.failClosed {
 		a.m.RateLimitFailure.WithLabelValues(group, "denied").Inc()
