@@ -110,3 +110,51 @@ func testPostgresTurnsReadOnly(t *testing.T, f *faultAPI) {
 		require.Less(t, a.code, 300, "%s: %v", w.name, a)
 	}
 }
+
+// The same failover through PgBouncer in transaction pooling mode, whose
+// server connections outlive the API's: while the database refuses
+// writes every swipe is 503 with Retry-After, never 500; once it takes
+// them again, the server connections PgBouncer opened on it are closed as
+// their server_lifetime passes (2 s here; the shipped settings say 60 s),
+// and swipes succeed. That lifetime is the floor through PgBouncer
+// (docs/operations.md, "Failover").
+func TestPostgresTurnsReadOnlyThroughPgBouncer(t *testing.T) {
+	const lifetime = 2 * time.Second
+	t.Setenv("PGBOUNCER_SERVER_LIFETIME", "2")
+	direct := testutil.NewDBURL(t)
+	pgb := pgBouncer(t)
+	f := startFaultAPIOn(t, direct, pgb.DatabaseURL(direct))
+	student := f.onboard(t)
+	a, ids := f.feed(t, student)
+	require.Equal(t, http.StatusOK, a.code, "%v", a)
+	require.Greater(t, len(ids), 12, "%v", a)
+
+	testutil.SetReadOnly(t, f.direct, true, true)
+	for i := range 4 {
+		requireUnavailable(t, f.swipeOn(t, student, ids[i]))
+	}
+	answers := make([]answer, 8)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() { answers[i] = f.swipeOn(t, student, ids[4+i]) })
+	}
+	wg.Wait()
+	for _, a := range answers {
+		requireUnavailable(t, a)
+	}
+
+	testutil.SetReadOnly(t, f.direct, false, false)
+	back := time.Now()
+	for {
+		a := f.swipeOn(t, student, ids[0])
+		if a.code == http.StatusOK {
+			break
+		}
+		requireUnavailable(t, a)
+		require.Less(t, time.Since(back), lifetime+10*time.Second,
+			"swipes still fail after the database takes writes again: %v", a)
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("through PgBouncer, swipes succeed %v after the database takes writes again (server_lifetime %v)",
+		time.Since(back).Round(time.Millisecond), lifetime)
+}
