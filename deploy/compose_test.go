@@ -372,6 +372,9 @@ func TestComposeScaleout(t *testing.T) {
 	assert.Contains(t, []string{"trust", "any"}, settings["pgbouncer.auth_type"])
 	assert.Equal(t, "trust", svc("postgres").Environment["POSTGRES_HOST_AUTH_METHOD"], "PgBouncer trusts as PostgreSQL does")
 	assert.Equal(t, "6432", settings["pgbouncer.listen_port"])
+	// A server connection opened on a server that refused writes (a
+	// failover) is closed within a minute of its opening, once released.
+	assert.Equal(t, "60", settings["pgbouncer.server_lifetime"])
 	assert.Equal(t, "host=postgres port=5432", settings["databases.*"])
 	assert.Equal(t, "service_healthy", pgb.DependsOn["postgres"].Condition)
 	assert.NotNil(t, pgb.Healthcheck)

@@ -12,6 +12,11 @@
 #   DATABASE_URL         the PostgreSQL server to pool (host and port are used;
 #                        default postgres://postgres@127.0.0.1:5432/matching)
 #   PGBOUNCER_POOL_SIZE  server connections per database and user (default 20)
+#   PGBOUNCER_SERVER_LIFETIME  seconds after which a server connection is
+#                        closed once released (default 60): after a failover,
+#                        how long a server connection opened on a server that
+#                        refused writes may go on refusing them
+#                        (docs/operations.md, "Failover")
 #   PGBOUNCER_DIR        its files (default ${TMPDIR:-/tmp}/matching-pgbouncer-PORT)
 #
 # Every database of the server is reachable through it under its own name,
@@ -25,6 +30,7 @@ cmd=${1:-}
 port=${2:-6432}
 DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/matching?sslmode=disable}
 pool_size=${PGBOUNCER_POOL_SIZE:-20}
+server_lifetime=${PGBOUNCER_SERVER_LIFETIME:-60}
 dir=${PGBOUNCER_DIR:-${TMPDIR:-/tmp}/matching-pgbouncer-$port}
 
 log() { printf 'pgbouncer: %s\n' "$*" >&2; }
@@ -112,7 +118,7 @@ start() {
 		pool_mode = transaction
 		default_pool_size = $pool_size
 		max_client_conn = 2000
-		server_lifetime = 3600
+		server_lifetime = $server_lifetime
 		logfile = $dir/pgbouncer.log
 		pidfile = $dir/pgbouncer.pid
 	EOF

@@ -35,9 +35,23 @@ type faultAPI struct {
 	schools []domain.School
 }
 
-func startFaultAPI(t *testing.T) *faultAPI {
+func startFaultAPI(t *testing.T, params ...string) *faultAPI {
 	t.Helper()
 	direct := testutil.NewDBURL(t)
+	proxied, proxy := faultproxy.ForURL(t, direct)
+	for _, p := range params { // connection parameters of DATABASE_URL
+		proxied += "&" + p
+	}
+	f := startFaultAPIOn(t, direct, proxied)
+	f.proxy = proxy
+	t.Cleanup(func() { proxy.Blackhole(false) })
+	return f
+}
+
+// startFaultAPIOn runs the API on dbURL, a way to the database direct
+// (which it fills first).
+func startFaultAPIOn(t *testing.T, direct, dbURL string) *faultAPI {
+	t.Helper()
 	ctx := context.Background()
 	pool, err := store.Open(ctx, direct)
 	require.NoError(t, err)
@@ -46,10 +60,8 @@ func startFaultAPI(t *testing.T) *faultAPI {
 	require.NoError(t, err)
 	pool.Close()
 
-	proxied, proxy := faultproxy.ForURL(t, direct)
-
 	env := map[string]string{
-		"DATABASE_URL":      proxied,
+		"DATABASE_URL":      dbURL,
 		"REDIS_URL":         testutil.RedisURLFor(t, testutil.RedisDBCmdAPI),
 		"HTTP_ADDR":         "127.0.0.1:0",
 		"OPS_ADDR":          "127.0.0.1:0",
@@ -61,7 +73,6 @@ func startFaultAPI(t *testing.T) *faultAPI {
 	done := make(chan error, 1)
 	go func() { done <- run(runCtx, func(k string) string { return env[k] }, io.Discard, ready) }()
 	t.Cleanup(func() {
-		proxy.Blackhole(false)
 		cancel()
 		select {
 		case <-done:
@@ -71,7 +82,7 @@ func startFaultAPI(t *testing.T) *faultAPI {
 	})
 	select {
 	case addrs := <-ready:
-		return &faultAPI{base: "http://" + addrs[0], ops: "http://" + addrs[1], proxy: proxy, direct: direct, schools: schools}
+		return &faultAPI{base: "http://" + addrs[0], ops: "http://" + addrs[1], direct: direct, schools: schools}
 	case err := <-done:
 		t.Fatalf("run returned early: %v", err)
 	case <-time.After(30 * time.Second):

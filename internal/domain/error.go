@@ -3,6 +3,7 @@
 package domain
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -82,6 +83,15 @@ func StudentNotFound(id string) *Error {
 func SchoolNotFound(id string) *Error {
 	return &Error{Kind: KindNotFound, Code: CodeInvalidSchoolID, Message: "school not found",
 		Details: map[string]any{"school_id": id}}
+}
+
+// ClientGone reports err as the end of a call whose caller went away: the
+// caller's context (a request's, when its client closed the connection)
+// was canceled, and the call ended because of it. No dependency is to
+// blame: such an error is not counted or logged as Redis or PostgreSQL
+// failing, takes no fallback, and starts no further work for the caller.
+func ClientGone(ctx context.Context, err error) bool {
+	return err != nil && errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
 }
 
 // Unavailable wraps a failing dependency as a 503.

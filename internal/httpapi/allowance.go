@@ -193,6 +193,10 @@ func (a carriedAllowance) limited(l pushLimits) {
 // failed applies the fail-open/closed policy to a limiter error and
 // reports whether the request may go on.
 func (a carriedAllowance) failed(w http.ResponseWriter, r *http.Request, g ratelimit.Group, err error) bool {
+	if domain.ClientGone(r.Context(), err) {
+		respondErr(w, r, a.log, err) // the client left; see admit
+		return false
+	}
 	group := string(g)
 	if a.failClosed {
 		a.m.RateLimitFailure.WithLabelValues(group, "denied").Inc()

@@ -398,7 +398,8 @@ type Limiter interface {
 // rateLimit counts the request against its group for the acting student,
 // sets the X-RateLimit-* headers and refuses with 429 and Retry-After. When
 // the limiter cannot count (Redis down) the request passes (fail open)
-// unless failClosed is set, and the metric records it either way.
+// unless failClosed is set, and the metric records it either way. A
+// client that leaves while it is counted is no limiter failure (admit).
 func rateLimit(log *slog.Logger, l Limiter, m *metrics.HTTP, group ratelimit.Group, failClosed bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -415,6 +416,13 @@ func rateLimit(log *slog.Logger, l Limiter, m *metrics.HTTP, group ratelimit.Gro
 // proceed.
 func admit(w http.ResponseWriter, r *http.Request, log *slog.Logger, m *metrics.HTTP, group ratelimit.Group,
 	failClosed bool, d ratelimit.Decision, err error) bool {
+	if domain.ClientGone(r.Context(), err) {
+		// The client went away while its request was being counted: Redis
+		// is not to blame (no fallback, no failure counted), and nothing
+		// more is done for a reader that is gone.
+		respondErr(w, r, log, err)
+		return false
+	}
 	if err != nil {
 		if failClosed {
 			m.RateLimitFailure.WithLabelValues(string(group), "denied").Inc()

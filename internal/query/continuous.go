@@ -319,8 +319,8 @@ func (c *Continuous) reassemble(ctx context.Context, studentID string, cat *acti
 // best effort: a failure lets a school come back before its cooldown, or a
 // swipe on a probe count as an ordinary swipe, and is logged.
 func (c *Continuous) remember(ctx context.Context, studentID string, now time.Time, items []cache.FeedItem) {
-	if len(items) == 0 {
-		return
+	if len(items) == 0 || ctx.Err() != nil {
+		return // nothing served, or nobody left to serve it to
 	}
 	ids := make([]string, len(items))
 	var probes []string

@@ -175,8 +175,14 @@ func fresh(catalogVersion int64, algorithm string, cat *active.Catalog) bool {
 }
 
 // cacheErr records a failed cache read; it logs only the call that found
-// Redis failing, not every request served while it stays down.
+// Redis failing, not every request served while it stays down. A read
+// that ended because its reader went away (domain.ClientGone) is neither
+// counted nor logged: Redis did not fail, and build starts nothing for
+// that reader.
 func (s *Service) cacheErr(ctx context.Context, endpoint, studentID string, err error) {
+	if domain.ClientGone(ctx, err) {
+		return
+	}
 	s.m.FeedReads.WithLabelValues(endpoint, "error").Inc()
 	if !errors.Is(err, cache.ErrUnavailable) {
 		s.log.WarnContext(ctx, "feed cache unavailable, computing inline", "endpoint", endpoint,
@@ -214,6 +220,12 @@ func (s *Service) cachedFeed(ctx context.Context, endpoint, studentID string, ca
 // stored without a compact page, which only complete profiles have. An
 // erased student is INVALID_STUDENT_ID.
 func (s *Service) build(ctx context.Context, studentID string, cat *active.Catalog, anyProfile bool) (*feedState, error) {
+	if err := ctx.Err(); err != nil {
+		// The reader is gone (or out of time): no build is started for it.
+		// A build already under way for another reader goes on (below, it
+		// runs detached from the reader that started it).
+		return nil, err
+	}
 	key := studentID
 	if anyProfile {
 		key = "any:" + studentID

@@ -2,10 +2,12 @@ package store
 
 import (
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -91,9 +93,35 @@ func WorkerSettings(slots int, log *slog.Logger) Settings {
 	}
 }
 
+// Failover (decisions.md, "third round"): a pool reaches the primary only.
+// Unless DATABASE_URL (or PGTARGETSESSIONATTRS) says otherwise, a new
+// connection is checked with target_session_attrs=read-write (pgx runs
+// "show transaction_read_only" once, after start-up) and refused when the
+// server it reached does not take writes, so after a failover the pool
+// opens connections to the new primary only; a connection that meets a
+// refused write later is closed (dropStale). Connections are also renewed
+// after MaxConnLifetime (plus up to MaxConnLifetimeJitter, so a pool does
+// not renew all at once; pool_max_conn_lifetime and
+// pool_max_conn_lifetime_jitter in the URL win), which bounds how long
+// reads may go on reaching a server that is no longer the primary.
+const (
+	MaxConnLifetime       = 5 * time.Minute
+	MaxConnLifetimeJitter = time.Minute
+)
+
 // apply sets s on cfg where the URL (databaseURL) left the setting to the
 // binary, and returns the start-up parameters it added.
 func (s Settings) apply(cfg *pgxpool.Config, databaseURL string) (added []string) {
+	cfg.ConnConfig.OnPgError = dropStale(cfg.ConnConfig.OnPgError)
+	if !sets(databaseURL, "target_session_attrs") && os.Getenv("PGTARGETSESSIONATTRS") == "" {
+		cfg.ConnConfig.ValidateConnect = pgconn.ValidateConnectTargetSessionAttrsReadWrite
+	}
+	if !sets(databaseURL, "pool_max_conn_lifetime") {
+		cfg.MaxConnLifetime = MaxConnLifetime
+	}
+	if !sets(databaseURL, "pool_max_conn_lifetime_jitter") {
+		cfg.MaxConnLifetimeJitter = MaxConnLifetimeJitter
+	}
 	if s.MaxConns > 0 && !strings.Contains(databaseURL, "pool_max_conns") {
 		cfg.MaxConns = s.MaxConns
 	}
@@ -116,4 +144,23 @@ func (s Settings) apply(cfg *pgxpool.Config, databaseURL string) (added []string
 		added = append(added, p.name)
 	}
 	return added
+}
+
+// sets reports whether the connection string (a URL or key=value pairs)
+// gives the parameter name.
+func sets(databaseURL, name string) bool {
+	for i := 0; ; {
+		j := strings.Index(databaseURL[i:], name)
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		end := at + len(name)
+		before := at == 0 || strings.ContainsRune("?& \t\n", rune(databaseURL[at-1]))
+		rest := strings.TrimLeft(databaseURL[end:], " ")
+		if before && strings.HasPrefix(rest, "=") {
+			return true
+		}
+		i = end
+	}
 }

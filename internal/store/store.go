@@ -141,17 +141,55 @@ func unavailable(err error) bool {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, errAcquire), pgconn.Timeout(err),
 		pgconn.SafeToRetry(err), errors.As(err, &connErr):
 		return true
+	case errors.Is(err, pgconn.ErrReadOnlyConnection):
+		return true // target_session_attrs=read-write met a standby
 	case errors.As(err, &pgErr):
 		switch pgErr.Code {
 		case "57014", // query_canceled: statement_timeout, or a cancel request
 			"55P03",          // lock_not_available: lock_timeout
 			"40001", "40P01", // serialization failure, deadlock: the transaction may simply be tried again
-			"53300",                   // too_many_connections
-			"57P01", "57P02", "57P03": // admin or crash shutdown, cannot connect now
+			"53300": // too_many_connections
 			return true
 		}
-		return strings.HasPrefix(pgErr.Code, "08") // connection exceptions
+		return readOnly(pgErr) || strings.HasPrefix(pgErr.Code, "08") // connection exceptions
 	}
 	var netErr net.Error
 	return errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// readOnly reports an error that says the server this connection reached
+// does not take writes now, or is going away: a failover left it a
+// standby (read_only_sql_transaction, "cannot execute ... in a read-only
+// transaction", "... during recovery"), it is shutting down, or it is
+// starting up or in recovery. The connection that saw it is not reused
+// (dropStale): a new one reaches whatever is primary now.
+func readOnly(pgErr *pgconn.PgError) bool {
+	switch pgErr.Code {
+	case "25006", // read_only_sql_transaction
+		"57P01", "57P02", "57P03", // admin or crash shutdown, cannot connect now (starting up, in recovery)
+		"57P05": // idle_session_timeout: the server ended the session
+		return true
+	case "55000": // object_not_in_prerequisite_state, as recovery functions raise it
+		return strings.Contains(pgErr.Message, "recovery is in progress")
+	}
+	return false
+}
+
+// dropStale is the pool's OnPgError: besides closing on a FATAL error (as
+// pgconn does by default), it closes a connection that met a server that
+// refuses writes (readOnly), so the pool never hands it out again. A
+// connection opened while the database was read-only (by a pooler, or
+// with target_session_attrs=any) keeps its session read-only after the
+// database takes writes again; closing it on its first refused write is
+// what lets the pool recover.
+func dropStale(next pgconn.PgErrorHandler) pgconn.PgErrorHandler {
+	return func(c *pgconn.PgConn, pgErr *pgconn.PgError) bool {
+		if readOnly(pgErr) {
+			return false
+		}
+		if next != nil {
+			return next(c, pgErr)
+		}
+		return !strings.EqualFold(pgErr.Severity, "FATAL")
+	}
 }
