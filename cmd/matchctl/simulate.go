@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/collegematch/matching/internal/auth"
+	"github.com/collegematch/matching/internal/catalog/bundled"
 	"github.com/collegematch/matching/internal/simulate"
 	"github.com/collegematch/matching/internal/simulate/live"
 	"github.com/collegematch/matching/internal/store"
@@ -21,7 +22,7 @@ import (
 
 func init() {
 	register("simulate", command{
-		usage: "simulate [--students 200] [--swipes 40] [--schools 6500] [--seed 1] [--svg FILE] | simulate --api URL [--students 10] [--swipes 40]",
+		usage: "simulate [--students 200] [--swipes 40] [--schools 6500] [--seed 1] [--svg FILE] | simulate --families [--variant 0|1] [--students 200] [--swipes 50] [--seed 1] | simulate --api URL [--students 10] [--swipes 40]",
 		help:  "measure how well the learning loop learns, with synthetic students (no database needed); --api: drive a running service through its API",
 		run:   runSimulate,
 	})
@@ -40,11 +41,17 @@ func runSimulate(ctx context.Context, e env, args []string) error {
 	coldStart := fs.Bool("cold-start", false, "draw half the students from the onboarding categories and measure the cold start")
 	api := fs.String("api", "", "drive the service at this base URL (its catalogue from DATABASE_URL, tokens from AUTH_HS256_SECRET)")
 	noFeedback := fs.Bool("no-feedback", false, "with --api: leave feedback prompts unanswered")
+	weightsOnly := fs.Bool("weights-only", false, "the learner without its residual (the eight weights alone), for comparison")
+	families := fs.Bool("families", false, "students whose hidden tastes are not the service's score (five families), on the bundled catalogue of real schools")
+	variant := fs.Int("variant", 0, "with --families: the families' shapes, 0 (those the learner was tuned on) or 1 (held out)")
 	if err := fs.Parse(args); err != nil {
 		return usageErr("%v", err)
 	}
 	if *api != "" {
 		return runSimulateLive(ctx, e, fs, *api, *noFeedback)
+	}
+	if *families {
+		return runSimulateFamilies(ctx, e, fs, *variant, *students, *swipes, *seed, *page, *workers)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -64,7 +71,7 @@ func runSimulate(ctx context.Context, e env, args []string) error {
 	}
 	cfg := simulate.Config{
 		Students: *students, Swipes: *swipes, Schools: *schools, Seed: *seed, PageSize: *page,
-		Workers: *workers, CompareExploration: *compare,
+		Workers: *workers, CompareExploration: *compare, WeightsOnly: *weightsOnly,
 	}
 	if *coldStart {
 		cfg.Archetypes = simulate.ServiceArchetypes()
@@ -104,7 +111,7 @@ func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, n
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "schools", "svg", "compare-exploration", "cold-start":
+		case "schools", "svg", "compare-exploration", "cold-start", "weights-only", "families", "variant":
 			bad = append(bad, "--"+f.Name)
 		}
 	})
@@ -163,5 +170,56 @@ func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, n
 	if _, werr := fmt.Fprint(e.stdout, res.Table()); werr != nil && err == nil {
 		err = werr
 	}
+	return err
+}
+
+// runSimulateFamilies runs the families mode on the bundled catalogue.
+func runSimulateFamilies(ctx context.Context, e env, fs *flag.FlagSet, variant, students, swipes int, seed uint64, page, workers int) error {
+	var bad []string
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) {
+		set[f.Name] = true
+		switch f.Name {
+		case "schools", "svg", "compare-exploration", "cold-start", "weights-only":
+			bad = append(bad, "--"+f.Name)
+		}
+	})
+	switch {
+	case len(bad) > 0:
+		return usageErr("%s cannot be used with --families (the catalogue is the bundled one)", strings.Join(bad, ", "))
+	case fs.NArg() > 0:
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	case variant != 0 && variant != 1:
+		return usageErr("--variant must be 0 or 1")
+	case students < 1 || students > 100_000:
+		return usageErr("--students must be between 1 and 100000")
+	case swipes < 1 || swipes > 1000:
+		return usageErr("--swipes must be between 1 and 1000")
+	case page < 1 || page > 20:
+		return usageErr("--page must be between 1 and 20")
+	case workers < 1 || workers > 64:
+		return usageErr("--workers must be between 1 and 64")
+	case seed == 0:
+		return usageErr("--seed must be positive")
+	}
+	if !set["swipes"] {
+		swipes = 50
+	}
+	schools, err := bundled.Schools()
+	if err != nil {
+		return err
+	}
+	cfg := simulate.FamiliesConfig{Schools: schools, Students: students, Swipes: swipes, Seed: seed,
+		Variant: variant, PageSize: page, Workers: workers}
+	start := time.Now()
+	done := make(chan simulate.FamiliesResult, 1)
+	go func() { done <- simulate.RunFamilies(cfg) }()
+	var res simulate.FamiliesResult
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	_, err = fmt.Fprintf(e.stdout, "%s\n(%s)\n", res.Table(), time.Since(start).Round(100*time.Millisecond))
 	return err
 }

@@ -90,3 +90,23 @@ func TestSimulateAPIReportsAnUnreachableService(t *testing.T) {
 	assert.Contains(t, errBuf.String(), "connection refused")
 	assert.Contains(t, out.String(), "0 students, 0 swipes through the API")
 }
+
+func TestSimulateFamiliesPrintsEveryPolicyByFamily(t *testing.T) {
+	code, out, errOut := runSimulateCmd(t, "simulate", "--families", "--students", "5", "--swipes", "10", "--seed", "3")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Contains(t, out, "families mode, variant 0: 5 students (1 per family), 10 swipes each, 3081 schools, seed 3")
+	assert.Contains(t, out, "| swipes | learner | weights only | ceiling | best 8 weights | logistic | popularity | random |")
+	for _, f := range []string{"budget", "prestige", "near", "size and setting", "mixed", "all"} {
+		assert.Contains(t, out, "| "+f+" |")
+	}
+	for _, args := range [][]string{
+		{"simulate", "--families", "--variant", "2"},
+		{"simulate", "--families", "--schools", "500"},
+		{"simulate", "--families", "--weights-only"},
+		{"simulate", "--families", "extra"},
+	} {
+		code, _, errOut := runSimulateCmd(t, args...)
+		assert.Equal(t, 2, code, "%v: %s", args, errOut)
+		assert.Contains(t, errOut, "usage: matchctl simulate", "%v", args)
+	}
+}

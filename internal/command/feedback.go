@@ -137,7 +137,7 @@ func (f *Feedback) Record(ctx context.Context, in FeedbackInput) (FeedbackResult
 	after, updated := model, false
 	if cat := f.catalogs.Scoring(); cat != nil && ok {
 		if idx, known := cat.Index(fb.SchoolID); known {
-			after, updated = model.Observe(p, cat, match.FeedbackObservation(idx, fb.Reason))
+			after, updated = model.ObserveWeights(p, cat, match.FeedbackObservation(idx, fb.Reason))
 		}
 	}
 	return FeedbackResult{ID: rec.ID, PreferenceWeights: after.Weights().Map(), UpdatedWeights: updated}, nil

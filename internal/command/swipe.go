@@ -295,7 +295,7 @@ func (s *Swipes) predictRead(ctx context.Context, sws []domain.Swipe, read *Swip
 		}
 		dir, _ := match.ParseDirection(sw.Direction)
 		sw.TriggerFeedback = sw.IsProbe || (sw.Counted() && m.PatternBreak(p, cat, idx, dir))
-		m, sw.UpdatedWeights = m.Observe(p, cat, match.Observation{Index: idx, Interaction: sw.Interaction, Direction: dir})
+		m, sw.UpdatedWeights = m.ObserveWeights(p, cat, match.Observation{Index: idx, Interaction: sw.Interaction, Direction: dir})
 	}
 	return view.Slots
 }

@@ -315,7 +315,7 @@ func predictBatch(ctx context.Context, r SwipeRedis, st BatchStore, cats Catalog
 			continue
 		}
 		dir, _ := match.ParseDirection(c.Swipe.Direction)
-		_, c.Swipe.UpdatedWeights = model.Observe(p, cat, match.Observation{Index: idx, Interaction: c.Swipe.Interaction, Direction: dir})
+		_, c.Swipe.UpdatedWeights = model.ObserveWeights(p, cat, match.Observation{Index: idx, Interaction: c.Swipe.Interaction, Direction: dir})
 	}
 	_ = log
 }

@@ -141,6 +141,10 @@ type Describer struct {
 	w   Weights // sanitized
 	sc  scorer
 	cat *Catalog
+	// With a model (NewModelDescriber): the model and what it learned
+	// beyond the weights, which the reasons name.
+	m     *Model
+	prefs []Learned
 }
 
 // NewDescriber is a Describer for the student p with the weights w on cat.
@@ -148,10 +152,28 @@ func NewDescriber(p Profile, w Weights, cat *Catalog) Describer {
 	return Describer{p: p, w: w.Sanitize(), sc: newScorer(p, w, cat), cat: cat}
 }
 
+// NewModelDescriber is a Describer for the student p with the model m on
+// cat: its weights' reasons, led by the learned preference (Model.
+// LearnedPreferences) that favours the school most, when there is one
+// ("You tend to like schools under about $20,000 a year"). The reasons
+// then stay at most four positives and one caveat.
+func NewModelDescriber(p Profile, m Model, cat *Catalog) Describer {
+	m = m.orDefault()
+	d := NewDescriber(p, m.Weights(), cat)
+	if prefs := m.LearnedPreferences(p, cat); len(prefs) > 0 {
+		d.m, d.prefs = &m, prefs
+	}
+	return d
+}
+
 // Describe is Describe(p, w, cat, idx) for the describer's p, w and cat.
 func (d *Describer) Describe(idx int) Description {
 	var v view // on the stack: a page describes many schools
 	v.initScorer(d.p, d.w, d.sc, d.cat, idx)
+	if d.m != nil {
+		in := residualInOf(d.cat, idx, &v.b)
+		v.learned = d.m.learnedReason(d.prefs, &in, d.sc.strength())
+	}
 	return Description{Reasons: v.reasons(), AdmissionBand: v.band, NetPrice: v.price, MatchedMajors: MatchedMajors(d.p, d.cat, idx)}
 }
 
@@ -171,6 +193,8 @@ type view struct {
 	cold  *coldFeatures
 	band  string
 	price NetPrice
+	// learned is the reason line a learned preference gives, or "".
+	learned string
 }
 
 func newView(p Profile, w Weights, cat *Catalog, idx int) *view {

@@ -77,7 +77,8 @@ package match
 // a change here changes scores (1.1.0: feeds ranked by the learned model,
 // with probes, exploration and the geographic mix; 1.1.1: the factors the
 // weights do not move kept as Factors keep them, in steps of 1/32768 and
-// the distance at float32 precision), and recommendation
-// metadata carries it. A feed stored under another version is built again
+// the distance at float32 precision; 1.2.0: the order served follows the
+// learner's residual as well as the weights, see learn_residual.go), and
+// recommendation metadata carries it. A feed stored under another version is built again
 // before it is served.
-const AlgorithmVersion = "1.1.1"
+const AlgorithmVersion = "1.2.0"

@@ -80,10 +80,14 @@ func (v *view) reasons() []string {
 	var pos, neu [maxCandidates]reason
 	var cav reason
 	npos, nneu, ncav := 0, 0, 0
+	most := maxPositive
+	if v.learned != "" {
+		most-- // the learned line is the first positive
+	}
 	for _, r := range cands {
 		switch r.pol {
 		case positive:
-			if npos < maxPositive {
+			if npos < most {
 				pos[npos] = r
 				npos++
 			}
@@ -104,7 +108,10 @@ func (v *view) reasons() []string {
 		}
 		n++
 	}
-	out := make([]string, 0, n+ncav)
+	out := make([]string, 0, n+ncav+1)
+	if v.learned != "" {
+		out = append(out, v.learned)
+	}
 	for _, r := range pos[:npos] {
 		out = append(out, v.text(r.line))
 	}

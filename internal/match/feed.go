@@ -803,6 +803,7 @@ func (a *assembler) candIndex(pos int32) int32 {
 	} else {
 		s, g = a.le.eval(i, &b)
 	}
+	s += a.m.residualAt(&a.le.sc, a.cat, i, &b)
 	x, z, ok := a.m.featuresWith(&a.slope, s, g)
 	c := exploreCand{u: float64(splitmix64(a.in.Seed^uint64(i))>>11) / (1 << 53)}
 	if ok {

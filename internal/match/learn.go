@@ -251,6 +251,14 @@ type Model struct {
 	grid  [nLevels][levelBins]float64
 	valid bool
 
+	// rmean are the residual's coefficients (in match score units per
+	// standard deviation of each feature), rconst its intercept, and hist
+	// the schools it was fitted on, oldest first (learn_residual.go).
+	rmean  [nResidual]float64
+	rconst float64
+	hist   [historyLen]swipeMemory
+	nhist  int
+
 	swipes   int // counted swipes folded in
 	signals  int // taps, detail views and saves folded in
 	feedback int // feedback reasons folded in
@@ -462,9 +470,31 @@ const WeightChangeEpsilon = 1e-6
 //     perfect_match is a like with weight 2, and pulls size_preference and
 //     academic_selectivity towards the school's size and selectivity.
 func (m Model) Observe(p Profile, cat *Catalog, o Observation) (Model, bool) {
+	next, changed, remembered := m.observe(p, cat, o)
+	if remembered || changed {
+		// The residual is fitted against the weights' prediction: a
+		// feedback reason that moved the weights moves it too.
+		next.refit(p, cat)
+	}
+	return next, changed
+}
+
+// ObserveWeights is Observe without the residual's refit: the weights
+// (and so changed) are Observe's, the residual stays as it was fitted.
+// It is what a caller that needs only the weights' answer uses (a swipe
+// response's updated_weights, a pattern break of the next swipe), at a
+// fraction of Observe's cost; the worker's fold uses Observe.
+func (m Model) ObserveWeights(p Profile, cat *Catalog, o Observation) (Model, bool) {
+	next, changed, _ := m.observe(p, cat, o)
+	return next, changed
+}
+
+// observe is Observe without the refit; remembered reports whether the
+// observation entered the residual's history (so a refit is due).
+func (m Model) observe(p Profile, cat *Catalog, o Observation) (_ Model, changed, remembered bool) {
 	m = m.orDefault()
 	if cat == nil || o.Index < 0 || o.Index >= cat.Len() {
-		return m, false
+		return m, false, false
 	}
 	before := m.Weights()
 	var ok bool
@@ -473,6 +503,10 @@ func (m Model) Observe(p Profile, cat *Catalog, o Observation) (Model, bool) {
 	case o.Reason != "":
 		if next, ok = m.applyReason(p, cat, o.Index, o.Reason); ok {
 			next.feedback++
+			if o.Reason == ReasonPerfectMatch {
+				next.remember(cat, o.Index, true, perfectMatchWeight)
+				remembered = true
+			}
 		}
 	default:
 		switch o.Interaction {
@@ -483,10 +517,12 @@ func (m Model) Observe(p Profile, cat *Catalog, o Observation) (Model, bool) {
 				y = 1
 			case Dislike:
 			default:
-				return m, false
+				return m, false, false
 			}
 			if next, ok = m.update(p, cat, o.Index, y, 1); ok {
 				next.swipes++
+				next.remember(cat, o.Index, y == 1, 1)
+				remembered = true
 			}
 		case InteractionTap, InteractionDetailView, InteractionSave:
 			omega := signalWeightSave
@@ -498,19 +534,20 @@ func (m Model) Observe(p Profile, cat *Catalog, o Observation) (Model, bool) {
 			}
 			if next, ok = m.update(p, cat, o.Index, 1, omega); ok {
 				next.signals++
+				next.remember(cat, o.Index, true, omega)
+				remembered = true
 			}
 		}
 	}
 	if !ok {
-		return m, false
+		return m, false, false
 	}
 	after := next.Weights()
 	ba, aa := weightArray(before), weightArray(after)
-	changed := false
 	for j := range ba {
 		changed = changed || math.Abs(aa[j]-ba[j]) >= WeightChangeEpsilon
 	}
-	return next, changed
+	return next, changed, remembered
 }
 
 // applyReason folds a feedback reason in.
@@ -758,10 +795,32 @@ func (m *Model) syncLevel(l int) {
 // linearise returns the gradient of the linear predictor z = k*(S - t) in
 // the parameters at the posterior mean, and z there.
 func (m Model) linearise(p Profile, cat *Catalog, idx int) (x [nParams]float64, z float64, ok bool) {
+	x, z, _, ok = m.lineariseAll(p, cat, idx)
+	return x, z, ok
+}
+
+// lineariseAll is linearise that also returns the variance of the linear
+// predictor that comes from the residual's coefficients.
+func (m Model) lineariseAll(p Profile, cat *Catalog, idx int) (x [nParams]float64, z, vr float64, ok bool) {
 	e := newLearnEval(p, m.Weights(), cat)
 	var b breakdown
 	s, g := e.eval(idx, &b)
-	return m.features(s, g)
+	in := residualInOf(cat, idx, &b)
+	phi := residualFeatures(&in, e.sc.strength())
+	x, z, ok = m.features(s+residualOf(&m.rmean, &phi)+m.rconst, g)
+	return x, z, 0, ok
+}
+
+// residualAt is the residual of school i, whose breakdown under the
+// model's weights is b, for the student of sc, with the residual's
+// intercept: what the model adds to the weights' score when it predicts.
+func (m *Model) residualAt(sc *scorer, cat *Catalog, i int, b *breakdown) float64 {
+	if m.nhist == 0 {
+		return 0
+	}
+	in := residualInOf(cat, i, b)
+	phi := residualFeatures(&in, sc.strength())
+	return residualOf(&m.rmean, &phi) + m.rconst
 }
 
 // features turns a score and its gradient in the weights into the linear
@@ -865,17 +924,20 @@ func (m Model) Predict(p Profile, cat *Catalog, idx int) Prediction {
 	if cat == nil || idx < 0 || idx >= cat.Len() {
 		return Prediction{Like: 0.5}
 	}
-	x, z, ok := m.linearise(p, cat, idx)
+	x, z, vr, ok := m.lineariseAll(p, cat, idx)
 	if !ok {
 		return Prediction{Like: 0.5}
 	}
-	return predictFrom(&x, z, &m.cov)
+	return predictFrom(&x, z, vr, &m.cov)
 }
 
 // predictFrom is the prediction for a school whose linear predictor has
-// gradient x and value z, under covariance cov.
-func predictFrom(x *[nParams]float64, z float64, cov *[nParams][nParams]float64) Prediction {
-	like, v, vw := moments(x, z, cov)
+// gradient x and value z, under covariance cov, vr more variance coming
+// from the residual.
+func predictFrom(x *[nParams]float64, z, vr float64, cov *[nParams][nParams]float64) Prediction {
+	_, v, vw := moments(x, z, cov)
+	v, vw = v+vr, vw+vr
+	like := sigmoid(z / math.Sqrt(1+math.Pi*v/8))
 	return Prediction{Like: like, Uncertainty: math.Sqrt(v), Information: 0.5 * math.Log1p(like*(1-like)*vw)}
 }
 
@@ -940,11 +1002,17 @@ func Fold(prior Weights, p Profile, cat *Catalog, history []Observation) Model {
 		}
 	}
 	m := NewModel(prior)
+	refit := false
 	for i, o := range history {
 		if o.Counted() && last[o.Index] != i {
 			continue
 		}
-		m, _ = m.Observe(p, cat, o)
+		var remembered bool
+		m, _, remembered = m.observe(p, cat, o)
+		refit = refit || remembered
+	}
+	if refit {
+		m.refit(p, cat)
 	}
 	return m
 }

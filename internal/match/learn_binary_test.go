@@ -58,7 +58,9 @@ func TestModelBinaryRoundTrip(t *testing.T) {
 
 	// Damaged values are replaced by safe ones, as in the JSON form.
 	damaged := append([]byte{}, bin...)
-	for i := len(damaged) - 8*(nParams*nParams+nLevels*levelBins); i < len(damaged); i += 8 {
+	// Every float after the counts (7 swipes, 1 signal, 1 feedback: a byte
+	// each) up to the history.
+	for i := 2 + 3; i < 2+3+binaryModelSize; i += 8 {
 		copy(damaged[i:], []byte{0, 0, 0, 0, 0, 0, 0xf8, 0x7f}) // NaN
 	}
 	d, err := DecodeModel(damaged)

@@ -8,14 +8,15 @@ import (
 )
 
 // ModelVersion is the version of a serialised Model and of the update that
-// produced it. It changes whenever a stored model would mean something
+// produced it (2: the residual, learn_residual.go). It changes whenever a stored model would mean something
 // different to this code; a model of another version does not decode
 // (ErrModelVersion) and is rebuilt from the student's history with Fold.
-const ModelVersion = 1
+const ModelVersion = 2
 
 // LearningVersion is the semantic version of the learner and the feed
-// assembly; it changes whenever they change what a student is served.
-const LearningVersion = "1.0.0"
+// assembly; it changes whenever they change what a student is served
+// (1.1.0: the residual).
+const LearningVersion = "1.1.0"
 
 // ErrModelVersion is returned when decoding a model of another version.
 var ErrModelVersion = errors.New("learning model: unsupported version")
@@ -35,6 +36,23 @@ type modelJSON struct {
 	Mean     []float64            `json:"mean"`
 	Cov      [][]float64          `json:"cov"`
 	Levels   map[string][]float64 `json:"levels"`
+	Residual *residualJSON        `json:"residual,omitempty"`
+}
+
+// residualJSON is the residual: its coefficients by feature name, its
+// intercept, and the schools it was fitted on, oldest first.
+type residualJSON struct {
+	Features  []string     `json:"features"`
+	Mean      []float64    `json:"mean"`
+	Intercept float64      `json:"intercept"`
+	History   []memoryJSON `json:"history"`
+}
+
+// memoryJSON is one school of the residual's history.
+type memoryJSON struct {
+	SchoolID string  `json:"school_id"`
+	Like     bool    `json:"like"`
+	Weight   float64 `json:"weight"`
 }
 
 // MarshalJSON encodes the model as
@@ -60,6 +78,11 @@ func (m Model) MarshalJSON() ([]byte, error) {
 	for l, p := range levelParams {
 		out.Levels[paramKeys[p]] = m.grid[l][:]
 	}
+	r := &residualJSON{Features: residualKeys[:], Mean: m.rmean[:], Intercept: m.rconst, History: make([]memoryJSON, m.nhist)}
+	for k, h := range m.hist[:m.nhist] {
+		r.History[k] = memoryJSON{SchoolID: h.id, Like: h.like, Weight: float64(h.weight) / 20}
+	}
+	out.Residual = r
 	return json.Marshal(out)
 }
 
@@ -147,9 +170,47 @@ func (in *modelJSON) model() Model {
 		out.syncLevel(l)
 	}
 	out.floorVariances()
+	if in.Residual != nil {
+		in.Residual.into(&out)
+	}
 	out.swipes, out.signals, out.feedback = max(0, in.Swipes), max(0, in.Signals), max(0, in.Feedback)
 	return out
 }
+
+// into sets m's residual from r, checked as the weights are: features
+// matched by name, a coefficient that is missing or not finite at the
+// prior (0), values clamped; history entries without a school id dropped,
+// at most historyLen kept (the newest).
+func (r *residualJSON) into(m *Model) {
+	for j, k := range residualKeys {
+		for i, name := range r.Features {
+			if name == k && i < len(r.Mean) && finite(r.Mean[i]) {
+				m.rmean[j] = clampResidual(r.Mean[i])
+			}
+		}
+	}
+	if finite(r.Intercept) {
+		m.rconst = max(-1, min(1, r.Intercept))
+	}
+	h := r.History
+	if len(h) > historyLen {
+		h = h[len(h)-historyLen:]
+	}
+	for _, e := range h {
+		if e.SchoolID == "" || len(e.SchoolID) > maxMemoryID {
+			continue
+		}
+		w := e.Weight
+		if !finite(w) || w <= 0 {
+			w = 1
+		}
+		m.hist[m.nhist] = swipeMemory{id: e.SchoolID, like: e.Like, weight: weightCode(w)}
+		m.nhist++
+	}
+}
+
+// maxMemoryID is the longest school id the history keeps (ids are UUIDs).
+const maxMemoryID = 255
 
 // positiveDefinite reports whether c has a Cholesky factorisation.
 func positiveDefinite(c *[nParams][nParams]float64) bool {

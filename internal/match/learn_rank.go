@@ -4,7 +4,7 @@ package match
 // each school: the match score with the model's weights (Weights), except
 // that size_fit and selectivity_fit are averaged over the model's
 // uncertainty about size_preference and academic_selectivity instead of
-// being taken at their means. While the model is unsure of a preferred
+// being taken at their means, plus the model's residual (learn_residual.go). While the model is unsure of a preferred
 // level, a school a little off it is not ranked as if the level were
 // known; once the model is sure, the ranking is Rank's.
 //
@@ -40,6 +40,7 @@ func rankModel(dst []Scored, p Profile, m Model, cat *Catalog, keep []schoolFact
 	w := m.Weights()
 	sc := newScorer(p, w, cat)
 	sizeTab, selTab := expectedFits(&sc, m)
+	res := newResidualTables(&m.rmean, sc.strength())
 	kSize, kSel := sc.fw.Campus*sc.wSize, sc.fw.Academic*sc.wSel
 	var b breakdown
 	for i := range tmp {
@@ -54,6 +55,10 @@ func rankModel(dst []Scored, p Profile, m Model, cat *Catalog, keep []schoolFact
 		}
 		if f.selK > 0 {
 			s.Score += kSel * (lookup(&selTab, float64(f.selLevel)) - b.selFit)
+		}
+		if res.on {
+			in := residualInOf(cat, i, &b)
+			s.Score += res.of(&in)
 		}
 		s.Score = clamp01(s.Score)
 		tmp[i] = s

@@ -128,6 +128,7 @@ func RankFactors(dst []Scored, f *Factors, p Profile, m Model) []Scored {
 	}
 	sc := newScorer(p, m.Weights(), cat)
 	sizeTab, selTab := expectedFits(&sc, m)
+	res := newResidualTables(&m.rmean, sc.strength())
 	kSize, kSel := sc.fw.Campus*sc.wSize, sc.fw.Academic*sc.wSel
 	fw := sc.fw
 	school := f.school[:len(tmp)]
@@ -154,12 +155,21 @@ func RankFactors(dst []Scored, f *Factors, p Profile, m Model) []Scored {
 			Academic: academic, Financial: financial, Campus: campus, Outcomes: outcomes,
 			Distance: float64(sf.dist), Index: int32(i),
 		}
+		plain := s.Score
 		// As RankModel adjusts it.
 		if sz >= 0 {
 			s.Score += kSize * (lookup(&sizeTab, float64(sz)) - size)
 		}
 		if level >= 0 {
 			s.Score += kSel * (lookup(&selTab, float64(level)) - selFit)
+		}
+		if res.on {
+			in := residualIn{
+				afford: unpack16(sf.afford), aid: unpack16(sf.aid), value: unpack16(sf.value),
+				sat: unpack16(sf.sat), prog: unpack16(sf.prog), outcomes: outcomes, score: plain, dist: float64(sf.dist),
+				level: float64(level), size: float64(sz), setting: feat[i].setting,
+			}
+			s.Score += res.of(&in)
 		}
 		s.Score = clamp01(s.Score)
 		tmp[i] = s

@@ -355,9 +355,10 @@ func (c *Continuous) page(cat *active.Catalog, pick picked, counts swipeCounts) 
 	}
 	phase := PhaseFor(total)
 	recs := make([]Recommendation, 0, len(pick.items))
+	d := fs.describer(cat)
 	for _, it := range pick.items {
 		idx, _ := cat.Index(it.SchoolID.String()) // checked by choose, or built on cat
-		recs = append(recs, recommendation(cat, fs.profile, fs.weights, idx, it))
+		recs = append(recs, described(cat, &d, idx, it))
 	}
 	return ContinuousPage{
 		Recommendations: recs,

@@ -162,7 +162,7 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 		Items:            feedItems(cat, slots),
 	}
 	if k := min(in.Describe, len(slots)); k > 0 {
-		f.Described = describe(cat, in.Profile, match.WeightsFromMap(f.Weights), slots[:k], f.Items[:k])
+		f.Described = describe(cat, in.Profile, in.Model, slots[:k], f.Items[:k])
 		f.ShownWeights, _ = json.Marshal(roundWeights(f.Weights)) // finite floats: cannot fail
 	}
 	n := min(CompactPageSize, len(slots))
@@ -271,12 +271,12 @@ const describeChunk = 16 << 10
 // shared chunk: the field Feeds.Put stores as it is. An item json.Marshal
 // would refuse (a float that is not finite, which the scores never are)
 // is stored with its prefix alone, as json.Marshal's error left it.
-func describe(cat *active.Catalog, p match.Profile, w match.Weights, slots []Slot, items []cache.FeedItem) []cache.Described {
+func describe(cat *active.Catalog, p match.Profile, m match.Model, slots []Slot, items []cache.FeedItem) []cache.Described {
 	out := make([]cache.Described, len(items))
 	scratch := encodeBuffers.Get().(*[]byte)
 	defer encodeBuffers.Put(scratch)
 	var chunk []byte
-	d := match.NewDescriber(p, w, cat.Catalog)
+	d := match.NewModelDescriber(p, m, cat.Catalog)
 	records := schoolRecords(cat)
 	for i, it := range items {
 		idx := int(slots[i].Index)

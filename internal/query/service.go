@@ -536,12 +536,13 @@ func (s *Service) page(studentID string, fs *feedState, cat *active.Catalog, lim
 		page = fs.feed.Range(offset, end)
 	}
 	recs = make([]Recommendation, 0, len(page))
+	d := fs.describer(cat)
 	for _, it := range page {
 		idx, ok := cat.Index(it.SchoolID.String())
 		if !ok {
 			return recs, false
 		}
-		recs = append(recs, recommendation(cat, fs.profile, fs.weights, idx, it))
+		recs = append(recs, described(cat, &d, idx, it))
 	}
 	return recs, true
 }

@@ -231,10 +231,19 @@ func majorNames(ms []domain.Major) []string {
 	return out
 }
 
-// recommendation is the item for stored feed item it, school idx.
-func recommendation(cat *active.Catalog, p match.Profile, w match.Weights, idx int, it cache.FeedItem) Recommendation {
-	d := match.NewDescriber(p, w, cat.Catalog)
-	return described(cat, &d, idx, it)
+// describer describes the schools of fs's feed: with the learned model it
+// was ranked with (whose learned preferences the reasons name), else with
+// its weights.
+func (fs *feedState) describer(cat *active.Catalog) match.Describer {
+	if fs.learner != nil {
+		return match.NewModelDescriber(fs.profile, fs.learner.model, cat.Catalog)
+	}
+	if len(fs.feed.Model) > 0 {
+		if m, err := match.DecodeModel(fs.feed.Model); err == nil {
+			return match.NewModelDescriber(fs.profile, m, cat.Catalog)
+		}
+	}
+	return match.NewDescriber(fs.profile, fs.weights, cat.Catalog)
 }
 
 // described is recommendation with the student's describer made already.

@@ -165,3 +165,39 @@ func pct(v float64) string {
 	}
 	return fmt.Sprintf("%.0f%%", 100*v)
 }
+
+// Table renders a families-mode run as Markdown: NDCG@20 by checkpoint for
+// every policy over all students, then the learner against the references
+// by family at the first and last checkpoints, and the net lift.
+func (r FamiliesResult) Table() string {
+	var b strings.Builder
+	c := r.Config
+	fmt.Fprintf(&b, "families mode, variant %d: %d students (%d per family), %d swipes each, %d schools, seed %d, client pages of %d\n\n",
+		c.Variant, r.Students[NumFamilies], r.Students[NumFamilies]/int(NumFamilies), c.Swipes, len(c.Schools), c.Seed, c.PageSize)
+	b.WriteString("NDCG@20 after n swipes, all students (every policy on the schools the learner's student has not swiped)\n\n| swipes |")
+	for p := range NumFamilyPolicies {
+		fmt.Fprintf(&b, " %s |", p)
+	}
+	b.WriteString("\n|---:|" + strings.Repeat("---:|", int(NumFamilyPolicies)) + "\n")
+	for k, t := range r.Checkpoints {
+		fmt.Fprintf(&b, "| %d |", t)
+		for p := range NumFamilyPolicies {
+			fmt.Fprintf(&b, " %s |", num(r.NDCG[p][NumFamilies][k]))
+		}
+		b.WriteString("\n")
+	}
+	first, last := r.Checkpoints[0], r.Checkpoints[len(r.Checkpoints)-1]
+	fmt.Fprintf(&b, "\nBy family, NDCG@20 at %d -> %d swipes; net lift is the learner's share of the ceiling at %d minus the same at %d\n\n| family | learner | weights only | ceiling | best 8 weights | logistic | popularity | net lift | net lift, weights only | stable like rate |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", first, last, last, first)
+	for f := range NumFamilies + 1 {
+		name := "all"
+		if f < NumFamilies {
+			name = f.String()
+		}
+		fmt.Fprintf(&b, "| %s |", name)
+		for _, p := range []FamilyPolicy{FLearner, FWeightsOnly, FCeiling, FBest8, FLogistic, FPopularity} {
+			fmt.Fprintf(&b, " %s -> %s |", num(r.NDCGAt(p, f, first)), num(r.NDCGAt(p, f, last)))
+		}
+		fmt.Fprintf(&b, " %+.3f | %+.3f | %s |\n", r.Lift(FLearner, f), r.Lift(FWeightsOnly, f), num(r.StableLike[f]))
+	}
+	return b.String()
+}

@@ -141,6 +141,11 @@ type Config struct {
 	// CompareExploration also runs the learner with uniform exploration.
 	CompareExploration bool
 
+	// WeightsOnly runs the learner without its residual (the model of the
+	// eight weights alone, match.Model.ObserveWeights): the learner as it
+	// was before the residual, for comparison.
+	WeightsOnly bool
+
 	// Archetypes, when set, are cold-start priors: ArchetypeShare of the
 	// students (default 0.5) are drawn near one of them and start from it.
 	Archetypes     []Archetype
@@ -554,7 +559,11 @@ func (w *world) learnerTrajectory(st *student, pol Policy, explore match.Explora
 				out.exploreLikes += b2i(liked)
 			}
 		}
-		m, _ = m.Observe(st.profile, w.cat, match.SwipeObservation(idx, d))
+		if w.cfg.WeightsOnly {
+			m, _ = m.ObserveWeights(st.profile, w.cat, match.SwipeObservation(idx, d))
+		} else {
+			m, _ = m.Observe(st.profile, w.cat, match.SwipeObservation(idx, d))
+		}
 		excluded[idx] = true
 		swiped = append(swiped, idx)
 		ideal.remove(st.gain[idx])

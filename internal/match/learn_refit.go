@@ -1,0 +1,294 @@
+package match
+
+import "math"
+
+// swipeMemory is one school of the residual's history: the school, what
+// the student did about it and how much that counts.
+type swipeMemory struct {
+	id     string // the school's ID
+	like   bool
+	weight uint8 // the observation's weight, in twentieths (a counted swipe is 20)
+}
+
+// weightCode is an observation weight in twentieths.
+func weightCode(omega float64) uint8 { return uint8(max(1, min(127, math.Round(omega*20)))) }
+
+// counted reports whether the memory is a counted swipe or stronger (a
+// weak signal weighs less than a swipe).
+func (s swipeMemory) counted() bool { return s.weight >= 20 }
+
+// remember records an observation of school idx in the residual's history:
+// a counted swipe (or perfect_match) replaces whatever was remembered of
+// the school, so the latest direction is what is kept; a weak signal is
+// kept only when nothing stronger is remembered of the school. The oldest
+// school is forgotten when the history is full.
+func (m *Model) remember(cat *Catalog, idx int, like bool, omega float64) {
+	id := cat.Schools[idx].ID
+	if id == "" || len(id) > maxMemoryID {
+		return
+	}
+	mem := swipeMemory{id: id, like: like, weight: weightCode(omega)}
+	for k := 0; k < m.nhist; k++ {
+		if m.hist[k].id != id {
+			continue
+		}
+		if !mem.counted() && (m.hist[k].counted() || m.hist[k].weight >= mem.weight) {
+			return
+		}
+		copy(m.hist[k:m.nhist], m.hist[k+1:m.nhist])
+		m.nhist--
+		break
+	}
+	if m.nhist == historyLen {
+		copy(m.hist[:], m.hist[1:])
+		m.nhist--
+	}
+	m.hist[m.nhist] = mem
+	m.nhist++
+}
+
+// nFit is the number of parameters a refit solves for: a coefficient per
+// feature (at rScore: gamma - 1), and the intercept.
+const nFit = nResidual + 1
+
+// fitPriorVar is the prior variance of each fitted parameter.
+func fitPriorVar(j int) float64 {
+	switch j {
+	case rScore:
+		return fitVarScore
+	case nResidual:
+		return fitVarIntercept
+	}
+	return fitVarFeature
+}
+
+// refit fits the residual to the history (see learn_residual.go): the
+// maximum a posteriori coefficients of the logistic regression with the
+// weights' prediction as offset, by Newton steps from the last fit.
+// Schools the catalogue no longer holds are left out.
+func (m *Model) refit(p Profile, cat *Catalog) {
+	if m.nhist == 0 {
+		return
+	}
+	sc := newScorer(p, m.Weights(), cat)
+	strength, t := sc.strength(), m.mean[pThreshold]
+	var (
+		x   [historyLen][nFit]float64 // the design: features, gamma's column (the offset), 1
+		off [historyLen]float64       // the offset: the weights' linear predictor
+		y   [historyLen]float64
+		w   [historyLen]float64
+		n   int
+		b   breakdown
+	)
+	for k := range m.nhist {
+		h := &m.hist[k]
+		idx, ok := cat.Index(h.id)
+		if !ok {
+			continue
+		}
+		sc.score(&cat.feat[idx], idx, &b)
+		in := residualInOf(cat, idx, &b)
+		phi := residualFeatures(&in, strength)
+		off[n] = likeSharpness * (b.score - t)
+		copy(x[n][:nResidual], phi[:])
+		x[n][rScore] = off[n]
+		x[n][nResidual] = 1
+		if h.like {
+			y[n] = 1
+		}
+		w[n] = float64(h.weight) / 20
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	// The parameters, from the last fit.
+	var start [nFit]float64
+	for j := range nResidual {
+		start[j] = m.rmean[j] * likeSharpness
+	}
+	start[rScore] = m.rmean[rScore] / residualScale[rScore]
+	start[nResidual] = m.rconst * likeSharpness
+	// The prior's spread is chosen by the swipes: each of fitScales is
+	// fitted, and the one whose (Laplace) marginal likelihood is highest
+	// wins. A student whose swipes the weights explain gets the tightest
+	// (the residual stays near zero); one whose taste they cannot express
+	// gets a wider one.
+	d := &fitData{x: &x, off: &off, y: &y, w: &w, n: n}
+	best, bestEv := start, math.Inf(-1)
+	theta := start
+	for _, c := range fitCandidates {
+		var ev float64
+		var ok bool
+		theta, ev, ok = d.fit(theta, c)
+		if ok && ev > bestEv {
+			best, bestEv = theta, ev
+		}
+	}
+	if math.IsInf(bestEv, -1) {
+		return // keep the last fit
+	}
+	theta = best
+	for j := range nFit {
+		if !finite(theta[j]) {
+			return
+		}
+	}
+	for j := range nResidual {
+		m.rmean[j] = clampResidual(theta[j] / likeSharpness)
+	}
+	m.rmean[rScore] = clampResidual(theta[rScore] * residualScale[rScore])
+	m.rconst = max(-1, min(1, theta[nResidual]/likeSharpness))
+}
+
+// fitCandidate is a prior a refit may choose: the scale of the features'
+// prior variance, and whether the weights' own prediction is kept (gamma
+// around 1) or left out (gamma fixed at 0: the residual alone ranks).
+type fitCandidate struct {
+	scale   float64
+	noScore bool
+}
+
+// fitCandidates are the priors a refit chooses from.
+var fitCandidates = [...]fitCandidate{{0.05, false}, {0.25, false}, {1, false}, {1, true}}
+
+// fitData is a refit's data: the design, offsets, outcomes and weights of
+// n schools.
+type fitData struct {
+	x   *[historyLen][nFit]float64
+	off *[historyLen]float64
+	y   *[historyLen]float64
+	w   *[historyLen]float64
+	n   int
+}
+
+// fit finds the maximum a posteriori parameters from start under the
+// prior with the features' variance scaled by scale, and returns them
+// with the log marginal likelihood (Laplace's approximation, up to a
+// constant that does not depend on the scale).
+func (d *fitData) fit(start [nFit]float64, c fitCandidate) (theta [nFit]float64, logEv float64, ok bool) {
+	theta = start
+	var pv, pm [nFit]float64
+	for j := range nFit {
+		pv[j] = fitPriorVar(j)
+		if j != rScore && j != nResidual {
+			pv[j] *= c.scale
+		}
+	}
+	if c.noScore {
+		pm[rScore], pv[rScore], theta[rScore] = -1, 1e-6, -1
+	}
+	var l [nFit][nFit]float64
+	for step := 0; ; step++ {
+		var g [nFit]float64
+		var h [nFit][nFit]float64
+		for j := range nFit {
+			g[j] = -(theta[j] - pm[j]) / pv[j]
+			h[j][j] = 1 / pv[j]
+		}
+		for i := range d.n {
+			xi := &d.x[i]
+			eta := d.off[i]
+			for j := range nFit {
+				eta += theta[j] * xi[j]
+			}
+			pr := sigmoid(eta)
+			r := d.w[i] * (d.y[i] - pr)
+			c := d.w[i] * pr * (1 - pr)
+			for a := range nFit {
+				g[a] += r * xi[a]
+				ca := c * xi[a]
+				for bb := 0; bb <= a; bb++ {
+					h[a][bb] += ca * xi[bb]
+				}
+			}
+		}
+		for a := range nFit {
+			for bb := 0; bb < a; bb++ {
+				h[bb][a] = h[a][bb]
+			}
+		}
+		var delta [nFit]float64
+		delta, l, ok = choleskySolve(&h, &g)
+		if !ok {
+			return theta, 0, false
+		}
+		if step == fitSteps {
+			break
+		}
+		most := 0.0
+		for j := range nFit {
+			theta[j] += delta[j]
+			most = max(most, math.Abs(delta[j]))
+		}
+		if most < 1e-4 {
+			step = fitSteps - 1 // one more pass for the Hessian at the mode
+		}
+	}
+	// log p(y | theta) + log p(theta) - 1/2 log |H| (+ constants).
+	for i := range d.n {
+		xi := &d.x[i]
+		eta := d.off[i]
+		for j := range nFit {
+			eta += theta[j] * xi[j]
+		}
+		if d.y[i] > 0.5 {
+			logEv += d.w[i] * logSigmoid(eta)
+		} else {
+			logEv += d.w[i] * logSigmoid(-eta)
+		}
+	}
+	for j := range nFit {
+		logEv -= 0.5*(theta[j]-pm[j])*(theta[j]-pm[j])/pv[j] + 0.5*math.Log(pv[j])
+		logEv -= math.Log(l[j][j])
+	}
+	return theta, logEv, finite(logEv)
+}
+
+// logSigmoid is log(sigmoid(x)), without overflow.
+func logSigmoid(x float64) float64 {
+	if x >= 0 {
+		return -math.Log1p(math.Exp(-x))
+	}
+	return x - math.Log1p(math.Exp(x))
+}
+
+// clampResidual keeps a coefficient within residualLimit.
+func clampResidual(v float64) float64 { return max(-residualLimit, min(residualLimit, v)) }
+
+// choleskySolve solves h x = g for a symmetric positive definite h.
+// It returns the Cholesky factor too.
+func choleskySolve(h *[nFit][nFit]float64, g *[nFit]float64) (x [nFit]float64, l [nFit][nFit]float64, ok bool) {
+	for i := range nFit {
+		for j := 0; j <= i; j++ {
+			s := h[i][j]
+			for k := range j {
+				s -= l[i][k] * l[j][k]
+			}
+			if i == j {
+				if !(s > 0) {
+					return x, l, false
+				}
+				l[i][i] = math.Sqrt(s)
+			} else {
+				l[i][j] = s / l[j][j]
+			}
+		}
+	}
+	var z [nFit]float64
+	for i := range nFit {
+		s := g[i]
+		for k := range i {
+			s -= l[i][k] * z[k]
+		}
+		z[i] = s / l[i][i]
+	}
+	for i := nFit - 1; i >= 0; i-- {
+		s := z[i]
+		for k := i + 1; k < nFit; k++ {
+			s -= l[k][i] * x[k]
+		}
+		x[i] = s / l[i][i]
+	}
+	return x, l, true
+}

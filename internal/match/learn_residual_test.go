@@ -1,0 +1,278 @@
+package match
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// budgetOrder lists the schools with a known price for learnStudent, in
+// the order of the default ranking.
+func budgetOrder(t *testing.T) (Profile, []int) {
+	cat, p := learnCatalog, learnStudent()
+	var order []int
+	for _, s := range Rank(nil, p, DefaultWeights(), cat) {
+		if netPriceOf(p, cat, int(s.Index)) >= 0 {
+			order = append(order, int(s.Index))
+		}
+	}
+	require.Greater(t, len(order), 500)
+	return p, order
+}
+
+// gateStudent swipes as a student with a hard budget would: every school
+// the student can afford is liked, every other disliked, whatever else
+// the school is. The weights cannot say "nothing above my budget" (the
+// affordability curve has no edge at the budget); the residual can.
+func gateStudent(t *testing.T, n int) (Profile, Model) {
+	cat := learnCatalog
+	p, order := budgetOrder(t)
+	m := NewModel(SeedWeights(p))
+	for k := range n {
+		i := order[k*7%len(order)]
+		d := Dislike
+		if netPriceOf(p, cat, i) <= float64(p.Budget) {
+			d = Like
+		}
+		m, _ = m.Observe(p, cat, SwipeObservation(i, d))
+	}
+	return p, m
+}
+
+func TestTheResidualStartsAtZero(t *testing.T) {
+	cat, p := learnCatalog, learnStudent()
+	m := NewModel(SeedWeights(p))
+	for _, v := range m.Residual() {
+		assert.Zero(t, v)
+	}
+	// Ranking with no residual learned is the weights' alone: the same
+	// as a model folded without it.
+	var plain Model = m
+	for _, i := range []int{3, 70, 900} {
+		plain, _ = plain.ObserveWeights(p, cat, SwipeObservation(i, Like))
+	}
+	withNothing := plain
+	withNothing.nhist = 0
+	assert.Equal(t, RankModel(nil, p, withNothing, cat), RankModel(nil, p, plain, cat))
+}
+
+func TestTheResidualLearnsABudgetGate(t *testing.T) {
+	cat := learnCatalog
+	p, m := gateStudent(t, 60)
+	res := m.Residual()
+	t.Logf("in_budget %.3f, below_budget %.3f, match_score %.3f", res["in_budget"], res["below_budget"], res["match_score"])
+	assert.Greater(t, res["in_budget"], 0.0, "a school within the budget is liked more than the weights say")
+
+	within := func(ranked []Scored) int {
+		c := 0
+		for _, s := range ranked[:300] {
+			if pr := netPriceOf(p, cat, int(s.Index)); pr >= 0 && pr <= float64(p.Budget) {
+				c++
+			}
+		}
+		return c
+	}
+	without := m
+	without.rmean, without.rconst = [nResidual]float64{}, 0
+	withR, withoutR := within(RankModel(nil, p, m, cat)), within(RankModel(nil, p, without, cat))
+	t.Logf("of the top 300: %d within budget with the residual, %d without", withR, withoutR)
+	assert.Greater(t, withR, withoutR)
+}
+
+func TestAStudentTheWeightsExplainKeepsASmallResidual(t *testing.T) {
+	// Swipes that follow the weights' own score (the top of the ranking
+	// liked, the bottom disliked): the residual has nothing to add.
+	cat, p := learnCatalog, learnStudent()
+	m := NewModel(SeedWeights(p))
+	ranked := RankModel(nil, p, m, cat)
+	for k := range 40 {
+		i, d := int(ranked[k].Index), Like
+		if k%2 == 1 {
+			i, d = int(ranked[len(ranked)-1-k].Index), Dislike
+		}
+		m, _ = m.Observe(p, cat, SwipeObservation(i, d))
+	}
+	most := 0.0
+	for k, v := range m.Residual() {
+		if k != "match_score" {
+			most = max(most, math.Abs(v))
+		}
+	}
+	t.Logf("largest coefficient %.4f, match_score %.4f", most, m.Residual()["match_score"])
+	assert.Less(t, most, 0.01, "the tightest prior wins: no feature moves a score by more than 0.01 per standard deviation")
+}
+
+func TestTheResidualStaysOutOfTheWeights(t *testing.T) {
+	// The eight weights are learned as before: the residual never moves
+	// them (learning_state reports what the weights alone learned).
+	cat, p := learnCatalog, learnStudent()
+	m := NewModel(SeedWeights(p))
+	plain := m
+	for _, i := range []int{3, 70, 900, 1500, 2200, 41} {
+		m, _ = m.Observe(p, cat, SwipeObservation(i, Like))
+		plain, _ = plain.ObserveWeights(p, cat, SwipeObservation(i, Like))
+	}
+	assert.Equal(t, plain.Weights(), m.Weights())
+	assert.Equal(t, plain.mean, m.mean)
+	assert.Equal(t, plain.cov, m.cov)
+	assert.Equal(t, plain.hist, m.hist, "both remember the swipes")
+	assert.Zero(t, plain.rmean, "only Observe fits the residual")
+	assert.NotZero(t, m.rmean)
+}
+
+func TestTheResidualRemembersTheLatestDirection(t *testing.T) {
+	cat, p := learnCatalog, learnStudent()
+	m := NewModel(SeedWeights(p))
+	m, _ = m.Observe(p, cat, SwipeObservation(5, Like))
+	m, _ = m.Observe(p, cat, Observation{Index: 6, Interaction: InteractionSave})
+	m, _ = m.Observe(p, cat, SwipeObservation(5, Dislike))
+	m, _ = m.Observe(p, cat, Observation{Index: 5, Interaction: InteractionTap}) // weaker than the swipe: ignored
+	require.Equal(t, 2, m.nhist)
+	assert.Equal(t, swipeMemory{id: cat.Schools[6].ID, like: true, weight: 10}, m.hist[0])
+	assert.Equal(t, swipeMemory{id: cat.Schools[5].ID, like: false, weight: 20}, m.hist[1])
+	for i := range historyLen + 10 {
+		m, _ = m.Observe(p, cat, SwipeObservation(100+i, Like))
+	}
+	assert.Equal(t, historyLen, m.nhist, "the oldest are forgotten")
+	assert.Equal(t, cat.Schools[100+historyLen+9].ID, m.hist[historyLen-1].id)
+}
+
+func TestFoldFitsTheResidualAsObserveDoes(t *testing.T) {
+	cat := learnCatalog
+	p, order := budgetOrder(t)
+	var history []Observation
+	m := NewModel(SeedWeights(p))
+	for k := range 30 {
+		i := order[k*11%len(order)]
+		d := Dislike
+		if netPriceOf(p, cat, i) <= float64(p.Budget) {
+			d = Like
+		}
+		history = append(history, SwipeObservation(i, d))
+		m, _ = m.Observe(p, cat, history[k])
+	}
+	f := Fold(SeedWeights(p), p, cat, history)
+	assert.Equal(t, m.hist, f.hist)
+	for j := range nResidual {
+		assert.InDelta(t, m.rmean[j], f.rmean[j], 1e-4, residualKeys[j])
+	}
+}
+
+func TestRankFactorsIsRankModelWithAResidual(t *testing.T) {
+	cat := learnCatalog
+	p, m := gateStudent(t, 40)
+	require.NotZero(t, m.rmean)
+	f := NewFactors(p, cat)
+	want := RankModel(nil, p, m, cat)
+	got := RankFactors(nil, f, p, m)
+	for k := range want {
+		want[k].Confidence = 0
+	}
+	assert.Equal(t, want, got, "bit for bit")
+}
+
+func TestTheResidualRoundTrips(t *testing.T) {
+	_, m := gateStudent(t, 60)
+	b, err := m.MarshalBinary()
+	require.NoError(t, err)
+	t.Logf("binary form: %d bytes", len(b))
+	assert.Less(t, len(b), 2000, "the stored form stays in the row")
+	back, err := DecodeModel(b)
+	require.NoError(t, err)
+	assert.Equal(t, m, back)
+	j, err := json.Marshal(m)
+	require.NoError(t, err)
+	var fromJSON Model
+	require.NoError(t, json.Unmarshal(j, &fromJSON))
+	assert.Equal(t, m, fromJSON)
+
+	// Cut short or padded: refused.
+	_, err = DecodeModel(b[:len(b)-3])
+	require.Error(t, err)
+	_, err = DecodeModel(append(b, 0))
+	require.Error(t, err)
+
+	// Damaged residual values are replaced by safe ones.
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(j, &doc))
+	doc["residual"] = map[string]any{"features": []string{"in_budget"}, "mean": []float64{5}, "intercept": 1e300,
+		"history": []map[string]any{{"school_id": "", "like": true}, {"school_id": "x", "like": true, "weight": -1}}}
+	j, err = json.Marshal(doc)
+	require.NoError(t, err)
+	var damaged Model
+	require.NoError(t, json.Unmarshal(j, &damaged))
+	assert.Equal(t, residualLimit, damaged.Residual()["in_budget"])
+	assert.Equal(t, 1.0, damaged.rconst)
+	require.Equal(t, 1, damaged.nhist)
+	assert.Equal(t, swipeMemory{id: "x", like: true, weight: 20}, damaged.hist[0])
+}
+
+func TestUUIDsRoundTrip(t *testing.T) {
+	for _, s := range []string{"0b8f3c2e-9d41-5a7e-8c11-2f3e4d5c6b7a", "00000000-0000-0000-0000-000000000000"} {
+		u, ok := parseUUID(s)
+		require.True(t, ok)
+		assert.Equal(t, s, formatUUID(u))
+	}
+	for _, s := range []string{"0B8F3C2E-9D41-5A7E-8C11-2F3E4D5C6B7A", "not-a-uuid", "0b8f3c2e9d415a7e8c112f3e4d5c6b7a0000"} {
+		_, ok := parseUUID(s)
+		assert.False(t, ok, s)
+	}
+}
+
+func TestResidualTablesAreTheResidual(t *testing.T) {
+	// The ranking loop's tables give the model's residual to within their
+	// resolution.
+	cat := learnCatalog
+	p, m := gateStudent(t, 40)
+	sc := newScorer(p, m.Weights(), cat)
+	tab := newResidualTables(&m.rmean, sc.strength())
+	var b breakdown
+	for i := 0; i < cat.Len(); i += 37 {
+		sc.score(&cat.feat[i], i, &b)
+		in := residualInOf(cat, i, &b)
+		phi := residualFeatures(&in, sc.strength())
+		assert.InDelta(t, residualOf(&m.rmean, &phi), tab.of(&in), 2e-3, "school %d", i)
+	}
+}
+
+func TestLearnedPreferencesInWords(t *testing.T) {
+	cat := learnCatalog
+	p, m := gateStudent(t, 60)
+	prefs := m.LearnedPreferences(p, cat)
+	for _, l := range prefs {
+		t.Logf("%-12s %.3f %s", l.Key, l.Strength, l.Text)
+	}
+	require.NotEmpty(t, prefs)
+	assert.Equal(t, "budget", prefs[0].Key, "the budget gate is what was learned most")
+	assert.Regexp(t, `^prefers schools under about \$(1[6-9]|2[0-4]),000 a year$`, prefs[0].Text, "near the $20,000 budget")
+
+	// A school within the budget is described by it; one over it is not.
+	d := NewModelDescriber(p, m, cat)
+	_, order := budgetOrder(t)
+	var cheap, dear int = -1, -1
+	for _, i := range order {
+		switch pr := netPriceOf(p, cat, i); {
+		case cheap < 0 && pr < 0.6*float64(p.Budget):
+			cheap = i
+		case dear < 0 && pr > 1.5*float64(p.Budget):
+			dear = i
+		}
+	}
+	require.True(t, cheap >= 0 && dear >= 0)
+	reasons := d.Describe(cheap).Reasons
+	t.Logf("cheap school: %q", reasons)
+	assert.Equal(t, "You tend to like "+prefs[0].Phrase, reasons[0])
+	assert.LessOrEqual(t, len(reasons), maxPositive+1)
+	for _, r := range d.Describe(dear).Reasons {
+		assert.NotContains(t, r, "You tend to like schools under")
+	}
+	// Without a learned preference, the reasons are the weights' own.
+	fresh := NewModel(SeedWeights(p))
+	assert.Empty(t, fresh.LearnedPreferences(p, cat))
+	plain := NewDescriber(p, fresh.Weights(), cat)
+	md := NewModelDescriber(p, fresh, cat)
+	assert.Equal(t, plain.Describe(cheap), md.Describe(cheap))
+}

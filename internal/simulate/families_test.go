@@ -1,0 +1,62 @@
+package simulate
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/catalog"
+)
+
+// TestFamiliesMeasureEveryPolicy runs the families mode on a generated
+// catalogue: every policy is measured at every checkpoint, the figures
+// are NDCG values, the ceiling is the best served, and the result does
+// not depend on the number of workers.
+func TestFamiliesMeasureEveryPolicy(t *testing.T) {
+	cfg := FamiliesConfig{Schools: catalog.Generate(1500, 4), Students: 10, Swipes: 20, Seed: 2, Workers: 1,
+		Checkpoints: []int{0, 10, 20, 30}}
+	if raceEnabled {
+		cfg.Students, cfg.Swipes, cfg.Checkpoints = 5, 10, []int{0, 10}
+	}
+	r := RunFamilies(cfg)
+	last := r.Checkpoints[len(r.Checkpoints)-1]
+	require.Equal(t, last, cfg.Swipes, "checkpoints past the swipes are dropped")
+	assert.Equal(t, cfg.Students, r.Students[NumFamilies])
+	for f := range NumFamilies {
+		assert.Equal(t, cfg.Students/int(NumFamilies), r.Students[f], f.String())
+	}
+	for p := range NumFamilyPolicies {
+		for k := range r.Checkpoints {
+			v := r.NDCG[p][NumFamilies][k]
+			assert.True(t, v >= 0 && v <= 1 && !math.IsNaN(v), "%s at %d: %v", p, r.Checkpoints[k], v)
+		}
+	}
+	assert.Equal(t, r.NDCGAt(FLearner, NumFamilies, 0), r.NDCGAt(FWeightsOnly, NumFamilies, 0), "the same first feed")
+	assert.Greater(t, r.NDCGAt(FCeiling, NumFamilies, 0), r.NDCGAt(FLearner, NumFamilies, 0))
+	assert.Greater(t, r.NDCGAt(FLearner, NumFamilies, last), r.NDCGAt(FRandom, NumFamilies, last))
+
+	cfg.Workers = 3
+	again := RunFamilies(cfg)
+	assert.Equal(t, r.NDCG, again.NDCG, "the same whatever the workers")
+	t.Log("\n" + r.Table())
+}
+
+// TestFamiliesTastesAreNotTheScore checks what families mode is for: the
+// hidden tastes are not the service's score, so the eight weights that
+// rank the catalogue best for a student (fitted offline) still fall well
+// short of the student's ideal order.
+func TestFamiliesTastesAreNotTheScore(t *testing.T) {
+	if raceEnabled {
+		t.Skip("checked without the race detector")
+	}
+	cfg := FamiliesConfig{Schools: catalog.Generate(1500, 4), Students: 10, Swipes: 1, Seed: 5}.withDefaults()
+	w := newFamWorld(cfg)
+	for i := range cfg.Students {
+		st := w.newStudent(i)
+		ideal := st.ideal
+		best := w.bestWeights(st)
+		assert.Less(t, st.ndcgOfRanked(w.rankWith(st, best), nil, &ideal), 0.9, "student %d (%s)", i, st.family)
+	}
+}
