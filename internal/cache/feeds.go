@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -159,6 +160,26 @@ func (s *Feeds) Header(ctx context.Context, studentID string) (Feed, error) {
 		}
 		f, err = feedFromHash(studentID, append(vals, "", ""))
 		f.encoded = nil // no items were read
+		return err
+	})
+	f.StudentID = studentID
+	return f, err
+}
+
+// HeaderModel is Header with the learned model the feed was ranked with
+// (Feed.Model, its binary form; empty for a feed stored without one).
+func (s *Feeds) HeaderModel(ctx context.Context, studentID string) (Feed, error) {
+	var f Feed
+	err := s.call(ctx, "get feed header", func(ctx context.Context) error {
+		fields := append(slices.Clone(feedFields[:7]), fieldModel)
+		vals, err := s.rdb.HMGet(ctx, FeedKey(studentID), fields...).Result()
+		if err != nil {
+			return err
+		}
+		model, _ := vals[7].(string)
+		f, err = feedFromHash(studentID, append(vals[:7], "", ""))
+		f.encoded = nil // no items were read
+		f.Model = []byte(model)
 		return err
 	})
 	f.StudentID = studentID

@@ -88,6 +88,22 @@ func Detail(p Profile, w Weights, cat *Catalog, idx int) MatchDetail {
 	}
 }
 
+// DetailModel is Detail for a student's learned model: the components and
+// their factors are the weights' part (the four the spec defines), the
+// overall score and grade are the whole model's, as a list shows them
+// (AddResidual), and the reasons lead with the learned preference that
+// favours the school (NewModelDescriber).
+func DetailModel(p Profile, m Model, cat *Catalog, idx int) MatchDetail {
+	m = m.orDefault()
+	d := Detail(p, m.Weights(), cat, idx)
+	s := []Scored{{Score: d.OverallScore, Index: int32(idx)}}
+	m.AddResidual(p, cat, s)
+	d.OverallScore, d.Grade = s[0].Score, Grade(s[0].Score)
+	desc := NewModelDescriber(p, m, cat)
+	d.Reasons = desc.Describe(idx).Reasons
+	return d
+}
+
 // MatchedMajors lists the student's intended majors the school awards
 // degrees in, in the student's order; empty (not nil) when none do or the
 // school does not report degrees by field.

@@ -367,3 +367,25 @@ func ResidualFeatures(dst [][nResidual]float64, p Profile, cat *Catalog) [][nRes
 
 // ResidualFeatureCount is the number of residual features.
 const ResidualFeatureCount = nResidual
+
+// AddResidual adds the model's residual to each score: what a school's
+// match_score is under the whole model (the weights' score plus the
+// residual, in [0,1]), for scores made with the model's weights (Score,
+// ScoreAll, ScoreFactors). The components are left as they are: they are
+// the weights' part, the four the spec defines.
+func (m Model) AddResidual(p Profile, cat *Catalog, scores []Scored) {
+	m = m.orDefault()
+	if m.nhist == 0 || len(scores) == 0 {
+		return
+	}
+	sc := newScorer(p, m.Weights(), cat)
+	strength := sc.strength()
+	var b breakdown
+	for k := range scores {
+		i := int(scores[k].Index)
+		sc.score(&cat.feat[i], i, &b)
+		in := residualInOf(cat, i, &b)
+		phi := residualFeatures(&in, strength)
+		scores[k].Score = clamp01(scores[k].Score + residualOf(&m.rmean, &phi))
+	}
+}

@@ -276,3 +276,41 @@ func TestLearnedPreferencesInWords(t *testing.T) {
 	md := NewModelDescriber(p, fresh, cat)
 	assert.Equal(t, plain.Describe(cheap), md.Describe(cheap))
 }
+
+func TestTheWholeModelScoresAListAndADetailAlike(t *testing.T) {
+	cat := learnCatalog
+	p, m := gateStudent(t, 60)
+	ranked := RankModel(nil, p, m, cat)
+	idx := make([]int32, 0, 40)
+	for _, s := range ranked[:40] {
+		idx = append(idx, s.Index)
+	}
+	scores := ScoreAll(nil, p, m.Weights(), cat, idx)
+	plain := slicesClone(scores)
+	m.AddResidual(p, cat, scores)
+	moved := 0
+	for k, s := range scores {
+		d := DetailModel(p, m, cat, int(s.Index))
+		assert.Equal(t, s.Score, d.OverallScore, "list and detail agree")
+		assert.Equal(t, Grade(s.Score), d.Grade)
+		assert.Equal(t, plain[k].Academic, s.Academic, "the components are the weights' part")
+		if s.Score != plain[k].Score {
+			moved++
+		}
+	}
+	assert.Positive(t, moved)
+	// The whole score follows the order served more closely than the
+	// weights' alone: ranked by it, the top 40 keep their order better.
+	inversions := func(s []Scored) int {
+		n := 0
+		for i := 1; i < len(s); i++ {
+			if s[i].Score > s[i-1].Score+1e-9 {
+				n++
+			}
+		}
+		return n
+	}
+	assert.LessOrEqual(t, inversions(scores), inversions(plain))
+}
+
+func slicesClone(s []Scored) []Scored { return append([]Scored(nil), s...) }

@@ -70,11 +70,14 @@ type FeedInput struct {
 // returned for the next call).
 //
 // The order is the model's: RankModel ranks by the score expected under
-// the model's uncertainty about the preferred size and selectivity. The
-// score shown (match_score, the compact s) is the plain match score with
-// the learned weights, the one GET /match reports for the same school, so
-// a list and a detail always agree; while the model is unsure, two
-// neighbours of a page may therefore show scores slightly out of order.
+// the model's uncertainty about the preferred size and selectivity, plus
+// the model's residual. The score shown (match_score, the compact s) is
+// the whole model's score, the plain match score with the learned weights
+// plus the residual (match.Model.AddResidual), the one GET /match reports
+// for the same school, so a list and a detail always agree; while the
+// model is unsure of the preferred levels, two neighbours of a page may
+// therefore show scores slightly out of order. The components shown are
+// the weights' part.
 //
 // Scores are rounded to 4 decimals and distances to 0.1 mile here, once:
 // the stored feed, the compact page and every response show the same
@@ -140,6 +143,7 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	} else {
 		buf.scores = match.ScoreAll(buf.scores, in.Profile, w, cat.Catalog, idx)
 	}
+	in.Model.AddResidual(in.Profile, cat.Catalog, buf.scores)
 	for i, s := range buf.scores {
 		slots[i].Score = s.Score
 	}

@@ -43,7 +43,7 @@ type Students interface {
 // Reads return cache.ErrNotBuilt when there is no feed.
 type FeedStore interface {
 	Feed(ctx context.Context, studentID string) (cache.Feed, error)
-	Header(ctx context.Context, studentID string) (cache.Feed, error)
+	HeaderModel(ctx context.Context, studentID string) (cache.Feed, error)
 	CompactRaw(ctx context.Context, studentID string) ([]byte, error)
 	Put(ctx context.Context, f cache.Feed) (bool, error)
 	LearnedVersion(ctx context.Context, studentID string) (int64, bool, error)
@@ -667,16 +667,21 @@ func (s *Service) MatchDetail(ctx context.Context, studentID, schoolID string) (
 	cat := s.catalogs.Current()
 	var (
 		p       match.Profile
-		w       match.Weights
+		model   match.Model
 		missing = []string{}
 		loaded  bool
 	)
-	h, err := s.feeds.Header(ctx, studentID)
+	h, err := s.feeds.HeaderModel(ctx, studentID)
 	switch {
 	case err == nil:
 		if json.Unmarshal(h.Profile, &p) == nil {
 			s.m.FeedReads.WithLabelValues("match", "hit").Inc()
-			w, loaded = match.WeightsFromMap(h.Weights), true
+			loaded = true
+			if model, err = match.DecodeModel(h.Model); err != nil {
+				// A feed stored without its model (or with one of another
+				// version): its weights, without a residual.
+				model = match.NewModel(match.WeightsFromMap(h.Weights))
+			}
 		} else {
 			s.m.FeedReads.WithLabelValues("match", "stale").Inc()
 		}
@@ -693,16 +698,14 @@ func (s *Service) MatchDetail(ctx context.Context, studentID, schoolID string) (
 		if st.Student.DeletedAt != nil { // erased: unknown, as on every other read
 			return MatchDetailView{}, domain.StudentNotFound(studentID)
 		}
-		var model match.Model
 		p, model, _ = match.Start(st)
-		w = model.Weights()
 		missing = st.Student.Missing()
 	}
 	idx, ok := cat.School(schoolID)
 	if !ok {
 		return MatchDetailView{}, domain.SchoolNotFound(schoolID)
 	}
-	d := match.Detail(p, w, cat.Catalog, idx)
+	d := match.DetailModel(p, model, cat.Catalog, idx)
 	score := round4(d.OverallScore)
 	return MatchDetailView{
 		StudentID:    studentID,
