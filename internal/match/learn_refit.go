@@ -121,6 +121,7 @@ func (m *Model) refit(p Profile, cat *Catalog) {
 		var ev float64
 		var ok bool
 		theta, ev, ok = d.fit(theta, c)
+		ev += c.logPrior
 		if ok && ev > bestEv {
 			best, bestEv = theta, ev
 		}
@@ -147,10 +148,13 @@ func (m *Model) refit(p Profile, cat *Catalog) {
 type fitCandidate struct {
 	scale   float64
 	noScore bool
+	// logPrior is the candidate's prior log-odds: the wider a prior, the
+	// more its marginal likelihood must gain to be chosen.
+	logPrior float64
 }
 
 // fitCandidates are the priors a refit chooses from.
-var fitCandidates = [...]fitCandidate{{0.05, false}, {0.25, false}, {1, false}, {1, true}}
+var fitCandidates = [...]fitCandidate{{0.01, false, 0}, {0.05, false, 0}, {0.25, false, 0}, {1, false, 0}, {1, true, 0}}
 
 // fitData is a refit's data: the design, offsets, outcomes and weights of
 // n schools.
