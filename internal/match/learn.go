@@ -812,15 +812,15 @@ func (m Model) lineariseAll(p Profile, cat *Catalog, idx int) (x [nParams]float6
 }
 
 // residualAt is the residual of school i, whose breakdown under the
-// model's weights is b, for the student of sc, with the residual's
-// intercept: what the model adds to the weights' score when it predicts.
+// model's weights is b, for the student of sc: what the model adds to the
+// weights' score when it ranks.
 func (m *Model) residualAt(sc *scorer, cat *Catalog, i int, b *breakdown) float64 {
 	if m.nhist == 0 {
 		return 0
 	}
 	in := residualInOf(cat, i, b)
 	phi := residualFeatures(&in, sc.strength())
-	return residualOf(&m.rmean, &phi) + m.rconst
+	return residualOf(&m.rmean, &phi)
 }
 
 // features turns a score and its gradient in the weights into the linear
