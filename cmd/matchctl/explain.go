@@ -76,6 +76,14 @@ func printExplanation(w io.Writer, ex inspect.Explanation) error {
 		wt := ex.Weights[k]
 		p("  %-22s %.3f ± %.3f\n", k, wt.Value, wt.Uncertainty)
 	}
+	if len(ex.LearnedPreferences) > 0 {
+		p("\nlearned beyond the weights (from the last %d schools swiped; how much each moves a score):\n", ex.ResidualSchools)
+		for _, l := range ex.LearnedPreferences {
+			p("  %-12s %+.3f  %s\n", l.Key, l.Strength, l.Text)
+		}
+	} else if ex.ResidualSchools > 0 {
+		p("\nlearned beyond the weights: nothing yet (the last %d schools swiped are what the weights say)\n", ex.ResidualSchools)
+	}
 	f := ex.Feed
 	p("\nfeed (%s, built %s from student version %d at %d swipes, %s): first %d of %d schools\n",
 		f.Source, f.BuiltAt.Format(time.RFC3339), f.StudentVersion, f.TotalSwipes, f.AlgorithmVersion, len(f.Items), f.TotalCount)

@@ -28,6 +28,8 @@ type explainEnv struct {
 	student string
 	model   match.Model
 	prior   match.Weights
+	profile match.Profile
+	cat     *match.Catalog
 }
 
 func newExplainEnv(t *testing.T) explainEnv {
@@ -58,7 +60,7 @@ func newExplainEnv(t *testing.T) explainEnv {
 	cat := match.NewCatalog(schools)
 	p, prior := match.CategoryStart(match.NewProfile(student),
 		[]match.CategoryPreference{match.CategoryPreferenceFrom("liberal-arts", "right")})
-	e.prior, e.model = prior, match.NewModel(prior)
+	e.prior, e.model, e.profile, e.cat = prior, match.NewModel(prior), p, cat
 	for i := range 13 {
 		dir, d := "left", match.Dislike
 		if i%3 == 0 {
@@ -111,6 +113,18 @@ func TestStudentsExplainJSON(t *testing.T) {
 		priorSD += priorSDs[k]
 	}
 	assert.Less(t, learnedSD, priorSD, "13 swipes made the model surer than its prior")
+	// What was learned beyond the weights: the residual fitted on the 13
+	// schools, and the preferences it reads as.
+	assert.Equal(t, 13, ex.ResidualSchools)
+	require.Len(t, ex.Residual, len(match.ResidualFeatureNames()))
+	for k, v := range e.model.Residual() {
+		assert.InDelta(t, v, ex.Residual[k], 1e-4, k)
+	}
+	wantPrefs := []match.Learned{}
+	for _, l := range e.model.LearnedPreferences(e.profile, e.cat) {
+		wantPrefs = append(wantPrefs, match.Learned{Key: l.Key, Phrase: l.Phrase, Text: l.Text, Strength: l.Strength})
+	}
+	assert.Equal(t, wantPrefs, ex.LearnedPreferences, "as JSON carries them")
 
 	f := ex.Feed
 	assert.Equal(t, "built", f.Source, "nothing was stored: ranked now and stored")
@@ -148,6 +162,7 @@ func TestStudentsExplainText(t *testing.T) {
 	assert.Contains(t, out, "student "+e.student+": refinement, 13 swipes (progress 0.42)\n")
 	assert.Contains(t, out, "learned model: 13 swipes, 0 other signals, 0 feedback reasons folded in\n")
 	assert.Contains(t, out, "onboarding categories: liberal-arts like\n")
+	assert.Contains(t, out, "\nlearned beyond the weights")
 	assert.Regexp(t, `\n  cost_weight +0\.\d{3} ± 0\.\d{3}\n`, out)
 	assert.Regexp(t, `\nfeed \(built, built \S+ from student version \d+ at 13 swipes, \S+\): first 8 of \d+ schools\n`, out)
 	assert.Regexp(t, `\n3 +probe +0\.\d{4} `, out, "the third item is a probe after 13 swipes")

@@ -30,7 +30,7 @@ import (
 // studentKeyCount is how many Redis keys the service writes for a student:
 // four read models, a feed left staged by a failed write and one
 // rate-limit count per group.
-const studentKeyCount = 9
+const studentKeyCount = 10
 
 // studentsEnv is a database with two students and a Redis DB holding
 // per-student keys of both.

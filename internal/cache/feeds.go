@@ -72,9 +72,11 @@ func expectedAnswer(err error) bool { return errors.Is(err, redis.Nil) || errors
 // feedFields are the fields a read of a whole feed (without the compact
 // page) takes, in feedFromHash's order.
 var feedFields = []string{fieldStudentVersion, fieldLearningVersion, fieldCatalogVersion, fieldSwipes,
-	fieldTotal, fieldLearned, fieldHeader, fieldItems, fieldRemoved}
+	fieldTotal, fieldLearned, fieldHeader, fieldItems, fieldRemoved, fieldModel}
 
-// Feed reads a student's feed without its compact page or model.
+// Feed reads a student's feed without its compact page, with the model it
+// was ranked with (whose learned preferences its items' reasons name; nil
+// for a feed stored without one).
 // ErrNotBuilt when there is none (or only a tombstone).
 func (s *Feeds) Feed(ctx context.Context, studentID string) (Feed, error) {
 	var f Feed
@@ -126,6 +128,9 @@ func feedFromHash(studentID string, vals []any) (Feed, error) {
 		return f, fmt.Errorf("feed items: %d bytes is not a whole number of %d-byte records", len(str[7]), itemSize)
 	}
 	f.encoded = []byte(str[7])
+	if str[9] != "" {
+		f.Model = []byte(str[9])
+	}
 	return f, nil
 }
 
@@ -158,7 +163,7 @@ func (s *Feeds) Header(ctx context.Context, studentID string) (Feed, error) {
 		if err != nil {
 			return err
 		}
-		f, err = feedFromHash(studentID, append(vals, "", ""))
+		f, err = feedFromHash(studentID, append(vals, "", "", ""))
 		f.encoded = nil // no items were read
 		return err
 	})
@@ -176,10 +181,8 @@ func (s *Feeds) HeaderModel(ctx context.Context, studentID string) (Feed, error)
 		if err != nil {
 			return err
 		}
-		model, _ := vals[7].(string)
-		f, err = feedFromHash(studentID, append(vals[:7], "", ""))
+		f, err = feedFromHash(studentID, append(vals[:7], "", "", vals[7]))
 		f.encoded = nil // no items were read
-		f.Model = []byte(model)
 		return err
 	})
 	f.StudentID = studentID

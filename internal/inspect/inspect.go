@@ -70,12 +70,20 @@ type Explanation struct {
 	Learned bool `json:"learned"`
 	// ModelSwipes, ModelSignals and ModelFeedback are what the stored
 	// model has folded in (the worker may be a swipe or two behind).
-	ModelSwipes   int                  `json:"model_swipes"`
-	ModelSignals  int                  `json:"model_signals"`
-	ModelFeedback int                  `json:"model_feedback"`
-	Weights       map[string]Weight    `json:"preference_weights"`
-	Categories    []CategoryPreference `json:"onboarding_categories"`
-	Feed          Feed                 `json:"feed"`
+	ModelSwipes   int               `json:"model_swipes"`
+	ModelSignals  int               `json:"model_signals"`
+	ModelFeedback int               `json:"model_feedback"`
+	Weights       map[string]Weight `json:"preference_weights"`
+	// LearnedPreferences is what the model learned beyond the eight
+	// weights (its residual), strongest first, in words.
+	LearnedPreferences []match.Learned `json:"learned_preferences"`
+	// Residual is the residual's coefficient of each feature (match
+	// score units per standard deviation of the feature), and
+	// ResidualSchools how many schools it was fitted on.
+	Residual        map[string]float64   `json:"residual"`
+	ResidualSchools int                  `json:"residual_schools"`
+	Categories      []CategoryPreference `json:"onboarding_categories"`
+	Feed            Feed                 `json:"feed"`
 }
 
 // Weight is a preference weight and its posterior standard deviation on
@@ -170,7 +178,7 @@ func Explain(ctx context.Context, d Deps, id string, limit int) (Explanation, er
 		return Explanation{}, err
 	}
 
-	_, model, _ := match.Start(st)
+	p, model, _ := match.Start(st)
 	values, sds := model.Weights().Map(), model.WeightUncertainty().Map()
 	ex := Explanation{
 		StudentID: id, SwipeCount: st.Student.SwipeCount, Phase: string(match.PhaseFor(st.Student.SwipeCount)),
@@ -181,6 +189,14 @@ func Explain(ctx context.Context, d Deps, id string, limit int) (Explanation, er
 	}
 	for k, v := range values {
 		ex.Weights[k] = Weight{Value: round4(v), Uncertainty: round4(sds[k])}
+	}
+	ex.LearnedPreferences = model.LearnedPreferences(p, holder.Current().Catalog)
+	if ex.LearnedPreferences == nil {
+		ex.LearnedPreferences = []match.Learned{}
+	}
+	ex.Residual, ex.ResidualSchools = model.Residual(), model.HistoryLen()
+	for k, v := range ex.Residual {
+		ex.Residual[k] = round4(v)
 	}
 	for _, c := range st.Categories {
 		dir := "dislike"

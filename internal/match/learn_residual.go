@@ -389,3 +389,6 @@ func (m Model) AddResidual(p Profile, cat *Catalog, scores []Scored) {
 		scores[k].Score = clamp01(scores[k].Score + residualOf(&m.rmean, &phi))
 	}
 }
+
+// HistoryLen is how many schools the residual was last fitted on.
+func (m Model) HistoryLen() int { return m.nhist }
