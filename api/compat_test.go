@@ -161,11 +161,11 @@ func (r *repo) check(oasdiff string) (string, error) {
 	return string(out), err
 }
 
-// edit replaces old, which must be in doc once, with new.
-func edit(t *testing.T, doc, old, new string) string {
+// edit replaces from, which must be in doc once, with to.
+func edit(t *testing.T, doc, from, to string) string {
 	t.Helper()
-	require.Equal(t, 1, strings.Count(doc, old), "the document holds %q once", old)
-	return strings.Replace(doc, old, new, 1)
+	require.Equal(t, 1, strings.Count(doc, from), "the document holds %q once", from)
+	return strings.Replace(doc, from, to, 1)
 }
 
 // bumpMajor gives info.version the next major: 1.4.2 becomes 2.0.0.
