@@ -22,9 +22,10 @@ export TEST_DATABASE_URL TEST_REDIS_URL
 
 .PHONY: help run test test-topologies test-scaleout test-hostile fuzz lint migrate seed catalogue bench build tidy fmt up down up-scaleout down-scaleout clean clean-test-db loadtest drill
 
-# The demo and docs pages (web/, built into internal/demo/dist and committed).
+# The demo and docs pages (web/, built into internal/demo/dist and committed)
+# and the TypeScript client package they use (clients/typescript).
 NPM_CI := npm ci --ignore-scripts --no-audit --no-fund
-.PHONY: demo clients web web-check screenshots chromium
+.PHONY: demo clients client-pack web web-check api-compat screenshots chromium
 
 help: ## list the targets
 	@echo "usage: make <target>"
@@ -122,17 +123,32 @@ up-scaleout: ## instead of make up: API and 2 workers on a 3-master Redis Cluste
 down-scaleout: ## stop the docker compose stack, the scaleout profile included (keeps the database volume)
 	docker compose --profile scaleout down
 
-web/node_modules/.package-lock.json: web/package.json web/package-lock.json
+CLIENT := clients/typescript
+
+$(CLIENT)/node_modules/.package-lock.json: $(CLIENT)/package.json $(CLIENT)/package-lock.json
+	cd $(CLIENT) && $(NPM_CI)
+
+# The page bundles the client package from its source, whose packages
+# (openapi-fetch) are installed in the package's own folder.
+web/node_modules/.package-lock.json: web/package.json web/package-lock.json $(CLIENT)/node_modules/.package-lock.json
 	cd web && $(NPM_CI)
 
-clients: web/node_modules/.package-lock.json ## regenerate the TypeScript client (web/src/api) from api/openapi.yaml
-	cd web && npm run --silent clients
+clients: $(CLIENT)/node_modules/.package-lock.json ## regenerate the TypeScript client's types (clients/typescript/src/openapi.ts) from api/openapi.yaml
+	cd $(CLIENT) && npm run --silent generate
 
-web: clients ## build the demo and docs pages into internal/demo/dist (commit the result)
+client-pack: $(CLIENT)/node_modules/.package-lock.json ## npm pack the TypeScript client package into bin/ (an installable tarball)
+	@mkdir -p bin
+	cd $(CLIENT) && npm pack --pack-destination ../../bin
+
+web: clients web/node_modules/.package-lock.json ## build the demo and docs pages into internal/demo/dist (commit the result)
 	cd web && npm run --silent build
 
-web-check: web/node_modules/.package-lock.json ## the committed client and pages match their sources; tsc --noEmit
+web-check: web/node_modules/.package-lock.json ## the committed client types and pages match their sources; tsc --noEmit
+	cd $(CLIENT) && npm run --silent check
 	cd web && npm run --silent check
+
+api-compat: ## api/openapi.yaml keeps the released contract api/released/openapi.yaml (oasdiff breaking)
+	@scripts/api-compat.sh
 
 screenshots: ## run the browser test and keep its screenshots in docs/
 	@DATABASE_URL='$(TEST_DATABASE_URL)' REDIS_URL='$(TEST_REDIS_URL)' scripts/services.sh

@@ -3,7 +3,10 @@
 // src/demo.ts and src/docs.ts with the generated client; the HTML, the CSS
 // and Swagger UI's own prebuilt bundle are copied as they are. The output
 // depends only on the sources and the locked packages, so `make web-check`
-// can rebuild it and compare.
+// can rebuild it and compare. The API client is the package in
+// ../clients/typescript (a file: dependency), bundled from its TypeScript
+// source through its "collegematch-source" export condition, so the page
+// needs no build of the package first.
 import { build } from "esbuild";
 import { copyFile, mkdir, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -18,6 +21,7 @@ await build({
   entryPoints: { "assets/demo": "src/demo.ts", "docs/docs": "src/docs.ts" },
   outdir: out,
   bundle: true,
+  conditions: ["collegematch-source"],
   format: "esm",
   target: "es2022",
   charset: "utf8",

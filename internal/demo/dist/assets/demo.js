@@ -1,4 +1,4 @@
-// node_modules/openapi-fetch/dist/index.mjs
+// ../clients/typescript/node_modules/openapi-fetch/dist/index.mjs
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
 var supportsRequestInitExt = () => {
   return typeof process === "object" && Number.parseInt(process?.versions?.node?.substring(0, 2)) >= 18 && process.versions.undici;
@@ -474,29 +474,34 @@ function removeTrailingSlash(url) {
   return url;
 }
 
-// src/client.ts
-var apiBase = "/api";
-function apiClient(session, origin = location.origin) {
-  const client = createClient({ baseUrl: origin + apiBase });
-  client.use({
-    onRequest({ request }) {
-      request.headers.set("Authorization", `Bearer ${session.token}`);
-      return request;
-    }
-  });
+// ../clients/typescript/src/index.ts
+function createMatchingClient(options) {
+  const { token, baseUrl, ...rest } = options;
+  const client = createClient({ ...rest, baseUrl: baseUrl.replace(/\/+$/, "") });
+  if (token !== void 0) {
+    client.use({
+      async onRequest({ request }) {
+        const value = typeof token === "function" ? await token() : token;
+        request.headers.set("Authorization", `Bearer ${value}`);
+        return request;
+      }
+    });
+  }
   return client;
 }
 var APIError = class extends Error {
-  constructor(status, code, message, requestId, retryAfter) {
+  constructor(status, code, message, details, requestId, retryAfter) {
     super(message);
     this.status = status;
     this.code = code;
+    this.details = details;
     this.requestId = requestId;
     this.retryAfter = retryAfter;
     this.name = "APIError";
   }
   status;
   code;
+  details;
   requestId;
   retryAfter;
 };
@@ -505,15 +510,22 @@ async function unwrap(pending) {
   if (response.ok && data !== void 0) {
     return data;
   }
-  const body = error ?? {};
+  const body = typeof error === "object" && error !== null ? error : {};
   const retry = Number(response.headers.get("Retry-After"));
   throw new APIError(
     response.status,
     body.error?.code ?? `HTTP_${response.status}`,
-    body.error?.message ?? response.statusText,
+    body.error?.message ?? (response.statusText || `HTTP ${response.status}`),
+    body.error?.details ?? {},
     response.headers.get("X-Request-ID"),
     Number.isFinite(retry) && retry > 0 ? retry : null
   );
+}
+
+// src/client.ts
+var apiBase = "/api";
+function apiClient(session, origin = location.origin) {
+  return createMatchingClient({ baseUrl: origin + apiBase, token: session.token });
 }
 async function loadSession(fresh = false) {
   const resp = await fetch("/session", { method: fresh ? "POST" : "GET" });

@@ -431,7 +431,11 @@ export interface paths {
          *     there is no idempotency key, and a repeated reason strengthens the
          *     same adjustment. An unknown or erased student is 404
          *     `INVALID_STUDENT_ID`, an unknown or no longer served school 404
-         *     `INVALID_SCHOOL_ID`.
+         *     `INVALID_SCHOOL_ID`. A comment also costs its length in bytes of the
+         *     student's comment budget (FEEDBACK_COMMENT_BYTES_PER_MIN, 64 KiB a
+         *     minute, shared with sync pushes): beyond it the request is 429
+         *     `RATE_LIMITED` with `Retry-After` and `details.group`
+         *     `comment_bytes`, and nothing is recorded.
          */
         post: operations["submitFeedback"];
         delete?: never;
@@ -511,11 +515,14 @@ export interface paths {
          *     it from settling); use it only when the client already holds
          *     everything before, otherwise keep pulling with the last pull's cursor.
          *
-         *     Each counted swipe (type `swipe`, `interaction_type` swipe) costs one
-         *     unit of the `swipes` allowance. They are taken in the order sent while
-         *     the allowance lasts; the rest are in `rejected` with error
-         *     `rate_limited`, stored nothing, and the answer carries `Retry-After`:
-         *     push those again then, under the same ids.
+         *     Each change that may be stored costs one unit of the `swipes`
+         *     allowance, whatever its kind (a counted swipe, a tap, detail view or
+         *     save, a feedback), and a feedback's comment its length in bytes of
+         *     the student's comment budget (FEEDBACK_COMMENT_BYTES_PER_MIN, 64 KiB a
+         *     minute; each comment whole or not at all). Changes are taken in the
+         *     order sent while the allowances last; the rest are in `rejected`
+         *     with error `rate_limited`, stored nothing, and the answer carries
+         *     `Retry-After`: push those again then, under the same ids.
          */
         post: operations["syncPush"];
         delete?: never;
@@ -1155,7 +1162,7 @@ export interface components {
             rejected: {
                 /** @description The change id as sent ("" when it had none). */
                 id: string;
-                /** @description Why the change was not applied; `rate_limited` when the `swipes` allowance could not cover it (push it again after `Retry-After`). */
+                /** @description Why the change was not applied; `rate_limited` when the `swipes` allowance or the comment budget could not cover it (push it again after `Retry-After`). */
                 error: string;
             }[];
             /** @description A pull cursor positioned after this push; null when writes in progress kept it from settling. */
@@ -2115,7 +2122,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    /** @description Seconds until the `swipes` allowance covers the changes rejected as `rate_limited`; only when there are some. */
+                    /** @description Seconds until the allowances cover the changes rejected as `rate_limited`; only when there are some. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
