@@ -7,6 +7,7 @@ const (
 	ExportOutboxSQL          = exportOutboxQuery
 	ExportDeliveriesSQL      = exportDeliveriesQuery
 	DeleteEventsSQL          = deleteEvents
+	LockEventsSQL            = lockEvents
 	AnonymiseSwipesSQL       = anonymiseSwipes
 	FailedDeliveriesSQL      = failedDeliveries
 	ReplayFailedSQL          = replayFailedDeliveries

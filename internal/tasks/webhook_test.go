@@ -94,6 +94,8 @@ func TestRetryAtFallsOnAWholeSecondNoSooner(t *testing.T) {
 type hookStore struct {
 	d        domain.WebhookDelivery
 	missing  int // records that find no row (the relay has not committed yet)
+	gone     bool // the event was deleted (an erasure)
+	checked  int  // existence checks
 	begun    int // claims read
 	ids      []int64
 	statuses []string
@@ -115,6 +117,11 @@ func (s *hookStore) RecordWebhookAttempt(_ context.Context, id int64, _ domain.W
 	s.statuses = append(s.statuses, status)
 	s.next = append(s.next, next)
 	return nil
+}
+
+func (s *hookStore) WebhookEventExists(context.Context, int64) (bool, error) {
+	s.checked++
+	return !s.gone, nil
 }
 
 func (s *hookStore) SetWebhookDeliveryStatus(context.Context, int64, string, string) error {
