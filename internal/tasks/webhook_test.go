@@ -93,10 +93,10 @@ func TestRetryAtFallsOnAWholeSecondNoSooner(t *testing.T) {
 // decisions; the real store is exercised by cmd/worker's tests.
 type hookStore struct {
 	d        domain.WebhookDelivery
-	missing  int // records that find no row (the relay has not committed yet)
+	missing  int  // records that find no row (the relay has not committed yet)
 	gone     bool // the event was deleted (an erasure)
 	checked  int  // existence checks
-	begun    int // claims read
+	begun    int  // claims read
 	ids      []int64
 	statuses []string
 	next     []time.Time
