@@ -242,7 +242,7 @@ func TestDeleteStudentErasesPersonalData(t *testing.T) {
 		"no attempt is left without its delivery")
 
 	// Anonymous statistics stay: which schools, which way, which day.
-	rows, err = db.Pool().Query(ctx, `SELECT school_id::text, direction, counted, occurred_on::text FROM anonymous_swipes ORDER BY school_id`)
+	rows, err := db.Pool().Query(ctx, `SELECT school_id::text, direction, counted, occurred_on::text FROM anonymous_swipes ORDER BY school_id`)
 	require.NoError(t, err)
 	type stat struct {
 		School, Direction string
