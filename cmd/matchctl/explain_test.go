@@ -197,12 +197,12 @@ func TestStudentsExplainUsageAndErrors(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "student "+unknown+" not found")
 
-	// An erased student is not explained.
+	// An erased student is not explained: there is no such student.
 	code, _, errOut = e.run(t, "students", "delete", e.student, "--yes")
 	require.Equal(t, 0, code, errOut)
 	code, _, errOut = e.run(t, "students", "explain", e.student)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "erased")
+	assert.Contains(t, errOut, "student "+e.student+" not found")
 }
 
 // Without Redis the feed is ranked from PostgreSQL and shown, not stored.

@@ -16,9 +16,9 @@ import (
 
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/erasure"
 	"github.com/collegematch/matching/internal/inspect"
 	"github.com/collegematch/matching/internal/match"
-	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
 )
 
@@ -157,13 +157,23 @@ func exportModel(b []byte) (json.RawMessage, error) {
 }
 
 func deleteStudent(ctx context.Context, e env, st *store.Store, id string) error {
+	w := e.stdout
 	er, err := st.DeleteStudent(ctx, id)
 	if err != nil {
+		var de *domain.Error
+		if !errors.As(err, &de) || de.Code != domain.CodeInvalidStudentID {
+			return err
+		}
+		// Not in PostgreSQL: never onboarded, or erased already (perhaps
+		// while Redis was unreachable). What Redis may still hold under the
+		// id is dropped all the same, and the id is reported unknown.
+		fmt.Fprintf(w, "student %s is not in PostgreSQL (never onboarded, or erased already)\n", id)
+		purgeRedis(ctx, e, store.StudentErasure{StudentID: id}, false)
 		return studentErr(err, id)
 	}
-	w := e.stdout
 	if er.AlreadyErased {
-		fmt.Fprintf(w, "student %s was already erased on %s; erased again\n", id, er.ErasedAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "student %s had been erased on %s by an earlier version; its kept row is deleted now\n",
+			id, er.ErasedAt.UTC().Format(time.RFC3339))
 	} else {
 		fmt.Fprintf(w, "erased student %s at %s\n", id, er.ErasedAt.UTC().Format(time.RFC3339))
 	}
@@ -171,50 +181,52 @@ func deleteStudent(ctx context.Context, e env, st *store.Store, id string) error
 	if len(er.ProfileFields) > 0 {
 		fields = strings.Join(er.ProfileFields, ", ")
 	}
-	fmt.Fprintf(w, "  profile fields erased: %s\n", fields)
+	fmt.Fprintf(w, "  profile deleted; fields that held a value: %s\n", fields)
 	fmt.Fprintf(w, "  swipes kept as anonymous statistics (no student, client id or time of day): %d\n", er.SwipesAnonymised)
 	fmt.Fprintf(w, "  deleted: %d feedback, %d category preferences, learned model %s, %d outbox events, %d webhook deliveries\n",
 		er.Feedback, er.CategoryPreferences, yesNo(er.LearningState), er.OutboxEvents, er.WebhookDeliveries)
-
-	n, err := dropStudentKeys(ctx, e.cfg.RedisURL, e.cfg.FeedCacheTTL, id, er.Version)
-	if err != nil {
-		fmt.Fprintf(w, "  redis: not reachable (%v); the student's cached read models were not dropped and expire by their TTL; "+
-			"run this command again to drop them now\n", err)
-		fmt.Fprintf(e.stderr, "matchctl students: warning: Redis unreachable, read models of %s not dropped (they expire by TTL)\n", id)
-		return nil
-	}
-	fmt.Fprintf(w, "  redis: dropped %d read-model keys tagged {student:%s}\n", n, id)
+	purgeRedis(ctx, e, er, true)
 	return nil
 }
 
-// dropStudentKeys unlinks every Redis key of the student, by name: the
-// read models (cache.StudentKeys) and the rate-limit counts
-// (ratelimit.StudentKeys). They share the hash tag {student:<id>}, so one
-// UNLINK drops them on a Redis Cluster too, and nothing scans the keyspace.
-// It returns how many keys it dropped. It then leaves a feed tombstone at
-// the erased version (two numbers, no personal data, expiring with the feed
-// TTL), so a feed build that loaded the student before the erasure cannot
-// store it afterwards.
-func dropStudentKeys(ctx context.Context, redisURL string, feedTTL time.Duration, id string, version int64) (int, error) {
+// purgeRedis runs the Redis part of an erasure (erasure.Purge) and says
+// what it did. If Redis is unreachable it warns: the erasure in PostgreSQL
+// stands, read models expire by their TTL, queued deliveries make no
+// attempt when they run (their events are gone), and running delete again
+// drops the rest.
+func purgeRedis(ctx context.Context, e env, er store.StudentErasure, erased bool) {
+	w := e.stdout
 	ctx, cancel := context.WithTimeout(ctx, redisPurgeTimeout)
 	defer cancel()
-	rdb, _, err := cache.Open(ctx, redisURL)
+	rd, err := func() (erasure.Redis, error) {
+		rdb, _, err := cache.Open(ctx, e.cfg.RedisURL)
+		if err != nil {
+			return erasure.Redis{}, err
+		}
+		defer rdb.Close()
+		return erasure.Purge(ctx, rdb, er)
+	}()
 	if err != nil {
-		return 0, err
+		fmt.Fprintf(w, "  redis: not reachable (%v); the student's cached read models were not dropped and expire by their TTL, "+
+			"their queued webhook deliveries make no attempt (their events are gone); "+
+			"run this command again to drop them now\n", err)
+		fmt.Fprintf(e.stderr, "matchctl students: warning: Redis unreachable, read models and tasks of %s not dropped (they expire by TTL)\n", er.StudentID)
+		return
 	}
-	defer rdb.Close()
-	id = strings.ToLower(id)
-	n, err := rdb.Unlink(ctx, studentKeys(id)...).Result()
-	if err != nil {
-		return 0, err
+	fmt.Fprintf(w, "  redis: dropped %d read-model keys tagged {student:%s}\n", rd.Keys, er.StudentID)
+	fmt.Fprintf(w, "  queue: deleted %d tasks about the student (read %d archived tasks)", rd.Tasks.Deleted, rd.Tasks.ArchivedScanned)
+	if rd.Tasks.Running > 0 {
+		fmt.Fprintf(w, "; %d running, which end without an attempt or within their timeout", rd.Tasks.Running)
 	}
-	return int(n), cache.NewFeeds(rdb, feedTTL).Invalidate(ctx, id, version)
+	fmt.Fprintln(w)
+	if erased {
+		fmt.Fprintf(w, "  redis: a feed tombstone (two version numbers) is kept for %s, so no feed build in flight stores the student again\n",
+			erasure.TombstoneTTL)
+	}
 }
 
 // studentKeys names every Redis key the service writes for a student.
-func studentKeys(id string) []string {
-	return append(cache.StudentKeys(id), ratelimit.StudentKeys(id)...)
-}
+func studentKeys(id string) []string { return erasure.StudentKeys(id) }
 
 // studentErr turns an unknown student into a message that names the id.
 func studentErr(err error, id string) error {

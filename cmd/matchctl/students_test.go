@@ -198,35 +198,21 @@ func TestStudentsDelete(t *testing.T) {
 	code, out, errOut := e.run(t, "students", "delete", e.student, "--yes")
 	require.Equal(t, 0, code, "stderr: %s", errOut)
 	assert.Contains(t, out, "erased student "+e.student)
-	assert.Contains(t, out, "profile fields erased: name, email, graduation_year, gpa, home_lat, home_lon, state, zip, family_income")
+	assert.Contains(t, out, "profile deleted; fields that held a value: name, email, graduation_year, gpa, home_lat, home_lon, state, zip, family_income")
 	assert.Contains(t, out, "swipes kept as anonymous statistics (no student, client id or time of day): 1")
 	assert.Contains(t, out, "deleted: 1 feedback, 1 category preferences, learned model no, 0 outbox events, 0 webhook deliveries")
 	assert.Contains(t, out, fmt.Sprintf("redis: dropped %d read-model keys tagged {student:%s}", studentKeyCount, e.student))
+	assert.Contains(t, out, "queue: deleted 0 tasks about the student")
 	t.Logf("%s", out)
 
-	// Postgres: no personal field left, nothing of the student's but the
-	// erased row, and the swipe kept as an anonymous statistic.
-	var (
-		name, email, zip, comment *string
-		gpa                       *float32
-		lat, lon                  *float64
-		income                    *int
-		deleted                   *time.Time
-		swipes                    int
-	)
-	require.NoError(t, e.st.Pool().QueryRow(ctx, `SELECT name, email, zip, gpa, home_lat, home_lon, family_income, deleted_at,
-	(SELECT count(*) FROM swipes WHERE student_id = students.id), (SELECT comment FROM feedback WHERE student_id = students.id)
-FROM students WHERE id = $1`, e.student).Scan(&name, &email, &zip, &gpa, &lat, &lon, &income, &deleted, &swipes, &comment))
-	assert.Nil(t, name)
-	assert.Nil(t, email)
-	assert.Nil(t, zip)
-	assert.Nil(t, gpa)
-	assert.Nil(t, lat)
-	assert.Nil(t, lon)
-	assert.Nil(t, income)
-	assert.Nil(t, comment)
-	assert.NotNil(t, deleted)
-	assert.Zero(t, swipes)
+	// Postgres: nothing of the student's, the swipe kept as an anonymous
+	// statistic.
+	for _, q := range []string{`SELECT count(*) FROM students WHERE id = $1`, `SELECT count(*) FROM swipes WHERE student_id = $1`,
+		`SELECT count(*) FROM feedback WHERE student_id = $1`} {
+		var n int
+		require.NoError(t, e.st.Pool().QueryRow(ctx, q, e.student).Scan(&n))
+		assert.Zero(t, n, q)
+	}
 	var anonymous int
 	require.NoError(t, e.st.Pool().QueryRow(ctx, `SELECT count(*) FROM anonymous_swipes WHERE school_id = $1`, e.school).Scan(&anonymous))
 	assert.Equal(t, 1, anonymous)
@@ -255,27 +241,22 @@ FROM students WHERE id = $1`, e.student).Scan(&name, &email, &zip, &gpa, &lat, &
 	require.NoError(t, err)
 	assert.Equal(t, "Other Student", other.Name)
 
-	// The export of an erased student shows the erased state.
+	// The export of an erased student finds no such student.
 	code, out, errOut = e.run(t, "students", "export", e.student)
-	require.Equal(t, 0, code, "stderr: %s", errOut)
-	var ex store.StudentExport
-	require.NoError(t, json.Unmarshal([]byte(out), &ex))
-	assert.True(t, ex.Erased)
-	assert.NotNil(t, ex.Profile.DeletedAt)
-	assert.Nil(t, ex.Profile.Name)
-	assert.Nil(t, ex.Profile.Email)
-	assert.Empty(t, ex.Swipes)
-	assert.Empty(t, ex.Feedback)
-	assert.Empty(t, ex.CategoryPreferences)
-	assert.NotContains(t, out, "Marisol")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "student "+e.student+" not found")
 
-	// Deleting again is harmless.
+	// Deleting again finds no such student, and drops what Redis holds
+	// under the id all the same: the tombstone.
 	code, out, errOut = e.run(t, "students", "delete", "--yes", e.student)
-	require.Equal(t, 0, code, "stderr: %s", errOut)
-	assert.Contains(t, out, "was already erased")
-	assert.Contains(t, out, "profile fields erased: none left")
-	// Only the previous feed tombstone is left to drop, and a new one is written.
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "student "+e.student+" not found")
+	assert.Contains(t, out, "is not in PostgreSQL (never onboarded, or erased already)")
 	assert.Contains(t, out, "redis: dropped 1 read-model keys")
+	for _, k := range e.keys(t) {
+		assert.NotContains(t, strings.ToLower(k), e.student)
+	}
 }
 
 func TestStudentsDeleteWithRedisDown(t *testing.T) {
@@ -287,15 +268,13 @@ func TestStudentsDeleteWithRedisDown(t *testing.T) {
 	assert.Contains(t, out, "expire by their TTL")
 	assert.Contains(t, errOut, "warning: Redis unreachable")
 
-	s, err := e.st.Student(ctx, e.student)
-	require.NoError(t, err)
-	assert.Empty(t, s.Name)
-	assert.NotNil(t, s.DeletedAt)
+	_, err := e.st.Student(ctx, e.student)
+	assert.Error(t, err, "erased in PostgreSQL")
 	assert.Len(t, e.keys(t), 2*studentKeyCount+1, "nothing dropped")
 
 	// Once Redis is back, running delete again drops the keys.
 	code, out, errOut = e.run(t, "students", "delete", e.student, "--yes")
-	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Equal(t, 1, code, "no such student in PostgreSQL any more; stderr: %s", errOut)
 	assert.Contains(t, out, fmt.Sprintf("redis: dropped %d read-model keys", studentKeyCount))
 }
 
@@ -309,7 +288,11 @@ func TestStudentsErrors(t *testing.T) {
 		}
 		code, out, errOut := e.run(t, args...)
 		assert.Equal(t, 1, code, sub)
-		assert.Empty(t, out, sub)
+		if sub == "export" {
+			assert.Empty(t, out, sub)
+		} else {
+			assert.Contains(t, out, "redis: dropped 0 read-model keys", "delete drops what Redis may hold under the id")
+		}
 		assert.Equal(t, "matchctl students: student "+unknown+" not found\n", errOut, sub)
 	}
 	assert.Len(t, e.keys(t), 2*studentKeyCount+1, "an unknown id touches nothing")

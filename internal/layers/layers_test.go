@@ -80,7 +80,7 @@ func TestImportDirections(t *testing.T) {
 				t.Errorf("%s imports %s: it may import only %v", name, dep, allowed)
 			}
 			if slices.Contains(adapters, dep) && !strings.HasPrefix(name, "cmd/") && !ruled &&
-				name != "internal/testutil" && name != "internal/loadtest" && name != "internal/inspect" {
+				name != "internal/testutil" && name != "internal/loadtest" && name != "internal/inspect" && name != "internal/erasure" {
 				t.Errorf("%s imports the adapter %s: only binaries wire adapters in", name, dep)
 			}
 		}

@@ -1,5 +1,11 @@
 package store
 
+import (
+	"context"
+
+	"github.com/collegematch/matching/internal/domain"
+)
+
 // The statements whose plans a test checks for index use.
 const (
 	DeleteFinalDeliveriesSQL = deleteFinalDeliveries
@@ -7,6 +13,7 @@ const (
 	ExportOutboxSQL          = exportOutboxQuery
 	ExportDeliveriesSQL      = exportDeliveriesQuery
 	DeleteEventsSQL          = deleteEvents
+	LockEventsSQL            = lockEvents
 	AnonymiseSwipesSQL       = anonymiseSwipes
 	FailedDeliveriesSQL      = failedDeliveries
 	ReplayFailedSQL          = replayFailedDeliveries
@@ -19,3 +26,14 @@ const WatermarkStartSQL = watermarkStart
 
 // StoredModelSQL reads a learned state's model in either form.
 const StoredModelSQL = storedModel
+
+// The statements that read a student's events not yet folded in.
+const (
+	LearnerStateSQL  = learnerState
+	LearnerEventsSQL = learnerEvents
+)
+
+// LearnerStatePaged is LearnerState with pages of page events.
+func LearnerStatePaged(s *Store, ctx context.Context, id string, page int) (domain.LearnerState, error) {
+	return s.learnerState(ctx, id, page)
+}

@@ -17,9 +17,9 @@ import (
 
 // learnerState reads a student as the learner and the feed see them, in one
 // statement and so in one snapshot: the profile and version, the category
-// preferences, the learned state and the events recorded after the last one
-// folded in. The events are read through the (student_id, change_seq)
-// indexes: a student's events take their ids and change_seq under the
+// preferences, the learned state and the first page ($2) of the events
+// recorded after the last one folded in. The events are read through the
+// (student_id, change_seq) indexes: a student's events take their ids and change_seq under the
 // student's lock, in the same order, so "after the last folded" is
 // change_seq above last_seq; the id bound keeps out a row whose change_seq
 // moved because it was updated.
@@ -33,14 +33,18 @@ SELECT ` + studentColumns + `, version,
 	(SELECT coalesce(json_agg(json_build_object('s', e.sid, 'f', e.fid, 'q', e.seq, 'c', e.school_id,
 		'd', e.direction, 'i', e.interaction_type, 'r', e.reason, 't', e.created_at) ORDER BY e.seq), '[]')
 	 FROM (
-		SELECT id AS sid, 0::bigint AS fid, change_seq AS seq, school_id, direction, interaction_type,
-			''::text AS reason, created_at
-		FROM swipes WHERE student_id = students.id AND change_seq > coalesce(l.l_seq, 0)
-			AND id > coalesce(l.l_swipe, 0)
-		UNION ALL
-		SELECT 0, id, change_seq, school_id, '', '', reason, created_at
-		FROM feedback WHERE student_id = students.id AND change_seq > coalesce(l.l_seq, 0)
-			AND id > coalesce(l.l_feedback, 0)
+		SELECT * FROM (
+			(SELECT id AS sid, 0::bigint AS fid, change_seq AS seq, school_id, direction, interaction_type,
+				''::text AS reason, created_at
+			FROM swipes WHERE student_id = students.id AND change_seq > coalesce(l.l_seq, 0)
+				AND id > coalesce(l.l_swipe, 0)
+			ORDER BY change_seq LIMIT $2)
+			UNION ALL
+			(SELECT 0, id, change_seq, school_id, '', '', reason, created_at
+			FROM feedback WHERE student_id = students.id AND change_seq > coalesce(l.l_seq, 0)
+				AND id > coalesce(l.l_feedback, 0)
+			ORDER BY change_seq LIMIT $2)
+		) u ORDER BY seq LIMIT $2
 	 ) e)
 FROM students LEFT JOIN LATERAL (
 	SELECT ` + storedModel + ` AS l_model, weights AS l_weights, version AS l_version, last_swipe_id AS l_swipe,
@@ -55,10 +59,83 @@ WHERE students.id = $1`
 // save writes model_bin and sets model to NULL (migration 00008).
 const storedModel = `coalesce(convert_to(model::text, 'UTF8'), model_bin)`
 
+// learnerEvents reads the next page of a student's events not folded in:
+// change_seq above $2 (the last one read), ids above the learned state's
+// ($3 swipes, $4 feedback), at most $5, in change_seq order. change_seq
+// comes from one sequence for both tables, so it orders and pages them
+// together exactly.
+const learnerEvents = `
+SELECT * FROM (
+	(SELECT id AS sid, 0::bigint AS fid, change_seq AS seq, school_id::text, direction, interaction_type,
+		''::text AS reason, created_at
+	FROM swipes WHERE student_id = $1 AND change_seq > $2 AND id > $3
+	ORDER BY change_seq LIMIT $5)
+	UNION ALL
+	(SELECT 0, id, change_seq, school_id::text, '', '', reason, created_at
+	FROM feedback WHERE student_id = $1 AND change_seq > $2 AND id > $4
+	ORDER BY change_seq LIMIT $5)
+) e ORDER BY seq LIMIT $5`
+
+// learnerEventsPage is how many events not yet folded in one statement
+// reads at most (LearnerState): a backlog of any size is read in pages of
+// this many rows, so no statement's work grows with it.
+const learnerEventsPage = 2000
+
 // LearnerState loads a student as the learner and the feed see them (see
 // learnerState). An unknown id is INVALID_STUDENT_ID; an erased student is
 // returned, with DeletedAt set, for the caller to refuse.
+//
+// The events not yet folded in are read in pages of learnerEventsPage. A
+// student with fewer is read in one statement. A longer backlog is read
+// again in a read-only repeatable-read transaction, the state and first
+// page and then page after page, so every page comes from the one
+// snapshot and the events are exactly those one statement would read.
 func (s *Store) LearnerState(ctx context.Context, id string) (domain.LearnerState, error) {
+	return s.learnerState(ctx, id, learnerEventsPage)
+}
+
+// learnerState is LearnerState with pages of page events.
+func (s *Store) learnerState(ctx context.Context, id string, page int) (domain.LearnerState, error) {
+	page = max(page, 1)
+	st, err := readLearnerState(ctx, s.pool, id, page)
+	if err != nil || len(st.New) < page {
+		return st, err
+	}
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error {
+			var err error
+			if st, err = readLearnerState(ctx, tx, id, page); err != nil {
+				return err
+			}
+			for n := len(st.New); n == page; {
+				rows, err := tx.Query(ctx, learnerEvents, id, st.New[len(st.New)-1].Seq, st.LastSwipeID, st.LastFeedbackID, page)
+				if err != nil {
+					return mapErr(err, "student events")
+				}
+				more, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.LearnEvent, error) {
+					var e domain.LearnEvent
+					err := r.Scan(&e.SwipeID, &e.FeedbackID, &e.Seq, &e.SchoolID, &e.Direction, &e.Interaction, &e.Reason, &e.CreatedAt)
+					return e, err
+				})
+				if err != nil {
+					return mapErr(err, "student events")
+				}
+				st.New, n = append(st.New, more...), len(more)
+			}
+			return nil
+		})
+	if err != nil {
+		var de *domain.Error
+		if errors.As(err, &de) {
+			return domain.LearnerState{}, err
+		}
+		return domain.LearnerState{}, mapErr(err, "student")
+	}
+	return st, nil
+}
+
+// readLearnerState runs learnerState with the first page of events.
+func readLearnerState(ctx context.Context, q querier, id string, page int) (domain.LearnerState, error) {
 	var (
 		st      domain.LearnerState
 		weights []byte
@@ -66,7 +143,7 @@ func (s *Store) LearnerState(ctx context.Context, id string) (domain.LearnerStat
 		cats    []byte
 		events  []byte
 	)
-	student, err := scanStudent(rowWithExtras{s.pool.QueryRow(ctx, learnerState, id), []any{&st.Version,
+	student, err := scanStudent(rowWithExtras{q.QueryRow(ctx, learnerState, id, page), []any{&st.Version,
 		&st.Model, &weights, &st.LearningVersion, &st.LastSwipeID, &st.LastFeedbackID, &st.LastSeq, &swiped,
 		&cats, &events}})
 	if errors.Is(err, pgx.ErrNoRows) {

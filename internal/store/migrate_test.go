@@ -53,7 +53,7 @@ func TestMigrateCreatesDatabaseAndIsRepeatable(t *testing.T) {
 // Migration 00006 makes the erasures done before it final: the erased
 // students' swipes become anonymous statistics, and their feedback,
 // category preferences, learned model, events and deliveries go; a live
-// student's rows stay.
+// student's rows stay. Migration 00013 then deletes the erased row itself.
 func TestMigrationMakesPastErasuresFinal(t *testing.T) {
 	ctx := context.Background()
 	_, db, provider := emptyDatabase(t, "_m6")
@@ -105,7 +105,7 @@ func TestMigrationMakesPastErasuresFinal(t *testing.T) {
 	assert.Equal(t, 1, count(`SELECT count(*) FROM outbox WHERE student_id = $1`, live), "the column is filled from the payload")
 	assert.Equal(t, 1, count(`SELECT count(*) FROM webhook_deliveries`))
 	assert.Equal(t, 1, count(`SELECT count(*) FROM webhook_attempts`))
-	assert.Zero(t, count(`SELECT swipe_count FROM students WHERE id = $1`, erased))
+	assert.Zero(t, count(`SELECT count(*) FROM students WHERE id = $1`, erased), "00013: the erased row goes too")
 	assert.Equal(t, 1, count(`SELECT swipe_count FROM students WHERE id = $1`, live))
 	assert.Equal(t, 1, count(`SELECT count(*) FROM anonymous_swipes WHERE school_id = $1 AND direction = 'right'
 		AND counted AND occurred_on = '2026-03-04'`, school))

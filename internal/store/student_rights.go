@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -400,15 +401,15 @@ func nonNil[T any](s []T) []T {
 // StudentErasure reports what DeleteStudent erased and what it kept.
 type StudentErasure struct {
 	StudentID string `json:"student_id"`
-	// AlreadyErased is true when the student had been erased before and had
-	// not onboarded again; erasing again is harmless.
+	// AlreadyErased is true when the student's row was one an erasure by
+	// an earlier build had kept (personal fields empty, deleted_at set);
+	// it is deleted now like any other.
 	AlreadyErased bool      `json:"already_erased"`
 	ErasedAt      time.Time `json:"erased_at"`
-	// Version is the student's version after the erasure: read models built
-	// from an older one must not be stored again.
+	// Version is the version the student's state would have had next:
+	// read models built from an older one must not be stored again.
 	Version int64 `json:"version"`
-	// ProfileFields are the profile fields that held a value and now hold
-	// none.
+	// ProfileFields are the profile fields that held a value.
 	ProfileFields []string `json:"profile_fields"`
 	// SwipesAnonymised is how many swipes moved to the anonymous statistics
 	// (anonymous_swipes): school, what was done and the day, nothing that
@@ -423,6 +424,19 @@ type StudentErasure struct {
 	LearningState       bool `json:"learning_state"`
 	OutboxEvents        int  `json:"outbox_events"`
 	WebhookDeliveries   int  `json:"webhook_deliveries"`
+
+	// What the student's queued tasks were made from, so that the caller
+	// can delete them by id (tasks.PurgeStudentTasks): the deleted
+	// feedback rows and deliveries. Not printed: they are the student's.
+	FeedbackIDs []int64          `json:"-"`
+	Deliveries  []ErasedDelivery `json:"-"`
+}
+
+// ErasedDelivery is a webhook delivery an erasure deleted.
+type ErasedDelivery struct {
+	OutboxID int64
+	Endpoint string
+	Replays  int
 }
 
 // personalColumns are the students columns DeleteStudent erases, each with
@@ -468,90 +482,113 @@ WITH gone AS (
 )
 SELECT count(*) FROM kept`
 
-// deleteEvents deletes the student's outbox events with their webhook
-// deliveries and attempts (the attempts first within the statement, which
-// the foreign keys check at its end).
+// lockEvents locks the student's outbox rows. It is a statement of its
+// own: a relay that holds some of them (publishing them) is waited for, and
+// the next statement, with a snapshot taken after that, sees the
+// deliveries it wrote.
+const lockEvents = `SELECT id FROM outbox WHERE student_id = $1 FOR UPDATE`
+
+// deleteEvents deletes the outbox rows $1 with their webhook deliveries
+// and attempts (the attempts first within the statement, which the foreign
+// keys check at its end), and returns each deleted delivery, with the
+// counts of deleted events and deliveries as the first row's.
 const deleteEvents = `
-WITH ev AS (
-	SELECT id FROM outbox WHERE student_id = $1 FOR UPDATE
-), d AS (
-	SELECT id FROM webhook_deliveries WHERE outbox_id IN (SELECT id FROM ev) FOR UPDATE
+WITH d AS (
+	SELECT id FROM webhook_deliveries WHERE outbox_id = ANY($1) FOR UPDATE
 ), a AS (
 	DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM d)
 ), dd AS (
-	DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM d) RETURNING 1
+	DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM d) RETURNING outbox_id, endpoint_url, replays
 ), de AS (
-	DELETE FROM outbox WHERE id IN (SELECT id FROM ev) RETURNING 1
+	DELETE FROM outbox WHERE id = ANY($1) RETURNING 1
 )
-SELECT (SELECT count(*) FROM de), (SELECT count(*) FROM dd)`
+SELECT outbox_id, endpoint_url, replays FROM dd
+UNION ALL
+SELECT -1, (SELECT count(*) FROM de)::text, 0`
 
 // DeleteStudent erases a student for good, in one transaction, keeping
 // only anonymous statistics:
 //
-//   - the profile: every personal field (name, email, graduation year, GPA,
-//     test scores, home coordinates, state, ZIP, distance, budget, family
-//     income, intended majors, preferred size and setting) is set to null
-//     (majors to an empty list); the row stays, with deleted_at set, its
-//     swipe count at 0 and its version bumped so read models built before
-//     are superseded;
 //   - swipes move to anonymous_swipes (anonymiseSwipes): nothing there
 //     links them to the student;
 //   - feedback, category preferences and the learned model are deleted;
 //   - the student's outbox events are deleted with their webhook
-//     deliveries and attempts.
+//     deliveries and attempts;
+//   - the profile row is deleted: no row of any table holds the student's
+//     id afterwards.
 //
 // So onboarding again with the same id starts an empty profile: no swipe,
-// feedback, learned weight or sync history of before comes back. Erasing
-// an erased student again is harmless and keeps the first erased_at. An
-// unknown id is INVALID_STUDENT_ID. Redis read models are not touched
-// here; the caller drops them (see cmd/matchctl students).
+// feedback, learned weight or sync history of before comes back. An
+// unknown id (never onboarded, or erased already) is INVALID_STUDENT_ID.
+// Redis read models and queued tasks are not touched here; the caller
+// drops them (the erasure package).
 func (s *Store) DeleteStudent(ctx context.Context, id string) (StudentErasure, error) {
-	er := StudentErasure{StudentID: id, ProfileFields: []string{}}
+	er := StudentErasure{StudentID: id, ProfileFields: []string{}, FeedbackIDs: []int64{}, Deliveries: []ErasedDelivery{}}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		held := make([]string, len(personalColumns))
 		for i, c := range personalColumns {
 			held[i] = fmt.Sprintf("CASE WHEN %s THEN '%s' END", c.held, c.name)
 		}
-		lock := `SELECT deleted_at IS NOT NULL, array_remove(ARRAY[` + strings.Join(held, ", ") + `]::text[], NULL)
+		lock := `SELECT deleted_at IS NOT NULL, coalesce(deleted_at, now()), version + 1,
+	array_remove(ARRAY[` + strings.Join(held, ", ") + `]::text[], NULL)
 FROM students WHERE id = $1 FOR UPDATE`
-		if err := tx.QueryRow(ctx, lock, id).Scan(&er.AlreadyErased, &er.ProfileFields); err != nil {
+		if err := tx.QueryRow(ctx, lock, id).Scan(&er.AlreadyErased, &er.ErasedAt, &er.Version, &er.ProfileFields); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return domain.StudentNotFound(id)
 			}
 			return err
 		}
-		sets := make([]string, len(personalColumns))
-		for i, c := range personalColumns {
-			sets[i] = c.name + " = " + c.erased
-		}
-		erase := `UPDATE students SET ` + strings.Join(sets, ", ") + `, swipe_count = 0,
-	version = version + 1, updated_at = now(), deleted_at = coalesce(deleted_at, now())
-WHERE id = $1
-RETURNING deleted_at, version`
-		if err := tx.QueryRow(ctx, erase, id).Scan(&er.ErasedAt, &er.Version); err != nil {
-			return err
-		}
 		if err := tx.QueryRow(ctx, anonymiseSwipes, id).Scan(&er.SwipesAnonymised); err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, deleteEvents, id).Scan(&er.OutboxEvents, &er.WebhookDeliveries); err != nil {
+		rows, err := tx.Query(ctx, lockEvents, id)
+		if err != nil {
 			return err
 		}
-		for _, d := range []struct {
-			q string
-			n *int
-		}{
-			{`DELETE FROM feedback WHERE student_id = $1`, &er.Feedback},
-			{`DELETE FROM category_preferences WHERE student_id = $1`, &er.CategoryPreferences},
-		} {
-			tag, err := tx.Exec(ctx, d.q, id)
+		events, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		if len(events) > 0 {
+			rows, err = tx.Query(ctx, deleteEvents, events)
 			if err != nil {
 				return err
 			}
-			*d.n = int(tag.RowsAffected())
+			for rows.Next() {
+				var d ErasedDelivery
+				if err := rows.Scan(&d.OutboxID, &d.Endpoint, &d.Replays); err != nil {
+					rows.Close()
+					return err
+				}
+				if d.OutboxID < 0 {
+					er.OutboxEvents, _ = strconv.Atoi(d.Endpoint)
+					continue
+				}
+				er.Deliveries = append(er.Deliveries, d)
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			er.WebhookDeliveries = len(er.Deliveries)
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM learning_state WHERE student_id = $1`, id)
+		rows, err = tx.Query(ctx, `DELETE FROM feedback WHERE student_id = $1 RETURNING id`, id)
+		if err != nil {
+			return err
+		}
+		if er.FeedbackIDs, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+			return err
+		}
+		er.Feedback = len(er.FeedbackIDs)
+		tag, err := tx.Exec(ctx, `DELETE FROM category_preferences WHERE student_id = $1`, id)
+		if err != nil {
+			return err
+		}
+		er.CategoryPreferences = int(tag.RowsAffected())
+		if tag, err = tx.Exec(ctx, `DELETE FROM learning_state WHERE student_id = $1`, id); err != nil {
+			return err
+		}
 		er.LearningState = tag.RowsAffected() > 0
+		_, err = tx.Exec(ctx, `DELETE FROM students WHERE id = $1`, id)
 		return err
 	})
 	if err != nil {
@@ -560,6 +597,9 @@ RETURNING deleted_at, version`
 			return StudentErasure{}, err
 		}
 		return StudentErasure{}, mapErr(err, "student erasure")
+	}
+	if er.FeedbackIDs == nil {
+		er.FeedbackIDs = []int64{}
 	}
 	return er, nil
 }

@@ -229,46 +229,20 @@ func TestDeleteStudentErasesPersonalData(t *testing.T) {
 	assertNoPersonalData(t, db, p)
 	assertNoTrace(t, db, p.id, before)
 
-	// Every column of the student's row: only what is not personal is left.
-	kept := map[string]bool{"id": true, "swipe_count": true, "version": true, "created_at": true, "updated_at": true, "deleted_at": true}
-	rows, err := db.Pool().Query(ctx, `SELECT column_name FROM information_schema.columns
-WHERE table_schema = 'public' AND table_name = 'students' ORDER BY ordinal_position`)
-	require.NoError(t, err)
-	columns, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	require.NotEmpty(t, columns)
-	for _, c := range columns {
-		if kept[c] {
-			continue
-		}
-		var empty bool
-		q := `SELECT ` + pgx.Identifier{c}.Sanitize() + ` IS NULL OR ` + pgx.Identifier{c}.Sanitize() + `::text = '{}' FROM students WHERE id = $1`
-		require.NoError(t, db.Pool().QueryRow(ctx, q, p.id).Scan(&empty))
-		assert.True(t, empty, "students.%s still holds a value after erasure", c)
-	}
-
-	after, err := db.ExportStudent(ctx, p.id)
-	require.NoError(t, err)
-	assert.True(t, after.Erased)
-	assert.NotNil(t, after.Profile.DeletedAt)
-	assert.Nil(t, after.Profile.Name)
-	assert.Nil(t, after.Profile.Email)
-	assert.Nil(t, after.Profile.FamilyIncome)
-	assert.Equal(t, []string{}, after.Profile.IntendedMajors)
-	assert.Zero(t, after.Profile.SwipeCount, "the count went with the swipes")
-	assert.Greater(t, after.Profile.Version, before.Profile.Version, "read models built before are superseded")
-	assert.Empty(t, after.Swipes)
-	assert.Empty(t, after.Feedback)
-	assert.Empty(t, after.CategoryPreferences)
-	assert.Nil(t, after.LearningState)
-	assert.Empty(t, after.OutboxEvents)
-	assert.Empty(t, after.WebhookDeliveries)
+	// The profile row is gone too: the export knows no such student.
+	assert.Zero(t, count(t, db, `SELECT count(*) FROM students WHERE id = $1`, p.id))
+	_, err = db.ExportStudent(ctx, p.id)
+	assert.Equal(t, domain.CodeInvalidStudentID, errorCode(err))
+	assert.Greater(t, er.Version, int64(0), "the version a tombstone holds")
+	assert.Len(t, er.FeedbackIDs, 1, "the feedback rows, for their learn task ids")
+	require.Len(t, er.Deliveries, 1, "the deliveries, for their task ids")
+	assert.Equal(t, before.WebhookDeliveries[0].OutboxID, er.Deliveries[0].OutboxID)
 	assert.Zero(t, count(t, db, `SELECT count(*) FROM webhook_attempts`)-
 		count(t, db, `SELECT count(*) FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id`),
 		"no attempt is left without its delivery")
 
 	// Anonymous statistics stay: which schools, which way, which day.
-	rows, err = db.Pool().Query(ctx, `SELECT school_id::text, direction, counted, occurred_on::text FROM anonymous_swipes ORDER BY school_id`)
+	rows, err := db.Pool().Query(ctx, `SELECT school_id::text, direction, counted, occurred_on::text FROM anonymous_swipes ORDER BY school_id`)
 	require.NoError(t, err)
 	type stat struct {
 		School, Direction string
@@ -294,14 +268,9 @@ WHERE table_schema = 'public' AND table_name = 'students' ORDER BY ordinal_posit
 	assert.Contains(t, string(o.OutboxEvents[0].Payload), other.email)
 	assert.Len(t, o.WebhookDeliveries, 1)
 
-	// Erasing again is harmless and keeps the first erasure time.
-	again, err := db.DeleteStudent(ctx, p.id)
-	require.NoError(t, err)
-	assert.True(t, again.AlreadyErased)
-	assert.Equal(t, er.ErasedAt, again.ErasedAt)
-	assert.Empty(t, again.ProfileFields)
-	assert.Zero(t, again.OutboxEvents)
-	assert.Zero(t, again.SwipesAnonymised)
+	// Erasing again finds no such student, and changes nothing.
+	_, err = db.DeleteStudent(ctx, p.id)
+	assert.Equal(t, domain.CodeInvalidStudentID, errorCode(err))
 	assert.Equal(t, 2, count(t, db, `SELECT count(*) FROM anonymous_swipes`))
 
 	_, err = db.DeleteStudent(ctx, uuid.NewString())
@@ -309,8 +278,7 @@ WHERE table_schema = 'public' AND table_name = 'students' ORDER BY ordinal_posit
 }
 
 // assertNoTrace checks that nothing stored links to the erased student:
-// the id is in no row but the student's own (kept, erased, so that an
-// erasure can be told apart from an unknown id), and none of the client
+// the id is in no row of any table, and none of the client
 // ids, row ids or times of the swipes of before is in what was kept.
 func assertNoTrace(t *testing.T, db *store.Store, id string, before store.StudentExport) {
 	t.Helper()
@@ -323,9 +291,6 @@ WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`
 	require.Contains(t, tables, "anonymous_swipes")
 	for _, table := range tables {
 		q := `SELECT count(*) FROM ` + pgx.Identifier{table}.Sanitize() + ` t WHERE strpos(lower(t::text), $1) > 0`
-		if table == "students" {
-			q += ` AND NOT (t.id = $1::uuid AND t.deleted_at IS NOT NULL)`
-		}
 		assert.Zero(t, count(t, db, q, id), "table %s holds the erased student's id", table)
 		for _, sw := range before.Swipes {
 			if sw.ClientID != nil {

@@ -365,3 +365,13 @@ SELECT ` + deliveryColumns + ` FROM upd d JOIN outbox o ON o.id = d.outbox_id`
 	_, err = tx.Exec(ctx, clear, ds[0].Endpoint)
 	return ds[0], err
 }
+
+// WebhookEventExists reports whether outbox row outboxID is still there
+// (one primary-key read): DeleteStudent deletes an erased student's events
+// with their deliveries, and a first attempt that carries its event checks
+// this before it starts.
+func (s *Store) WebhookEventExists(ctx context.Context, outboxID int64) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE id = $1)`, outboxID).Scan(&ok)
+	return ok, mapErr(err, "outbox event")
+}

@@ -75,6 +75,9 @@ type WebhookStore interface {
 	DisableWebhookEndpoint(ctx context.Context, endpoint, reason string) (int, error)
 	// WebhookBacklog counts pending deliveries and dates the oldest.
 	WebhookBacklog(ctx context.Context) (pending int, oldest time.Time, err error)
+	// WebhookEventExists reports whether outbox row outboxID is still
+	// there: an erasure deletes a student's events with their deliveries.
+	WebhookEventExists(ctx context.Context, outboxID int64) (bool, error)
 	// StaleWebhookDeliveries lists up to limit pending deliveries whose next
 	// attempt was due more than overdue ago, with row ids above afterID, in
 	// id order.
@@ -265,7 +268,21 @@ const firstAttemptMargin = 15 * time.Second
 // even when the task's context has ended (shutdown mid-delivery).
 const recordTimeout = 5 * time.Second
 
+// errDeliveryGone is what recording an attempt returns when the delivery
+// was deleted meanwhile with its event (an erasure): the attempt is not
+// recorded, and the task ends without a retry.
+var errDeliveryGone = errors.New("webhook delivery gone with its event")
+
 func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
+	err := w.deliver(ctx, t)
+	if errors.Is(err, errDeliveryGone) {
+		w.log.DebugContext(ctx, "webhook event erased during its attempt; not recorded")
+		return nil // the task is deleted: nothing about the event stays queued
+	}
+	return err
+}
+
+func (w *webhooks) deliver(ctx context.Context, t *asynq.Task) error {
 	var p WebhookDeliverPayload
 	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.OutboxID <= 0 || p.Endpoint == "" {
 		// The payload names the endpoint, whose URL may carry a secret: it
@@ -274,7 +291,8 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	}
 	msgID := WebhookMessageID(p.OutboxID, p.Endpoint)
 	var d domain.WebhookDelivery
-	record := w.store.RecordWebhookAttempt
+	var record recordFunc = w.store.RecordWebhookAttempt
+	fromTask := false // the delivery and its event come from the task, unread
 	first := p.First
 	if first != nil && first.LeasedFor > 0 && firstRun(ctx) {
 		now := w.cfg.Now()
@@ -285,14 +303,19 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 		// the attempt needs no read.
 		d = domain.WebhookDelivery{ID: first.DeliveryID, Status: domain.DeliveryPending, Claimed: true,
 			Event: domain.WebhookEvent{Topic: first.Topic, Payload: first.Payload, CreatedAt: first.CreatedAt}}
-		record = w.recordFirst
+		record = w.recordFirst(p.OutboxID)
+		fromTask = true
 	} else {
 		var err error
 		d, err = w.store.BeginWebhookDelivery(ctx, domain.DeliveryKey{OutboxID: p.OutboxID, Endpoint: p.Endpoint, MessageID: msgID})
 		if err != nil {
 			var de *domain.Error
 			if errors.As(err, &de) && de.Kind == domain.KindNotFound {
-				return fmt.Errorf("outbox event %d is gone: %w", p.OutboxID, asynq.SkipRetry)
+				// The event is gone (the student was erased, or retention
+				// deleted it): nothing to send. The task ends without being
+				// archived, so no copy of it stays in the queue.
+				w.log.DebugContext(ctx, "webhook event gone; task dropped", "outbox_id", p.OutboxID)
+				return nil
 			}
 			return err // the database: retried soon (RetryDelayFunc), no attempt counted
 		}
@@ -325,6 +348,20 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 		return w.store.SetWebhookDeliveryStatus(ctx, d.ID, domain.DeliveryParked, err.Error())
 	}
 
+	if fromTask {
+		// The attempt was handed over with its event and read nothing:
+		// the event must still exist when the attempt starts, since an
+		// erasure deletes a student's events (and the task may have
+		// waited in the queue long after). One primary-key read.
+		ok, err := w.store.WebhookEventExists(ctx, p.OutboxID)
+		if err != nil {
+			return err // the database: retried soon, no attempt counted
+		}
+		if !ok {
+			log.DebugContext(ctx, "webhook event gone before its first attempt; task dropped")
+			return nil
+		}
+	}
 	res := w.sender.Send(ctx, p.Endpoint, msgID, body)
 	w.m.AttemptLatency.Observe(res.Latency.Seconds())
 	a := domain.WebhookAttempt{StatusCode: res.StatusCode, Latency: res.Latency}
@@ -336,6 +373,7 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
+	record = w.unlessGone(p.OutboxID, record)
 	now := w.cfg.Now()
 	// round attempts were made before this one in this round (since the
 	// first hand-over or the last replay), by whichever task ran them.
@@ -388,13 +426,38 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 	}
 }
 
+// unlessGone wraps record: a delivery that is not found is gone when its
+// event is gone too (errDeliveryGone); else (the relay's row not committed
+// yet, recordFirst's wait having ended) the error stays.
+func (w *webhooks) unlessGone(outboxID int64, record recordFunc) recordFunc {
+	return func(ctx context.Context, id int64, a domain.WebhookAttempt, status string, next time.Time, replays int) error {
+		err := record(ctx, id, a, status, next, replays)
+		if domain.KindOf(err) != domain.KindNotFound {
+			return err
+		}
+		if ok, xerr := w.store.WebhookEventExists(ctx, outboxID); xerr == nil && !ok {
+			return errDeliveryGone
+		}
+		return err
+	}
+}
+
+// recordFunc records an attempt (WebhookStore.RecordWebhookAttempt).
+type recordFunc func(ctx context.Context, id int64, a domain.WebhookAttempt, status string, next time.Time, replays int) error
+
 // recordFirst records a first attempt made without a claim. The relay
 // queues the task a moment before it commits the delivery's row, so a
 // quick task may find the row not there yet: it waits for the commit, a
 // few seconds at most. A row that never comes (the relay rolled back) is
 // written again by the relay's next pass, whose task attempts again with
 // the same webhook-id.
-func (w *webhooks) recordFirst(ctx context.Context, id int64, a domain.WebhookAttempt, status string, next time.Time, replays int) error {
+func (w *webhooks) recordFirst(outboxID int64) recordFunc {
+	return func(ctx context.Context, id int64, a domain.WebhookAttempt, status string, next time.Time, replays int) error {
+		return w.recordFirstOf(ctx, outboxID, id, a, status, next, replays)
+	}
+}
+
+func (w *webhooks) recordFirstOf(ctx context.Context, outboxID, id int64, a domain.WebhookAttempt, status string, next time.Time, replays int) error {
 	if w.batch != nil {
 		done, err := w.batch.record(ctx, domain.AttemptRecord{DeliveryID: id, Attempt: a, Status: status, Next: next, Replays: replays})
 		if err != nil || done {
@@ -407,6 +470,11 @@ func (w *webhooks) recordFirst(ctx context.Context, id int64, a domain.WebhookAt
 		err := w.store.RecordWebhookAttempt(ctx, id, a, status, next, replays)
 		if domain.KindOf(err) != domain.KindNotFound || ctx.Err() != nil {
 			return err
+		}
+		// Not committed yet, or deleted with its event by an erasure,
+		// which no wait brings back.
+		if ok, xerr := w.store.WebhookEventExists(ctx, outboxID); xerr == nil && !ok {
+			return errDeliveryGone
 		}
 		select {
 		case <-ctx.Done():

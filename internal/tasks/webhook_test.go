@@ -93,8 +93,10 @@ func TestRetryAtFallsOnAWholeSecondNoSooner(t *testing.T) {
 // decisions; the real store is exercised by cmd/worker's tests.
 type hookStore struct {
 	d        domain.WebhookDelivery
-	missing  int // records that find no row (the relay has not committed yet)
-	begun    int // claims read
+	missing  int  // records that find no row (the relay has not committed yet)
+	gone     bool // the event was deleted (an erasure)
+	checked  int  // existence checks
+	begun    int  // claims read
 	ids      []int64
 	statuses []string
 	next     []time.Time
@@ -102,12 +104,15 @@ type hookStore struct {
 
 func (s *hookStore) BeginWebhookDelivery(context.Context, domain.DeliveryKey) (domain.WebhookDelivery, error) {
 	s.begun++
+	if s.gone {
+		return domain.WebhookDelivery{}, &domain.Error{Kind: domain.KindNotFound, Message: "outbox event not found"}
+	}
 	return s.d, nil
 }
 
 func (s *hookStore) RecordWebhookAttempt(_ context.Context, id int64, _ domain.WebhookAttempt, status string, next time.Time, _ int) error {
-	if s.missing > 0 {
-		s.missing--
+	if s.missing > 0 || s.gone {
+		s.missing = max(s.missing-1, 0)
 		return &domain.Error{Kind: domain.KindNotFound, Message: "webhook delivery not found"}
 	}
 	s.d.Attempts++
@@ -115,6 +120,11 @@ func (s *hookStore) RecordWebhookAttempt(_ context.Context, id int64, _ domain.W
 	s.statuses = append(s.statuses, status)
 	s.next = append(s.next, next)
 	return nil
+}
+
+func (s *hookStore) WebhookEventExists(context.Context, int64) (bool, error) {
+	s.checked++
+	return !s.gone, nil
 }
 
 func (s *hookStore) SetWebhookDeliveryStatus(context.Context, int64, string, string) error {
@@ -227,4 +237,47 @@ func TestFirstAttemptNeedsNoRead(t *testing.T) {
 	require.NoError(t, webhookHandler(late, &okSender{}, now.Add(2*time.Minute)).HandleWebhookDeliver(context.Background(),
 		asynq.NewTask(job.Type, job.Payload)))
 	assert.Equal(t, 1, late.begun)
+}
+
+// erasingSender erases the event (its store's) while the attempt is on
+// the wire, and fails.
+type erasingSender struct{ st *hookStore }
+
+func (erasingSender) Configured(string) bool { return true }
+func (e erasingSender) Send(context.Context, string, string, []byte) tasks.WebhookResult {
+	e.st.gone = true
+	return tasks.WebhookResult{Outcome: tasks.WebhookFailed, StatusCode: 503, Err: errors.New("HTTP 503")}
+}
+
+// No attempt about an erased student's event starts: a first attempt that
+// carries its event checks that the event still exists right before it
+// starts, and a retry finds its delivery gone; either ends its task
+// without archiving it (no copy of the event stays in the queue). An
+// attempt already on the wire when the erasure commits is not recorded,
+// and its task ends rather than retrying.
+func TestNoAttemptAboutAnErasedEvent(t *testing.T) {
+	now := time.Now()
+	first := &tasks.FirstAttempt{DeliveryID: 42, LeasedUntil: now.Add(time.Minute).UnixMilli(),
+		Topic: tasks.TopicSwipeRecorded, CreatedAt: now,
+		Payload: []byte(`{"student_id":"s","school_id":"c","direction":"left","timestamp":"2026-05-01T12:00:00Z"}`)}
+	job := tasks.WebhookJob(7, "https://a.example/hook", 0, first)
+
+	st := &hookStore{gone: true}
+	err := webhookHandler(st, panicSender{}, now).HandleWebhookDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload))
+	require.NoError(t, err, "the task ends: it is not retried nor archived")
+	assert.Equal(t, 1, st.checked, "one existence check before the attempt")
+	assert.Zero(t, st.begun, "still no claim read")
+
+	retry := tasks.WebhookJob(7, "https://a.example/hook", 0, nil)
+	st = &hookStore{gone: true}
+	err = webhookHandler(st, panicSender{}, now).HandleWebhookDeliver(context.Background(), asynq.NewTask(retry.Type, retry.Payload))
+	require.NoError(t, err)
+	assert.NotErrorIs(t, err, asynq.SkipRetry, "SkipRetry would archive the task with its payload")
+	assert.Equal(t, 1, st.begun)
+
+	// Erased while the attempt was on the wire: not recorded, no retry.
+	st = &hookStore{}
+	err = webhookHandler(st, erasingSender{st}, now).HandleWebhookDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload))
+	require.NoError(t, err, "no retry of an attempt whose event is gone")
+	assert.Empty(t, st.statuses)
 }
