@@ -171,6 +171,12 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		Probes:  cache.NewProbes(rdb, cfg.FeedCacheTTL),
 	})
 
+	// Allowances are counted in Redis, shared by every replica; while Redis
+	// cannot count, in this replica's memory at the same rates (or refused,
+	// RATE_LIMIT_FAIL_CLOSED).
+	limiter := ratelimit.NewPipelined(rdb, cfg.RateLimits)
+	limiter.SetLog(log.With("component", "ratelimit"))
+
 	checks := []httpapi.HealthCheck{
 		{Name: "postgres", Check: db.Ping},
 		{Name: "redis", Check: func(ctx context.Context) error { return cache.Ping(ctx, rdb) }},
@@ -179,7 +185,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		Log:            log,
 		Metrics:        metrics.NewHTTP(reg),
 		Verifier:       verifier,
-		Limiter:        ratelimit.NewPipelined(rdb, cfg.RateLimits),
+		Limiter:        limiter,
 		RateLimits:     cfg.RateLimits,
 		Onboarding:     command.NewOnboarding(db, command.WithFeedInvalidator(queries)),
 		Queries:        queries,

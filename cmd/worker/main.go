@@ -183,7 +183,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	// The queues' state (matching_queue_*) is exported once for the fleet,
 	// by the replica that holds the queue-metrics lease.
 	queueMetrics := tasks.NewQueueMetrics(log.With("component", "queue_metrics"),
-		asynq.NewInspectorFromRedisClient(rdb), leader, tasks.Queues(), reg, opt.queueMetrics)
+		asynq.NewInspectorFromRedisClient(rdb), queue, leader, tasks.Queues(), reg, opt.queueMetrics)
 	// Retention deletes ended webhook deliveries after WEBHOOK_RETENTION
 	// (the relay deletes their events); one replica at a time.
 	opt.retention.Deliveries = cfg.WebhookRetention

@@ -216,6 +216,27 @@ func (c *Client) Queue(ctx context.Context, jobs ...Job) (queued int, err error)
 	return queued, nil
 }
 
+// RegisterQueues puts queue names in asynq's list of queues (the set its
+// Inspector reads). asynq's client and Queuer add a queue there once per
+// process, on its first task; a Redis that lost its data (a restart without
+// persistence, a failover to an empty replica) forgets them while those
+// processes keep queueing, so the queues' tasks would be invisible to
+// anything that lists the queues. Adding a name that is there does
+// nothing.
+func (c *Client) RegisterQueues(ctx context.Context, queues ...string) error {
+	if len(queues) == 0 {
+		return nil
+	}
+	members := make([]any, len(queues))
+	for i, q := range queues {
+		members[i] = q
+	}
+	if err := c.rdb.SAdd(ctx, allQueues, members...).Err(); err != nil {
+		return fmt.Errorf("register queues %v: %w", queues, err)
+	}
+	return nil
+}
+
 // Leader elects one replica per pass of a periodic job with a Redis lock
 // that expires on its own (tasks.Leader).
 type Leader struct {

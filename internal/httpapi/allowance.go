@@ -29,10 +29,11 @@ type SwipeAllowance interface {
 // carriedAllowance charges the writes carried by POST /continuous-feed and
 // POST /m/sync/push to the student's swipes allowance, and feedback
 // comments (POST /feedback's and a push's) to the student's comment budget
-// (docs/decisions.md, "Rate limiting"; docs/security.md). When the limiter
-// cannot count (Redis down) it follows the rate-limit middleware's policy:
-// the writes are recorded without a limit (fail open), or the request is
-// 503 with nothing recorded (RATE_LIMIT_FAIL_CLOSED).
+// (docs/decisions.md, "Rate limiting"; docs/security.md). While Redis
+// cannot count, the limiter counts the same allowances in the replica's
+// memory (the decision says so, and is counted as the middleware's are),
+// or, with RATE_LIMIT_FAIL_CLOSED, the request is 503 with nothing
+// recorded.
 type carriedAllowance struct {
 	log        *slog.Logger
 	limiter    SwipeAllowance
@@ -56,9 +57,10 @@ func (a carriedAllowance) all(w http.ResponseWriter, r *http.Request, n int) boo
 		return true
 	}
 	d, err := a.limiter.AllowN(r.Context(), ratelimit.GroupSwipes, studentFrom(r.Context()), n)
-	if err != nil {
+	if err = closedPolicy(d, err, a.failClosed); err != nil {
 		return a.failed(w, r, ratelimit.GroupSwipes, err)
 	}
+	countFallback(a.m, ratelimit.GroupSwipes, d)
 	if d.Allowed {
 		return true
 	}
@@ -87,9 +89,10 @@ func (a carriedAllowance) atMost(w http.ResponseWriter, r *http.Request, group r
 		return 0, 0, true
 	}
 	d, err := a.limiter.AllowAtMost(r.Context(), group, studentFrom(r.Context()), n)
-	if err != nil {
+	if err = closedPolicy(d, err, a.failClosed); err != nil {
 		return -1, 0, a.failed(w, r, group, err)
 	}
+	countFallback(a.m, group, d)
 	if !d.Allowed {
 		// Counted as rate-limited by the caller, once a change was refused:
 		// the ones beyond the allowance may have been invalid anyway.
@@ -164,9 +167,10 @@ func (a carriedAllowance) comment(w http.ResponseWriter, r *http.Request, n int)
 	}
 	group := ratelimit.GroupCommentBytes
 	d, err := a.limiter.AllowN(r.Context(), group, studentFrom(r.Context()), n)
-	if err != nil {
+	if err = closedPolicy(d, err, a.failClosed); err != nil {
 		return a.failed(w, r, group, err)
 	}
+	countFallback(a.m, group, d)
 	if d.Allowed {
 		return true
 	}

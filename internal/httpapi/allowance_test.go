@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -223,16 +224,19 @@ func withUnitsOnUnreachableRedis(t *testing.T, rdb redis.UniversalClient, failCl
 	t.Cleanup(func() { _ = down.Close() })
 	return func(d *httpapi.Deps) {
 		d.RateLimits = swipeRates(config.Rate{N: 2, Period: time.Minute})
+		d.RateLimits.CommentBytes = 100
 		d.RateLimits.FailClosed = failClosed
 		d.Limiter = splitLimiter{requests: ratelimit.NewPipelined(rdb, d.RateLimits), units: ratelimit.New(down, d.RateLimits)}
 	}
 }
 
-// When the carried swipes cannot be counted, the middleware's policy
-// applies: recorded without a limit (fail open), or 503 with nothing
-// recorded (RATE_LIMIT_FAIL_CLOSED).
+// When Redis cannot count the carried swipes, the middleware's policy
+// applies: they are counted in the replica's memory at the same rate, the
+// continuous feed all or none (429) and the push in order while the
+// allowance lasts; or, with RATE_LIMIT_FAIL_CLOSED, 503 with nothing
+// recorded.
 func TestCarriedSwipesWhenTheLimiterCannotCount(t *testing.T) {
-	t.Run("fail open", func(t *testing.T) {
+	t.Run("in memory", func(t *testing.T) {
 		api := newTestAPI(t, withUnitsOnUnreachableRedis(t, redisClient(t), false))
 		schools := api.seedSchools(t, 20)
 		student, tok := api.newStudent(t, completeProfile())
@@ -242,14 +246,35 @@ func TestCarriedSwipesWhenTheLimiterCannotCount(t *testing.T) {
 		}
 		start := time.Now()
 		res := api.do(t, "POST", "/continuous-feed", tok, map[string]any{"student_id": student, "swipes": swipes})
-		require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
+		details := requireErrorBody(t, res, http.StatusTooManyRequests, "RATE_LIMITED")
+		assert.Equal(t, "swipes", details["group"])
+		assert.NotEmpty(t, res.Header.Get("Retry-After"))
 		changes := []map[string]any{swipeChange(schools[5], "left"), swipeChange(schools[6], "right"), swipeChange(schools[7], "left")}
-		body := api.push(t, tok, student, changes)
-		assert.Len(t, strs(body["accepted"]), 3)
+		res = api.do(t, "POST", "/m/sync/push", tok, map[string]any{"student_id": student, "changes": changes})
+		require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
+		assert.Equal(t, ids(changes[:2]), strs(res.Body["accepted"]))
+		assert.Equal(t, map[string]string{changes[2]["id"].(string): "rate_limited"}, rejectedErrors(res.Body))
+		assert.NotEmpty(t, res.Header.Get("Retry-After"))
 		assert.Less(t, time.Since(start), 2*time.Second, "an unreachable Redis does not stall the requests")
-		assert.Equal(t, 6, api.countedSwipes(t, student), "recorded beyond the allowance of 2 while it cannot be counted")
+		assert.Equal(t, 2, api.countedSwipes(t, student), "the allowance of 2 holds while Redis cannot count")
+
+		// The comment budget too.
+		res = api.do(t, "POST", "/feedback", tok, map[string]any{"student_id": student, "school_id": schools[8].ID,
+			"reason": "too_expensive", "comment": strings.Repeat("x", 90)})
+		require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
+		res = api.do(t, "POST", "/feedback", tok, map[string]any{"student_id": student, "school_id": schools[9].ID,
+			"reason": "too_expensive", "comment": strings.Repeat("x", 20)})
+		details = requireErrorBody(t, res, http.StatusTooManyRequests, "RATE_LIMITED")
+		assert.Equal(t, "comment_bytes", details["group"])
+
 		assert.EqualValues(t, 2, counterValue(t, api.Registry, "matching_rate_limit_errors_total",
+			map[string]string{"group": "swipes", "outcome": "fallback"}))
+		assert.Zero(t, counterValue(t, api.Registry, "matching_rate_limit_errors_total",
 			map[string]string{"group": "swipes", "outcome": "allowed"}))
+		assert.EqualValues(t, 2, counterValue(t, api.Registry, "matching_rate_limit_fallback_total",
+			map[string]string{"group": "swipes", "decision": "refused"}))
+		assert.EqualValues(t, 1, counterValue(t, api.Registry, "matching_rate_limit_fallback_total",
+			map[string]string{"group": "comment_bytes", "decision": "refused"}))
 	})
 	t.Run("fail closed", func(t *testing.T) {
 		api := newTestAPI(t, withUnitsOnUnreachableRedis(t, redisClient(t), true))

@@ -396,10 +396,11 @@ type Limiter interface {
 }
 
 // rateLimit counts the request against its group for the acting student,
-// sets the X-RateLimit-* headers and refuses with 429 and Retry-After. When
-// the limiter cannot count (Redis down) the request passes (fail open)
-// unless failClosed is set, and the metric records it either way. A
-// client that leaves while it is counted is no limiter failure (admit).
+// sets the X-RateLimit-* headers and refuses with 429 and Retry-After.
+// While Redis cannot count, the limiter counts in the replica's memory at
+// the same rates (the decision says so and is counted in the metrics), or,
+// with failClosed, answers an error and the request is 503. A client that
+// leaves while it is counted is no limiter failure (admit).
 func rateLimit(log *slog.Logger, l Limiter, m *metrics.HTTP, group ratelimit.Group, failClosed bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -423,6 +424,7 @@ func admit(w http.ResponseWriter, r *http.Request, log *slog.Logger, m *metrics.
 		respondErr(w, r, log, err)
 		return false
 	}
+	err = closedPolicy(d, err, failClosed)
 	if err != nil {
 		if failClosed {
 			m.RateLimitFailure.WithLabelValues(string(group), "denied").Inc()
@@ -438,6 +440,7 @@ func admit(w http.ResponseWriter, r *http.Request, log *slog.Logger, m *metrics.
 		}
 		return true
 	}
+	countFallback(m, group, d)
 	setRateHeaders(w.Header(), d)
 	if !d.Allowed {
 		m.RateLimited.WithLabelValues(string(group)).Inc()
@@ -449,6 +452,29 @@ func admit(w http.ResponseWriter, r *http.Request, log *slog.Logger, m *metrics.
 		return false
 	}
 	return true
+}
+
+// closedPolicy makes a decision counted in memory an error when the API
+// fails closed, whatever policy the limiter was built with.
+func closedPolicy(d ratelimit.Decision, err error, failClosed bool) error {
+	if err == nil && d.Local && failClosed {
+		return ratelimit.ErrUnavailable
+	}
+	return err
+}
+
+// countFallback counts a decision the limiter took from its count in
+// memory because Redis could not count (ratelimit.Decision.Local).
+func countFallback(m *metrics.HTTP, group ratelimit.Group, d ratelimit.Decision) {
+	if !d.Local {
+		return
+	}
+	m.RateLimitFailure.WithLabelValues(string(group), "fallback").Inc()
+	decision := "allowed"
+	if !d.Allowed {
+		decision = "refused"
+	}
+	m.RateLimitFallback.WithLabelValues(string(group), decision).Inc()
 }
 
 // PrefetchLimiter is a Limiter that can also read one Redis value in the

@@ -39,6 +39,15 @@ func withUnreachableRedis(t *testing.T) apiOption {
 	return func(d *httpapi.Deps) { d.Limiter = ratelimit.NewPipelined(rdb, d.RateLimits) }
 }
 
+// withUnreachableRedisRates is withUnreachableRedis with the given
+// allowances.
+func withUnreachableRedisRates(t *testing.T, rl config.RateLimits) apiOption {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return withRates(rdb, rl)
+}
+
 // withRates gives the API a limiter on rdb with the given allowances.
 func withRates(rdb redis.UniversalClient, rl config.RateLimits) apiOption {
 	return func(d *httpapi.Deps) {

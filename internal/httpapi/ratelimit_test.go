@@ -256,26 +256,54 @@ func TestRateLimitKeyIsTheStudent(t *testing.T) {
 	requireErrorBody(t, api.do(t, "POST", "/v2/onboarding/minimal", mine, profile), http.StatusTooManyRequests, "RATE_LIMITED")
 }
 
-func TestRateLimitFailOpen(t *testing.T) {
-	api := newTestAPI(t, withUnreachableRedis(t))
+// While Redis cannot count, limits do not vanish: the replica counts each
+// student's allowance in memory at the same rate, refuses beyond it with
+// 429 and Retry-After, and says so in the metrics.
+func TestRateLimitFallsBackToMemory(t *testing.T) {
+	rates := config.RateLimits{Recommendations: config.Rate{N: 3, Period: time.Minute},
+		Swipes: config.Rate{N: 300, Period: time.Minute}, Batch: config.Rate{N: 20, Period: time.Minute},
+		Default: config.Rate{N: 2, Period: time.Minute}}
+	api := newTestAPI(t, withUnreachableRedisRates(t, rates))
 	me := uuid.NewString()
 	tok := token(t, me, false)
 	start := time.Now()
-	for range 5 {
+	for i := range 3 {
 		res := api.do(t, "GET", "/m/recommendations/"+me, tok, nil)
 		requireErrorBody(t, res, http.StatusNotFound, "INVALID_STUDENT_ID")
-		assert.Empty(t, res.Header.Get("X-RateLimit-Limit"), "nothing was counted, so no figures are claimed")
+		remaining, _ := rateHeaders(t, res, 3)
+		assert.Equal(t, 2-i, remaining, "counted in memory, and the figures say so")
 	}
-	res := api.do(t, "POST", "/v2/onboarding/minimal", tok, map[string]any{"name": "Ada", "email": "ada@example.com", "graduation_year": "2027"})
+	res := api.do(t, "GET", "/m/recommendations/"+me, tok, nil)
+	details := requireErrorBody(t, res, http.StatusTooManyRequests, "RATE_LIMITED")
+	assert.Equal(t, "recommendations", details["group"])
+	assert.Equal(t, "20", res.Header.Get("Retry-After"), "one request back every 20 s")
+	other := uuid.NewString()
+	res = api.do(t, "GET", "/m/recommendations/"+other, token(t, other, false), nil)
+	requireErrorBody(t, res, http.StatusNotFound, "INVALID_STUDENT_ID")
+
+	profile := map[string]any{"name": "Ada", "email": "ada@example.com", "graduation_year": "2027"}
+	res = api.do(t, "POST", "/v2/onboarding/minimal", tok, profile)
 	require.Equal(t, http.StatusCreated, res.Status, "%s", res.Raw)
+	res = api.do(t, "POST", "/v2/onboarding/minimal", tok, profile)
+	require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
+	requireErrorBody(t, api.do(t, "POST", "/v2/onboarding/minimal", tok, profile), http.StatusTooManyRequests, "RATE_LIMITED")
 	assert.Less(t, time.Since(start), 2*time.Second, "an unreachable Redis does not stall requests")
 
 	assert.EqualValues(t, 5, counterValue(t, api.Registry, "matching_rate_limit_errors_total",
-		map[string]string{"group": "recommendations", "outcome": "allowed"}))
-	assert.EqualValues(t, 1, counterValue(t, api.Registry, "matching_rate_limit_errors_total",
-		map[string]string{"group": "default", "outcome": "allowed"}))
+		map[string]string{"group": "recommendations", "outcome": "fallback"}))
+	assert.EqualValues(t, 3, counterValue(t, api.Registry, "matching_rate_limit_errors_total",
+		map[string]string{"group": "default", "outcome": "fallback"}))
 	assert.Zero(t, counterValue(t, api.Registry, "matching_rate_limit_errors_total",
-		map[string]string{"group": "recommendations", "outcome": "denied"}))
+		map[string]string{"group": "recommendations", "outcome": "allowed"}), "nothing passes uncounted")
+	assert.EqualValues(t, 4, counterValue(t, api.Registry, "matching_rate_limit_fallback_total",
+		map[string]string{"group": "recommendations", "decision": "allowed"}))
+	assert.EqualValues(t, 1, counterValue(t, api.Registry, "matching_rate_limit_fallback_total",
+		map[string]string{"group": "recommendations", "decision": "refused"}))
+	assert.EqualValues(t, 1, counterValue(t, api.Registry, "matching_rate_limit_fallback_total",
+		map[string]string{"group": "default", "decision": "refused"}))
+	assert.EqualValues(t, 2, counterValue(t, api.Registry, "matching_rate_limited_total",
+		map[string]string{"group": "recommendations"})+counterValue(t, api.Registry, "matching_rate_limited_total",
+		map[string]string{"group": "default"}))
 }
 
 func TestRateLimitFailClosed(t *testing.T) {

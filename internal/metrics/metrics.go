@@ -36,8 +36,11 @@ type HTTP struct {
 	Duration         *prometheus.HistogramVec
 	RateLimited      *prometheus.CounterVec
 	RateLimitFailure *prometheus.CounterVec
-	AuthFailures     *prometheus.CounterVec
-	Panics           prometheus.Counter
+	// RateLimitFallback counts the decisions taken from the replica's own
+	// count in memory while Redis could not count, by group and decision.
+	RateLimitFallback *prometheus.CounterVec
+	AuthFailures      *prometheus.CounterVec
+	Panics            prometheus.Counter
 }
 
 // NewHTTP creates and registers the API's request metrics on reg.
@@ -54,8 +57,11 @@ func NewHTTP(reg prometheus.Registerer) *HTTP {
 			Name: "matching_rate_limited_total", Help: "Requests refused with 429, by group.",
 		}, []string{"group"}),
 		RateLimitFailure: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "matching_rate_limit_errors_total", Help: "Requests the limiter could not count (Redis unavailable), by policy outcome (allowed = fail open, denied = fail closed).",
+			Name: "matching_rate_limit_errors_total", Help: "Requests the limiter could not count in Redis, by what the replica did (fallback = counted in its memory, denied = fail closed, allowed = not counted).",
 		}, []string{"group", "outcome"}),
+		RateLimitFallback: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matching_rate_limit_fallback_total", Help: "Rate-limit decisions taken from the replica's own count in memory while Redis could not count, by group and decision (allowed, refused).",
+		}, []string{"group", "decision"}),
 		AuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "matching_auth_failures_total", Help: "Requests refused by authentication or authorization, by status.",
 		}, []string{"status"}),
@@ -63,6 +69,6 @@ func NewHTTP(reg prometheus.Registerer) *HTTP {
 			Name: "matching_http_panics_total", Help: "Handler panics recovered into a 500.",
 		}),
 	}
-	reg.MustRegister(m.Requests, m.Duration, m.RateLimited, m.RateLimitFailure, m.AuthFailures, m.Panics)
+	reg.MustRegister(m.Requests, m.Duration, m.RateLimited, m.RateLimitFailure, m.RateLimitFallback, m.AuthFailures, m.Panics)
 	return m
 }

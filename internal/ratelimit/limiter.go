@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -23,14 +25,26 @@ import (
 // then gets one request back every period/N.
 //
 // Counting is on every request's path, so an unreachable Redis must cost
-// little: each call is bounded by CallTimeout, and after a failure the
-// limiter answers ErrUnavailable at once for RetryAfterFailure before it
-// tries Redis again. The caller decides whether that lets requests through.
+// little: each call is bounded by CallTimeout, and after a failure Redis is
+// left alone for RetryAfterFailure before it is tried again.
+//
+// While Redis cannot count, limits do not vanish: unless the allowances
+// fail closed (RATE_LIMIT_FAIL_CLOSED), the limiter counts them in the
+// replica's own memory at the same rates (local), and its decisions say so
+// (Decision.Local); a fleet of N replicas then lets a student through at
+// most N times the allowance. It logs once when it starts counting in
+// memory and once when Redis counts again. Failing closed, it answers the
+// error (ErrUnavailable during the cool-down) and the caller refuses. A
+// caller whose context has ended (a client that went away) gets its
+// context's error, never a fallback: Redis is not to blame.
 type Limiter struct {
 	rl      *redis_rate.Limiter
 	limits  map[Group]redis_rate.Limit
 	now     func() time.Time
 	breaker *breaker.Breaker
+	local   *local // nil when failing closed
+	log     *slog.Logger
+	inLocal atomic.Bool // the last count was made in memory
 }
 
 const (
@@ -70,8 +84,41 @@ func New(rdb redis.UniversalClient, rl config.RateLimits) *Limiter {
 		}
 		limits[g] = redis_rate.Limit{Rate: r.N, Burst: r.N, Period: r.Period}
 	}
-	return &Limiter{rl: redis_rate.NewLimiter(rdb), limits: limits, now: time.Now,
-		breaker: breaker.New(CallTimeout, RetryAfterFailure)}
+	l := &Limiter{rl: redis_rate.NewLimiter(rdb), limits: limits, now: time.Now,
+		breaker: breaker.New(CallTimeout, RetryAfterFailure), log: slog.New(slog.DiscardHandler)}
+	if !rl.FailClosed {
+		l.local = newLocal(func() time.Time { return l.now() })
+	}
+	return l
+}
+
+// SetLog gives the limiter the logger that says when it counts in memory.
+func (l *Limiter) SetLog(log *slog.Logger) {
+	if log != nil {
+		l.log = log
+	}
+}
+
+// fallback counts n units in memory after Redis failed with err, unless the
+// limiter fails closed or the caller has gone (ok false: the caller gets
+// the error).
+func (l *Limiter) fallback(ctx context.Context, group Group, key string, lim redis_rate.Limit, n int, atMost bool, err error) (res *redis_rate.Result, ok bool) {
+	if l.local == nil || ctx.Err() != nil {
+		return nil, false
+	}
+	if l.inLocal.CompareAndSwap(false, true) {
+		l.log.WarnContext(ctx, "rate limiter cannot reach Redis: each student's allowances are counted in this replica's memory "+
+			"until Redis answers (a fleet of N replicas lets through up to N times the allowance)", "group", string(group), "err", err)
+	}
+	return l.local.take(Key(group, key), lim, n, atMost), true
+}
+
+// counted notes a count Redis made: the limiter left memory if it was
+// there.
+func (l *Limiter) counted() {
+	if l.inLocal.Load() && l.inLocal.CompareAndSwap(true, false) {
+		l.log.Info("rate limiter reaches Redis again: allowances are counted in Redis, shared by every replica")
+	}
 }
 
 // Key is the Redis key (after redis_rate's "rate:" prefix) counting group
@@ -100,24 +147,26 @@ func (l *Limiter) Allow(ctx context.Context, group Group, key string) (Decision,
 	if !ok {
 		return Decision{}, fmt.Errorf("ratelimit: unknown group %q", group)
 	}
-	var res *redis_rate.Result
-	err := l.breaker.Do(ctx, func(ctx context.Context) (err error) {
-		res, err = l.rl.Allow(ctx, Key(group, key), lim)
-		return err
-	}, nil)
+	res, local, err := l.call(ctx, group, key, lim, 1, false)
 	if err != nil {
-		return Decision{}, fmt.Errorf("ratelimit %s: %w", group, err)
+		return Decision{}, err
 	}
+	return decision(lim, res, local, l.now()), nil
+}
+
+// decision reads the answer of a count of one unit.
+func decision(lim redis_rate.Limit, res *redis_rate.Result, local bool, now time.Time) Decision {
 	d := Decision{
 		Allowed:    res.Allowed > 0,
 		Limit:      lim.Rate,
-		ResetAt:    l.now().Add(res.ResetAfter),
+		ResetAt:    now.Add(res.ResetAfter),
 		RetryAfter: max(res.RetryAfter, 0),
+		Local:      local,
 	}
 	if d.Allowed {
 		d.Remaining = remaining(lim, res.ResetAfter)
 	}
-	return d, nil
+	return d
 }
 
 // remaining is how many requests may still be made at once, derived from

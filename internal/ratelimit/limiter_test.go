@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -270,29 +271,9 @@ func TestUnknownGroup(t *testing.T) {
 	require.Error(t, err)
 }
 
-// An unreachable Redis is an error for the caller's fail-open/closed
-// policy, and a cheap one: the first call is bounded by CallTimeout even
-// with the client's default retries, and calls right after it fail at once.
-func TestRedisDown(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // nothing listens there
-	t.Cleanup(func() { _ = rdb.Close() })
-	l := ratelimit.New(rdb, specLimits(t))
-
-	start := time.Now()
-	_, err := l.Allow(t.Context(), ratelimit.GroupRecommendations, uuid.NewString())
-	require.Error(t, err)
-	require.Less(t, time.Since(start), ratelimit.CallTimeout+200*time.Millisecond, "one call is bounded")
-
-	start = time.Now()
-	for range 100 {
-		_, err = l.Allow(t.Context(), ratelimit.GroupSwipes, uuid.NewString())
-		require.ErrorIs(t, err, ratelimit.ErrUnavailable)
-	}
-	require.Less(t, time.Since(start), 50*time.Millisecond, "calls after a failure do not wait on Redis")
-}
-
 // After RetryAfterFailure the limiter tries Redis again and counts as usual
-// once it answers.
+// once it answers; meanwhile it counted in memory, and it logs both
+// changes once.
 func TestRedisComesBack(t *testing.T) {
 	testutil.NewRedis(t, testutil.RedisDBRateLimit) // flushed now and at the end
 	// Reserve a port with nothing listening on it; later a proxy to the
@@ -305,9 +286,12 @@ func TestRedisComesBack(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: testutil.RedisDBRateLimit, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	l := ratelimit.New(rdb, specLimits(t))
+	var logs syncBuffer
+	l.SetLog(slog.New(slog.NewTextHandler(&logs, nil)))
 	student := uuid.NewString()
-	_, err = l.Allow(t.Context(), ratelimit.GroupRecommendations, student)
-	require.Error(t, err)
+	d, err := l.Allow(t.Context(), ratelimit.GroupRecommendations, student)
+	require.NoError(t, err)
+	require.True(t, d.Local, "counted in memory")
 
 	target, err := redis.ParseURL(testutil.RedisURL())
 	require.NoError(t, err)
@@ -333,13 +317,18 @@ func TestRedisComesBack(t *testing.T) {
 		}
 	}()
 
-	_, err = l.Allow(t.Context(), ratelimit.GroupRecommendations, student)
-	require.ErrorIs(t, err, ratelimit.ErrUnavailable, "still within RetryAfterFailure")
+	d, err = l.Allow(t.Context(), ratelimit.GroupRecommendations, student)
+	require.NoError(t, err)
+	require.True(t, d.Local, "still within RetryAfterFailure")
+	require.Equal(t, 58, d.Remaining)
 	time.Sleep(ratelimit.RetryAfterFailure + 100*time.Millisecond)
-	d, err := l.Allow(t.Context(), ratelimit.GroupRecommendations, student)
+	d, err = l.Allow(t.Context(), ratelimit.GroupRecommendations, student)
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
-	require.Equal(t, 59, d.Remaining)
+	require.False(t, d.Local)
+	require.Equal(t, 59, d.Remaining, "Redis counts from its own state")
+	require.Equal(t, 1, strings.Count(logs.String(), "rate limiter cannot reach Redis"), logs.String())
+	require.Equal(t, 1, strings.Count(logs.String(), "rate limiter reaches Redis again"), logs.String())
 }
 
 // A caller that gives up (its context ends) does not mark Redis as down.

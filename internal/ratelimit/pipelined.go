@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/collegematch/matching/internal/config"
@@ -68,7 +69,7 @@ func (p *Pipelined) AllowFetch(ctx context.Context, group Group, key string, f F
 		return Decision{}, Fetched{}, fmt.Errorf("ratelimit: unknown group %q", group)
 	}
 	if p.breaker.Open() {
-		return Decision{}, Fetched{}, fmt.Errorf("ratelimit %s: %w", group, ErrUnavailable)
+		return p.failed(ctx, group, key, lim, Fetched{}, ErrUnavailable)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, p.breaker.Timeout())
 	defer cancel()
@@ -107,12 +108,13 @@ func (p *Pipelined) AllowFetch(ctx context.Context, group Group, key string, f F
 	}
 	if err != nil {
 		p.breaker.Failed(ctx)
-		return Decision{}, fetched, fmt.Errorf("ratelimit %s: %w", group, err)
+		return p.failed(ctx, group, key, lim, fetched, err)
 	}
 	allowed, retryAfter, resetAfter, err := parseGCRA(res)
 	if err != nil {
-		return Decision{}, fetched, fmt.Errorf("ratelimit %s: %w", group, err)
+		return p.failed(ctx, group, key, lim, fetched, err)
 	}
+	p.counted()
 	d := Decision{
 		Allowed:    allowed,
 		Limit:      lim.Rate,
@@ -123,6 +125,15 @@ func (p *Pipelined) AllowFetch(ctx context.Context, group Group, key string, f F
 		d.Remaining = remaining(lim, resetAfter)
 	}
 	return d, fetched, nil
+}
+
+// failed answers a count Redis could not make: from memory, or the error
+// (failing closed, or the caller gone).
+func (p *Pipelined) failed(ctx context.Context, group Group, key string, lim redis_rate.Limit, fetched Fetched, err error) (Decision, Fetched, error) {
+	if res, ok := p.fallback(ctx, group, key, lim, 1, false, err); ok {
+		return decision(lim, res, true, p.now()), fetched, nil
+	}
+	return Decision{}, fetched, fmt.Errorf("ratelimit %s: %w", group, err)
 }
 
 func isNoScript(err error) bool { return strings.HasPrefix(err.Error(), "NOSCRIPT") }

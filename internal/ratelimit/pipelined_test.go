@@ -104,10 +104,15 @@ func TestPipelinedReloadsAFlushedScript(t *testing.T) {
 	assert.True(t, got.Done)
 }
 
+// An unreachable Redis costs little: one bounded call, then none during the
+// cool-down (failing closed, the errors reach the caller; failing open the
+// counts are made in memory: TestRedisDownCountsTheAllowancesInMemory).
 func TestPipelinedUnreachableRedis(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = rdb.Close() })
-	piped := ratelimit.NewPipelined(rdb, specLimits(t))
+	rl := specLimits(t)
+	rl.FailClosed = true
+	piped := ratelimit.NewPipelined(rdb, rl)
 	ctx := context.Background()
 	start := time.Now()
 	_, got, err := piped.AllowFetch(ctx, ratelimit.GroupRecommendations, uuid.NewString(), ratelimit.Fetch{Key: "x"})
@@ -118,4 +123,10 @@ func TestPipelinedUnreachableRedis(t *testing.T) {
 	_, err = piped.Allow(ctx, ratelimit.GroupRecommendations, uuid.NewString())
 	require.ErrorIs(t, err, ratelimit.ErrUnavailable, "for plain counts too")
 	assert.Less(t, time.Since(start), time.Second)
+
+	open := ratelimit.NewPipelined(rdb, specLimits(t))
+	d, got, err := open.AllowFetch(ctx, ratelimit.GroupRecommendations, uuid.NewString(), ratelimit.Fetch{Key: "x"})
+	require.NoError(t, err)
+	assert.True(t, d.Allowed && d.Local, "failing open: counted in memory")
+	assert.False(t, got.Done, "the read did not answer")
 }

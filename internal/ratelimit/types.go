@@ -1,5 +1,7 @@
 // Package ratelimit counts requests per student and operation group in
-// Redis (GCRA through redis_rate), so every API replica shares one budget.
+// Redis (GCRA through redis_rate), so every API replica shares one budget;
+// while Redis cannot count, each replica counts the same allowances in its
+// own memory (Limiter).
 package ratelimit
 
 import "time"
@@ -29,4 +31,7 @@ type Decision struct {
 	// Granted is how many units AllowN or AllowAtMost spent (Allow leaves
 	// it 0).
 	Granted int
+	// Local: Redis could not count, and the decision was made from the
+	// replica's own count in memory, at the same rates (Limiter).
+	Local bool
 }

@@ -41,14 +41,14 @@ func (l *Limiter) units(ctx context.Context, group Group, key string, n int, atM
 	if !atMost && n > lim.Burst {
 		// The script would answer a wait after which n still does not
 		// fit; spend nothing and say when the allowance is full.
-		res, err := l.call(ctx, group, key, lim, 0, false)
+		res, local, err := l.call(ctx, group, key, lim, 0, false)
 		if err != nil {
 			return Decision{}, err
 		}
 		return Decision{Limit: lim.Rate, Remaining: remaining(lim, res.ResetAfter), ResetAt: l.now().Add(res.ResetAfter),
-			RetryAfter: max(res.ResetAfter, interval)}, nil
+			RetryAfter: max(res.ResetAfter, interval), Local: local}, nil
 	}
-	res, err := l.call(ctx, group, key, lim, n, atMost)
+	res, local, err := l.call(ctx, group, key, lim, n, atMost)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -58,6 +58,7 @@ func (l *Limiter) units(ctx context.Context, group Group, key string, n int, atM
 		Limit:      lim.Rate,
 		ResetAt:    l.now().Add(res.ResetAfter),
 		RetryAfter: max(res.RetryAfter, 0),
+		Local:      local,
 	}
 	d.Remaining = remaining(lim, res.ResetAfter) // refused: what is left now
 	if atMost && !d.Allowed {
@@ -71,8 +72,9 @@ func (l *Limiter) units(ctx context.Context, group Group, key string, n int, atM
 }
 
 // call runs redis_rate's script for n units (0 only reads), bounded by the
-// limiter's breaker.
-func (l *Limiter) call(ctx context.Context, group Group, key string, lim redis_rate.Limit, n int, atMost bool) (*redis_rate.Result, error) {
+// limiter's breaker; when Redis fails it counts in memory instead (local
+// true), unless the limiter fails closed or the caller has gone.
+func (l *Limiter) call(ctx context.Context, group Group, key string, lim redis_rate.Limit, n int, atMost bool) (*redis_rate.Result, bool, error) {
 	var res *redis_rate.Result
 	err := l.breaker.Do(ctx, func(ctx context.Context) (err error) {
 		if atMost {
@@ -83,7 +85,11 @@ func (l *Limiter) call(ctx context.Context, group Group, key string, lim redis_r
 		return err
 	}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("ratelimit %s: %w", group, err)
+		if res, ok := l.fallback(ctx, group, key, lim, n, atMost, err); ok {
+			return res, true, nil
+		}
+		return nil, false, fmt.Errorf("ratelimit %s: %w", group, err)
 	}
-	return res, nil
+	l.counted()
+	return res, false, nil
 }

@@ -156,10 +156,14 @@ func TestUnitsUnderConcurrency(t *testing.T) {
 	assert.GreaterOrEqual(t, spent, 98, "the allowance is spent, not lost (AllowAtMost rounds a partial unit down)")
 }
 
+// Failing closed, units Redis cannot count are an error, cheap after the
+// first (in memory otherwise: TestRedisDownCountsTheAllowancesInMemory).
 func TestUnitsWithRedisDown(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = rdb.Close() })
-	l := ratelimit.New(rdb, tenPerMinute())
+	rl := tenPerMinute()
+	rl.FailClosed = true
+	l := ratelimit.New(rdb, rl)
 	start := time.Now()
 	_, err := l.AllowN(t.Context(), ratelimit.GroupSwipes, uuid.NewString(), 3)
 	require.Error(t, err)

@@ -68,17 +68,37 @@ func (s *Store) UnlearnedStudents(ctx context.Context, cur domain.SweepCursor, g
 	return out, mapErr(err, "unlearned students")
 }
 
-// advanceSweep moves the learn sweep's cursor past every swipe and feedback
-// recorded more than $1 seconds ago: no transaction that could still
-// commit one of them (statements time out long before) is running.
+// advanceSweep moves the learn sweep's cursor past the swipes and feedback
+// recorded more than $1 seconds ago (no transaction that could still
+// commit one of them is running: statements time out long before) that
+// are learned, belong to an erased student, or were recorded more than $4
+// seconds ago: it stops below the first event within that hold-back whose
+// student's learned state lacks it. A learn task that was queued is not
+// yet learned: while it waits, Redis may lose it (a restart without
+// persistence), and the sweep must then still find its events.
 const advanceSweep = `
 WITH cur AS (
 	SELECT $2::bigint AS swipe_id, $3::bigint AS feedback_id
-), next AS (
+), settled AS (
 	SELECT coalesce((SELECT max(id) FROM swipes, cur WHERE id > cur.swipe_id
 			AND created_at < now() - make_interval(secs => $1)), (SELECT swipe_id FROM cur)) AS swipe_id,
 		coalesce((SELECT max(id) FROM feedback, cur WHERE id > cur.feedback_id
 			AND created_at < now() - make_interval(secs => $1)), (SELECT feedback_id FROM cur)) AS feedback_id
+), owed AS (
+	SELECT (SELECT min(s.id) FROM cur, swipes s
+			JOIN students st ON st.id = s.student_id AND st.deleted_at IS NULL
+			LEFT JOIN learning_state l ON l.student_id = s.student_id
+			WHERE s.id > cur.swipe_id AND s.created_at >= now() - make_interval(secs => $4)
+				AND coalesce(l.last_swipe_id, 0) < s.id) AS swipe_id,
+		(SELECT min(f.id) FROM cur, feedback f
+			JOIN students st ON st.id = f.student_id AND st.deleted_at IS NULL
+			LEFT JOIN learning_state l ON l.student_id = f.student_id
+			WHERE f.id > cur.feedback_id AND f.created_at >= now() - make_interval(secs => $4)
+				AND coalesce(l.last_feedback_id, 0) < f.id) AS feedback_id
+), next AS (
+	SELECT least(settled.swipe_id, owed.swipe_id - 1) AS swipe_id,
+		least(settled.feedback_id, owed.feedback_id - 1) AS feedback_id
+	FROM settled, owed
 )
 INSERT INTO sweep_cursors (name, swipe_id, feedback_id) SELECT 'learn', swipe_id, feedback_id FROM next
 ON CONFLICT (name) DO UPDATE SET swipe_id = greatest(sweep_cursors.swipe_id, excluded.swipe_id),
@@ -86,10 +106,12 @@ ON CONFLICT (name) DO UPDATE SET swipe_id = greatest(sweep_cursors.swipe_id, exc
 RETURNING swipe_id, feedback_id`
 
 // AdvanceLearnSweep moves the cursor from cur past what was recorded more
-// than settled ago, and returns where it is now.
-func (s *Store) AdvanceLearnSweep(ctx context.Context, cur domain.SweepCursor, settled time.Duration) (domain.SweepCursor, error) {
+// than settled ago and is learned (or older than holdBack, or an erased
+// student's), and returns where it is now.
+func (s *Store) AdvanceLearnSweep(ctx context.Context, cur domain.SweepCursor, settled, holdBack time.Duration) (domain.SweepCursor, error) {
 	var next domain.SweepCursor
-	err := s.pool.QueryRow(ctx, advanceSweep, settled.Seconds(), cur.SwipeID, cur.FeedbackID).Scan(&next.SwipeID, &next.FeedbackID)
+	err := s.pool.QueryRow(ctx, advanceSweep, settled.Seconds(), cur.SwipeID, cur.FeedbackID, holdBack.Seconds()).
+		Scan(&next.SwipeID, &next.FeedbackID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return cur, nil
 	}

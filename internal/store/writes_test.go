@@ -423,12 +423,44 @@ func TestUnlearnedStudents(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, debts, "learned")
 
-	next, err := f.db.AdvanceLearnSweep(ctx, cur, time.Minute)
+	next, err := f.db.AdvanceLearnSweep(ctx, cur, time.Minute, time.Hour)
 	require.NoError(t, err)
 	assert.Equal(t, r.ID, next.SwipeID)
 	stored, err := f.db.LearnSweepCursor(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, next, stored)
+}
+
+// The sweep's cursor moves past settled events only once they are learned,
+// so a learn task lost with Redis's data is found again; an event older
+// than the hold-back, or an erased student's, no longer holds it.
+func TestLearnSweepCursorWaitsForUnlearnedEvents(t *testing.T) {
+	ctx := context.Background()
+	f := newWriteFixture(t)
+	first, err := f.db.RecordSwipe(ctx, f.swipe(f.schools[0], "right", ""))
+	require.NoError(t, err)
+	other := newStudent(t, f.db)
+	gone, err := f.db.RecordSwipe(ctx, domain.Swipe{StudentID: other, SchoolID: f.schools[1], Direction: "left",
+		Interaction: domain.InteractionSwipe})
+	require.NoError(t, err)
+	_, err = f.db.Pool().Exec(ctx, `UPDATE swipes SET created_at = now() - interval '2 minutes'`)
+	require.NoError(t, err)
+	cur, err := f.db.LearnSweepCursor(ctx)
+	require.NoError(t, err)
+
+	next, err := f.db.AdvanceLearnSweep(ctx, cur, time.Minute, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, first.ID-1, next.SwipeID, "settled but unlearned: the cursor waits below it")
+
+	_, err = f.db.DeleteStudent(ctx, f.student)
+	require.NoError(t, err)
+	next, err = f.db.AdvanceLearnSweep(ctx, next, time.Minute, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, gone.ID-1, next.SwipeID, "an erased student's events hold nothing")
+
+	next, err = f.db.AdvanceLearnSweep(ctx, next, time.Minute, 90*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, gone.ID, next.SwipeID, "older than the hold-back: passed anyway")
 }
 
 // A build from before the binary form saves the model as JSON in model:

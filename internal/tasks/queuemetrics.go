@@ -27,6 +27,12 @@ type QueueInspector interface {
 	GetQueueInfo(queue string) (*asynq.QueueInfo, error)
 }
 
+// QueueRegistry puts queue names back in asynq's list of queues, the set
+// QueueInspector.Queues reads (*handover.Client).
+type QueueRegistry interface {
+	RegisterQueues(ctx context.Context, queues ...string) error
+}
+
 // QueueMetricsConfig tunes the queue metrics; zero fields take the defaults.
 type QueueMetricsConfig struct {
 	Interval time.Duration // between reads of the queues; default 10 s
@@ -64,6 +70,14 @@ var QueueStates = []string{"pending", "active", "scheduled", "retry", "archived"
 // query aggregates with max by (queue), which also covers the moment two
 // replicas overlap.
 //
+// The queues are the service's own (Queues), not whatever asynq's list of
+// queues holds: asynq adds a queue to that list once per process, on the
+// first task it queues there, so after Redis lost its data the list stays
+// empty while the API and worker go on queueing, and a reader trusting it
+// would export empty queues over a growing backlog. A queue of the service
+// missing from the list is registered again before it is read, so asynq's
+// own tools (its Inspector, asynqmon) see it too.
+//
 // The queues are read in the background every Interval, never on a scrape:
 // one SMEMBERS and two short scripts per queue (asynq's Inspector). A failed
 // read exports nothing until the next one succeeds (a stale queue length
@@ -71,6 +85,7 @@ var QueueStates = []string{"pending", "active", "scheduled", "retry", "archived"
 type QueueMetrics struct {
 	log    *slog.Logger
 	in     QueueInspector
+	reg    QueueRegistry
 	lease  Lease
 	queues []string
 	cfg    QueueMetricsConfig
@@ -85,12 +100,13 @@ type QueueMetrics struct {
 
 // NewQueueMetrics builds the exporter of queues and registers it on reg;
 // Run reads the queues.
-func NewQueueMetrics(log *slog.Logger, in QueueInspector, lease Lease, queues []string, reg prometheus.Registerer, cfg QueueMetricsConfig) *QueueMetrics {
-	if log == nil || in == nil || lease == nil || reg == nil {
+func NewQueueMetrics(log *slog.Logger, in QueueInspector, registry QueueRegistry, lease Lease, queues []string,
+	reg prometheus.Registerer, cfg QueueMetricsConfig) *QueueMetrics {
+	if log == nil || in == nil || registry == nil || lease == nil || reg == nil {
 		panic("tasks.NewQueueMetrics: nil dependency")
 	}
 	q := []string{"queue"}
-	m := &QueueMetrics{log: log, in: in, lease: lease, queues: slices.Sorted(slices.Values(queues)), cfg: cfg.withDefaults(),
+	m := &QueueMetrics{log: log, in: in, reg: registry, lease: lease, queues: slices.Sorted(slices.Values(queues)), cfg: cfg.withDefaults(),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "matching_queue_metrics_errors_total",
 			Help: "Failed reads of the queues' state by the replica exporting the queue metrics.",
@@ -185,7 +201,7 @@ func (m *QueueMetrics) Pass(ctx context.Context) bool {
 		m.set(false, nil)
 		return false
 	}
-	infos, err := m.read()
+	infos, err := m.read(ctx)
 	if err != nil {
 		m.errors.Inc()
 		m.log.WarnContext(ctx, "queues not read; queue metrics left out until the next read", "err", err)
@@ -196,22 +212,34 @@ func (m *QueueMetrics) Pass(ctx context.Context) bool {
 	return true
 }
 
-// read reads every queue of the service; a queue asynq does not know yet
-// (nothing was ever queued in it) is empty.
-func (m *QueueMetrics) read() ([]asynq.QueueInfo, error) {
+// read reads every queue of the service. A queue missing from asynq's list
+// of queues is registered first: nothing was ever queued there, or Redis
+// lost its data since this fleet's processes registered it.
+func (m *QueueMetrics) read(ctx context.Context) ([]asynq.QueueInfo, error) {
 	known, err := m.in.Queues()
 	if err != nil {
 		return nil, err
 	}
-	infos := make([]asynq.QueueInfo, 0, len(m.queues))
+	var missing []string
 	for _, q := range m.queues {
 		if !slices.Contains(known, q) {
-			infos = append(infos, asynq.QueueInfo{Queue: q})
-			continue
+			missing = append(missing, q)
 		}
+	}
+	if len(missing) > 0 {
+		if err := m.reg.RegisterQueues(ctx, missing...); err != nil {
+			return nil, err
+		}
+	}
+	infos := make([]asynq.QueueInfo, 0, len(m.queues))
+	for _, q := range m.queues {
 		in, err := m.in.GetQueueInfo(q)
 		if err != nil {
 			return nil, err
+		}
+		if slices.Contains(missing, q) && in.Size > 0 {
+			m.log.WarnContext(ctx, "queue was missing from asynq's list of queues while it held tasks (Redis lost its data?); registered again",
+				"queue", q, "size", in.Size, "pending", in.Pending)
 		}
 		infos = append(infos, *in)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -28,7 +29,7 @@ type queueReplica struct {
 func newQueueReplica(t *testing.T, rdb redis.UniversalClient, id string) queueReplica {
 	reg := prometheus.NewRegistry()
 	in := asynq.NewInspectorFromRedisClient(rdb)
-	m := tasks.NewQueueMetrics(tu.Logger(t), in, handover.NewLeader(rdb, id), tasks.Queues(), reg,
+	m := tasks.NewQueueMetrics(tu.Logger(t), in, handover.NewClient(rdb, handover.NewQueuer()), handover.NewLeader(rdb, id), tasks.Queues(), reg,
 		tasks.QueueMetricsConfig{Interval: 50 * time.Millisecond, TTL: 400 * time.Millisecond})
 	return queueReplica{reg: reg, m: m}
 }
@@ -161,6 +162,67 @@ func TestQueueMetricsWithoutRedis(t *testing.T) {
 	assert.Zero(t, r.series(t))
 	assert.Equal(t, 0.0, gaugeValue(t, r.reg, "matching_queue_metrics_leader"))
 	assert.Equal(t, 1.0, gaugeValue(t, r.reg, "matching_queue_metrics_errors_total"))
+}
+
+// Redis loses its data (a restart without persistence) while the API and
+// worker keep queueing: asynq's client and the handover queuer registered
+// each queue once per process, so asynq's list of queues stays empty. The
+// exporter reads the service's own queues, registers them again and shows
+// the backlog at its next read; asynq's Inspector lists them again too.
+func TestQueueMetricsShowTheBacklogAfterRedisLostItsData(t *testing.T) {
+	rdb := tu.NewRedis(t, tu.RedisDBTasks)
+	ctx := context.Background()
+	queue := handover.NewClient(rdb, handover.NewQueuer()) // one process's queuer, as the API's
+	client := asynq.NewClientFromRedisClient(rdb)
+	t.Cleanup(func() { _ = client.Close() })
+	learn := func(n int) {
+		t.Helper()
+		jobs := make([]handover.Job, n)
+		for i := range jobs {
+			jobs[i] = tasks.LearnJob(uuid.NewString(), 1, 0)
+		}
+		queued, err := queue.Queue(ctx, jobs...)
+		require.NoError(t, err)
+		require.Equal(t, n, queued)
+	}
+	learn(2)
+	_, err := client.Enqueue(asynq.NewTask("test:ok", nil), asynq.Queue(tasks.QueueLow))
+	require.NoError(t, err)
+
+	require.NoError(t, rdb.FlushDB(ctx).Err(), "Redis loses its data")
+	learn(3)
+	_, err = client.Enqueue(asynq.NewTask("test:ok", nil), asynq.Queue(tasks.QueueLow))
+	require.NoError(t, err)
+	known, err := asynq.NewInspectorFromRedisClient(rdb).Queues()
+	require.NoError(t, err)
+	require.Empty(t, known, "neither the queuer nor asynq's client registers a queue twice")
+	time.Sleep(20 * time.Millisecond) // the pending tasks age
+
+	r := newQueueReplica(t, rdb, "a")
+	require.True(t, r.m.Pass(ctx))
+	require.NoError(t, testutil.GatherAndCompare(r.reg, strings.NewReader(`
+# HELP matching_queue_size Tasks in the queue in any state; exported by one replica for the fleet.
+# TYPE matching_queue_size gauge
+matching_queue_size{queue="critical"} 3
+matching_queue_size{queue="default"} 0
+matching_queue_size{queue="low"} 1
+matching_queue_size{queue="webhooks"} 0
+`), "matching_queue_size"))
+	fams, err := r.reg.Gather()
+	require.NoError(t, err)
+	latency := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() == "matching_queue_latency_seconds" {
+			for _, m := range f.GetMetric() {
+				latency[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	assert.Greater(t, latency[tasks.QueueCritical], 0.0, "the oldest pending learn task's age, for the latency alert")
+	assert.Greater(t, latency[tasks.QueueLow], 0.0)
+	known, err = asynq.NewInspectorFromRedisClient(rdb).Queues()
+	require.NoError(t, err)
+	assert.ElementsMatch(t, tasks.Queues(), known, "registered again for asynq's own tools")
 }
 
 // gaugeValue reads the one sample of an unlabelled gauge or counter.

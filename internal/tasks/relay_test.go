@@ -450,3 +450,70 @@ func TestLearnSweepQueuesLostLearnTasks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n)
 }
+
+// Redis loses its data (a restart without persistence) while learn tasks
+// wait in the queue, events older than what the sweep's cursor moves past:
+// a queued task is not a learned event, so the cursor waited below them,
+// the next pass queues the student's task again and the learned state
+// catches up with every swipe and feedback.
+func TestLearnSweepRedrivesWhatRedisLost(t *testing.T) {
+	ctx := context.Background()
+	e := newLearnEnv(t, 50)
+	queue := handover.NewClient(e.rdb, handover.NewQueuer())
+	cat := e.catalog.Current()
+	a, b := e.student(t), e.student(t)
+	var last domain.RecordedSwipe
+	for i := range 3 {
+		last = e.swipe(t, a, cat.Schools[i].ID, "right")
+	}
+	fb, err := e.db.RecordFeedback(ctx, domain.Feedback{StudentID: a, SchoolID: cat.Schools[0].ID, Reason: "too_expensive"})
+	require.NoError(t, err)
+	newest := e.swipe(t, b, cat.Schools[1].ID, "left")
+	e.learn(t, b)
+	// The writes queued a's task, which waits (the workers are busy or
+	// paused) past the time the cursor moves past settled events.
+	_, err = queue.Queue(ctx, tasks.LearnJob(a, e.studentVersion(t, a), fb.ID))
+	require.NoError(t, err)
+	for _, table := range []string{"swipes", "feedback"} {
+		_, err = e.db.Pool().Exec(ctx, `UPDATE `+table+` SET created_at = now() - interval '2 minutes'`)
+		require.NoError(t, err)
+	}
+
+	sweep := tasks.NewLearnSweep(testutil.Logger(t), e.db, queue, handover.NewLeader(e.rdb, "test"), prometheus.NewRegistry(),
+		tasks.LearnSweepConfig{Interval: time.Second, Grace: 10 * time.Second})
+	n, err := sweep.Pass(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, n, "a's task is in the queue")
+	cur, err := e.db.LearnSweepCursor(ctx)
+	require.NoError(t, err)
+	assert.Less(t, cur.SwipeID, last.ID-2, "the cursor waits below a's first unlearned swipe")
+	assert.Less(t, cur.FeedbackID, fb.ID, "and below its feedback")
+
+	require.NoError(t, e.rdb.FlushDB(ctx).Err(), "Redis loses its data, the queued task with it")
+	n, err = sweep.Pass(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the sweep queues a's task again")
+
+	srv := asynq.NewServerFromRedisClient(e.rdb, asynq.Config{Concurrency: 1, Queues: map[string]int{tasks.QueueCritical: 1},
+		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel})
+	mux := asynq.NewServeMux()
+	e.handler.Register(mux)
+	require.NoError(t, srv.Start(mux))
+	t.Cleanup(srv.Shutdown)
+	require.Eventually(t, func() bool {
+		var swipe, feedback int64
+		err := e.db.Pool().QueryRow(ctx, `SELECT last_swipe_id, last_feedback_id FROM learning_state WHERE student_id = $1`, a).
+			Scan(&swipe, &feedback)
+		return err == nil && swipe == last.ID && feedback == fb.ID
+	}, 10*time.Second, 20*time.Millisecond, "every swipe and the feedback learned")
+
+	// Learned: the cursor moves past everything and nothing is owed.
+	require.NoError(t, e.rdb.Del(ctx, "lead:learn-sweep").Err())
+	n, err = sweep.Pass(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	cur, err = e.db.LearnSweepCursor(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, newest.ID, cur.SwipeID)
+	assert.Equal(t, fb.ID, cur.FeedbackID)
+}

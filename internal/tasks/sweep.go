@@ -21,8 +21,9 @@ type LearnDebts interface {
 	// state does not cover.
 	UnlearnedStudents(ctx context.Context, cur domain.SweepCursor, grace time.Duration, limit int) ([]domain.Unlearned, error)
 	// AdvanceLearnSweep moves the cursor from cur past what was recorded
-	// more than settled ago.
-	AdvanceLearnSweep(ctx context.Context, cur domain.SweepCursor, settled time.Duration) (domain.SweepCursor, error)
+	// more than settled ago, except the events recorded within holdBack
+	// that their learned state still lacks.
+	AdvanceLearnSweep(ctx context.Context, cur domain.SweepCursor, settled, holdBack time.Duration) (domain.SweepCursor, error)
 }
 
 // Leader lets one replica at a time run a periodic pass (a Redis lock that
@@ -40,6 +41,10 @@ type LearnSweepConfig struct {
 	Grace    time.Duration // how old an unlearned event must be before a task is queued again for it; default 10 s
 	Settled  time.Duration // how old events must be for the cursor to move past them; default 1 min
 	Limit    int           // students per pass; default 5,000
+	// HoldBack is how long the cursor waits for an event to be learned
+	// before it moves past it anyway; default 1 h. Within it, a learn task
+	// that was queued and lost with Redis's data is queued again.
+	HoldBack time.Duration
 }
 
 func (c LearnSweepConfig) withDefaults() LearnSweepConfig {
@@ -56,6 +61,10 @@ func (c LearnSweepConfig) withDefaults() LearnSweepConfig {
 	if c.Limit <= 0 {
 		c.Limit = 5000
 	}
+	if c.HoldBack <= 0 {
+		c.HoldBack = time.Hour
+	}
+	c.HoldBack = max(c.HoldBack, c.Settled)
 	return c
 }
 
@@ -71,7 +80,12 @@ func (c LearnSweepConfig) withDefaults() LearnSweepConfig {
 //
 // A pass reads the events after a cursor kept in PostgreSQL; the cursor
 // moves past events once they are Settled (no transaction that could still
-// commit one is running). One replica runs each pass (Leader).
+// commit one is running) and learned. A queued task is no proof: Redis may
+// lose its queues with their tasks, and the sweep then finds every event
+// that waited in them. The cursor moves past an unlearned event only once
+// it is HoldBack old (a student whose task fails for good must not pin it
+// forever; such a student's next swipe queues a task that folds
+// everything). One replica runs each pass (Leader).
 type LearnSweep struct {
 	log    *slog.Logger
 	debts  LearnDebts
@@ -188,6 +202,6 @@ func (s *LearnSweep) pass(ctx context.Context) (int, error) {
 	if len(debts) == s.cfg.Limit {
 		return queued, nil // more to look at: the cursor stays until a pass sees them all
 	}
-	_, err = s.debts.AdvanceLearnSweep(ctx, cur, s.cfg.Settled)
+	_, err = s.debts.AdvanceLearnSweep(ctx, cur, s.cfg.Settled, s.cfg.HoldBack)
 	return queued, err
 }
