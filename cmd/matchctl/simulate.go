@@ -22,7 +22,7 @@ import (
 
 func init() {
 	register("simulate", command{
-		usage: "simulate [--students 200] [--swipes 40] [--schools 6500] [--seed 1] [--svg FILE] | simulate --families [--variant 0|1] [--students 200] [--swipes 50] [--seed 1] | simulate --api URL [--students 10] [--swipes 40]",
+		usage: "simulate [--students 200] [--swipes 40] [--schools 6500] [--seed 1] [--svg FILE] | simulate --families [--variant 0|1] [--students 200] [--swipes 50] [--seed 1] [--svg FILE] | simulate --api URL [--students 10] [--swipes 40]",
 		help:  "measure how well the learning loop learns, with synthetic students (no database needed); --api: drive a running service through its API",
 		run:   runSimulate,
 	})
@@ -51,7 +51,7 @@ func runSimulate(ctx context.Context, e env, args []string) error {
 		return runSimulateLive(ctx, e, fs, *api, *noFeedback)
 	}
 	if *families {
-		return runSimulateFamilies(ctx, e, fs, *variant, *students, *swipes, *seed, *page, *workers)
+		return runSimulateFamilies(ctx, e, fs, *variant, *students, *swipes, *seed, *page, *workers, *svg)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -174,13 +174,13 @@ func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, n
 }
 
 // runSimulateFamilies runs the families mode on the bundled catalogue.
-func runSimulateFamilies(ctx context.Context, e env, fs *flag.FlagSet, variant, students, swipes int, seed uint64, page, workers int) error {
+func runSimulateFamilies(ctx context.Context, e env, fs *flag.FlagSet, variant, students, swipes int, seed uint64, page, workers int, svg string) error {
 	var bad []string
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
 		set[f.Name] = true
 		switch f.Name {
-		case "schools", "svg", "compare-exploration", "cold-start", "weights-only":
+		case "schools", "compare-exploration", "cold-start", "weights-only":
 			bad = append(bad, "--"+f.Name)
 		}
 	})
@@ -220,6 +220,20 @@ func runSimulateFamilies(ctx context.Context, e env, fs *flag.FlagSet, variant, 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	_, err = fmt.Fprintf(e.stdout, "%s\n(%s)\n", res.Table(), time.Since(start).Round(100*time.Millisecond))
+	if _, err = fmt.Fprintf(e.stdout, "%s\n(%s)\n", res.Table(), time.Since(start).Round(100*time.Millisecond)); err != nil {
+		return err
+	}
+	if svg == "" {
+		return nil
+	}
+	if dir := filepath.Dir(svg); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(svg, res.SVG(), 0o644); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "wrote %s\n", svg)
 	return err
 }

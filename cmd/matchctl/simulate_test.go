@@ -92,16 +92,26 @@ func TestSimulateAPIReportsAnUnreachableService(t *testing.T) {
 }
 
 func TestSimulateFamiliesPrintsEveryPolicyByFamily(t *testing.T) {
-	code, out, errOut := runSimulateCmd(t, "simulate", "--families", "--students", "5", "--swipes", "10", "--seed", "3")
+	path := filepath.Join(t.TempDir(), "families.svg")
+	code, out, errOut := runSimulateCmd(t, "simulate", "--families", "--students", "5", "--swipes", "10", "--seed", "3", "--svg", path)
 	require.Equal(t, 0, code, "stderr: %s", errOut)
 	assert.Contains(t, out, "families mode, variant 0: 5 students (1 per family), 10 swipes each, 3081 schools, seed 3")
 	assert.Contains(t, out, "| swipes | learner | weights only | ceiling | best 8 weights | logistic | popularity | random |")
 	for _, f := range []string{"budget", "prestige", "near", "size and setting", "mixed", "all"} {
 		assert.Contains(t, out, "| "+f+" |")
 	}
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var doc struct {
+		XMLName xml.Name
+		Lines   []struct{} `xml:"polyline"`
+	}
+	require.NoError(t, xml.Unmarshal(b, &doc), "the SVG is well-formed XML")
+	assert.Equal(t, 7+2*5, len(doc.Lines), "every policy, then every family twice")
 	for _, args := range [][]string{
 		{"simulate", "--families", "--variant", "2"},
 		{"simulate", "--families", "--schools", "500"},
+		{"simulate", "--families", "--cold-start"},
 		{"simulate", "--families", "--weights-only"},
 		{"simulate", "--families", "extra"},
 	} {

@@ -227,7 +227,7 @@ func residualOf(beta *[nResidual]float64, phi *[nResidual]float64) float64 {
 type residualTables struct {
 	on                 bool
 	afford             [residualTable + 1]float64
-	dist               [residualTable + 1]float64
+	dist               [distTable + 1]float64
 	setting            [4]float64
 	size, sizeSq       float64
 	reach, reachSq     float64
@@ -237,8 +237,13 @@ type residualTables struct {
 	constant           float64
 }
 
-// residualTable is the resolution of residualTables' tables.
+// residualTable is the resolution of residualTables' affordability table.
 const residualTable = 256
+
+// distTable is the resolution of the distance table, in steps of
+// maxTableMiles/distTable (3.1 miles): linear in the miles, so the loop
+// looks a school up without a square root.
+const distTable = 1024
 
 // maxTableMiles is the distance the distance table reaches; farther
 // schools take its last value.
@@ -267,10 +272,13 @@ func newResidualTables(std *[nResidual]float64, strength float64) residualTables
 		in, below := budgetCurves(float64(k) / residualTable)
 		t.afford[k] = beta[rInBudget]*in + beta[rBelowBudget]*below
 	}
+	// exp(-d/L) at every step, by repeated multiplication.
+	step := maxTableMiles / distTable
+	e75, e300, e1200 := 1.0, 1.0, 1.0
+	m75, m300, m1200 := math.Exp(-step/75), math.Exp(-step/300), math.Exp(-step/1200)
 	for k := range t.dist {
-		u := float64(k) / residualTable
-		a, b, c := nearFeatures(u * u * maxTableMiles)
-		t.dist[k] = beta[rNear75]*a + beta[rNear300]*b + beta[rNear1200]*c
+		t.dist[k] = beta[rNear75]*(e75-0.1) + beta[rNear300]*(e300-0.3) + beta[rNear1200]*(e1200-0.5)
+		e75, e300, e1200 = e75*m75, e300*m300, e1200*m1200
 	}
 	for s := range t.setting {
 		for k := range 4 {
@@ -296,11 +304,23 @@ func (t *residualTables) of(in *residualIn) float64 {
 		return 0
 	}
 	r := t.constant + t.sat*in.sat + t.out*in.outcomes + t.val*in.value + t.prg*in.prog + t.aid*in.aid + t.score*in.score
-	if affordKnown(in.afford) {
-		r += lookupN(&t.afford, in.afford)
+	if a := in.afford; affordKnown(a) {
+		x := a * residualTable // a is a factor in [0,1]
+		k := int(x)
+		if k >= residualTable {
+			r += t.afford[residualTable]
+		} else {
+			r += t.afford[k] + (x-float64(k))*(t.afford[k+1]-t.afford[k])
+		}
 	}
-	if in.dist >= 0 {
-		r += lookupN(&t.dist, math.Sqrt(min(1, in.dist/maxTableMiles)))
+	if d := in.dist; d >= 0 {
+		x := d * (distTable / maxTableMiles)
+		k := int(x)
+		if k >= distTable {
+			r += t.dist[distTable]
+		} else {
+			r += t.dist[k] + (x-float64(k))*(t.dist[k+1]-t.dist[k])
+		}
 	}
 	if in.size >= 0 {
 		d := in.size - 0.5
@@ -314,17 +334,6 @@ func (t *residualTables) of(in *residualIn) float64 {
 		r += t.setting[in.setting]
 	}
 	return r
-}
-
-// lookupN interpolates a residual table over [0,1].
-func lookupN(tab *[residualTable + 1]float64, x float64) float64 {
-	x = clamp01(x) * residualTable
-	k := int(x)
-	if k >= residualTable {
-		return tab[residualTable]
-	}
-	fr := x - float64(k)
-	return tab[k] + fr*(tab[k+1]-tab[k])
 }
 
 // Residual is what the model has learned beyond the eight weights: each

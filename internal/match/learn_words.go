@@ -120,7 +120,7 @@ func (m *Model) learned(sc *scorer, g residualGroup) (Learned, bool) {
 	switch g.key {
 	case "budget":
 		// x: the price as a share of the budget.
-		sweep(80, 0, 2, func(q float64) residualIn {
+		sweep(40, 0, 2, func(q float64) residualIn {
 			in := neutral
 			in.afford = affordability(q*sc.budget, sc.budget)
 			if !affordKnown(in.afford) {
@@ -137,7 +137,7 @@ func (m *Model) learned(sc *scorer, g residualGroup) (Learned, bool) {
 		}
 	case "distance":
 		// x: miles, on a square-root scale.
-		sweep(80, 0, 1, func(u float64) residualIn {
+		sweep(40, 0, 1, func(u float64) residualIn {
 			in := neutral
 			in.dist = u * u * maxTableMiles
 			return in
@@ -152,7 +152,7 @@ func (m *Model) learned(sc *scorer, g residualGroup) (Learned, bool) {
 		}
 	case "size":
 		// x: the size scale.
-		sweep(60, 0, 1, func(s float64) residualIn {
+		sweep(30, 0, 1, func(s float64) residualIn {
 			in := neutral
 			in.size = s
 			return in
@@ -177,7 +177,7 @@ func (m *Model) learned(sc *scorer, g residualGroup) (Learned, bool) {
 		}
 	case "selectivity":
 		// x: the school's selectivity level minus the student's strength.
-		sweep(40, -0.5, 0.5, func(d float64) residualIn {
+		sweep(20, -0.5, 0.5, func(d float64) residualIn {
 			in := neutral
 			in.level = clamp01(strength + d)
 			return in

@@ -40,7 +40,12 @@ func BenchmarkBuildFeed6500Parallel(b *testing.B) {
 // feed's DefaultFeedSize items and its first DescribedItems described; the
 // student's weight-free score factors are kept from the build before, as
 // the service's FactorCache keeps them.
-func rebuildInput(b *testing.B, n int) query.FeedInput {
+func rebuildInput(b *testing.B, n int) query.FeedInput { return rebuildInputWith(b, n, true) }
+
+// rebuildInputWith is rebuildInput; without residual, the model is folded
+// without its residual (match.Model.ObserveWeights): the rebuild of the
+// eight weights alone, to compare the residual's cost with.
+func rebuildInputWith(b *testing.B, n int, residual bool) query.FeedInput {
 	in := buildInput(b, n, query.DefaultFeedSize)
 	cat := in.Catalog
 	m := in.Model
@@ -51,7 +56,11 @@ func rebuildInput(b *testing.B, n int) query.FeedInput {
 		if k%3 == 0 {
 			d = match.Dislike
 		}
-		m, _ = m.Observe(in.Profile, cat.Catalog, match.SwipeObservation(i, d))
+		if residual {
+			m, _ = m.Observe(in.Profile, cat.Catalog, match.SwipeObservation(i, d))
+		} else {
+			m, _ = m.ObserveWeights(in.Profile, cat.Catalog, match.SwipeObservation(i, d))
+		}
 		in.Swiped = append(in.Swiped, cat.Schools[i].ID)
 	}
 	in.Model, in.TotalSwipes, in.Describe = m, 20, query.DescribedItems
@@ -64,8 +73,11 @@ func rebuildInput(b *testing.B, n int) query.FeedInput {
 // the DefaultFeedSize items stored, describe the first DescribedItems,
 // encode the compact page and everything Put stores (cache.FeedFields). It
 // reports the thread's CPU time per rebuild next to the wall clock.
-func benchRebuild(b *testing.B, n int, factors factorsKept) {
-	in := rebuildInput(b, n)
+func benchRebuild(b *testing.B, n int, factors factorsKept) { benchRebuildWith(b, n, factors, true) }
+
+// benchRebuildWith is benchRebuild, with or without the model's residual.
+func benchRebuildWith(b *testing.B, n int, factors factorsKept, residual bool) {
+	in := rebuildInputWith(b, n, residual)
 	switch factors {
 	case noFactors:
 		in.Factors = nil
@@ -95,6 +107,11 @@ const (
 
 // BenchmarkRebuild6500 is the worker's rebuild at 6,500 schools.
 func BenchmarkRebuild6500(b *testing.B) { benchRebuild(b, 6500, factorsHit) }
+
+// BenchmarkRebuildWeightsOnly6500 is BenchmarkRebuild6500 with a model
+// folded without its residual: what the rebuild cost before the residual,
+// in the same binary (docs/learning.md).
+func BenchmarkRebuildWeightsOnly6500(b *testing.B) { benchRebuildWith(b, 6500, factorsHit, false) }
 
 // BenchmarkRebuild65000 is the same at 65,000 schools.
 func BenchmarkRebuild65000(b *testing.B) { benchRebuild(b, 65000, factorsHit) }

@@ -170,3 +170,78 @@ func smooth(ys []float64, window int) []float64 {
 func escape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
+
+// familyPlotStyles are how each families-mode policy is drawn.
+var familyPlotStyles = [NumFamilyPolicies]struct {
+	color, dash string
+	width       float64
+}{
+	FLearner:     {"#c0392b", "", 3},
+	FWeightsOnly: {"#e67e22", "7 4", 2},
+	FCeiling:     {"#2c3e50", "", 2},
+	FBest8:       {"#2c3e50", "7 4", 2},
+	FLogistic:    {"#27ae60", "", 2},
+	FPopularity:  {"#2471a3", "", 2},
+	FRandom:      {"#7f8c8d", "2 4", 2},
+}
+
+// familyColors are the families' colours in the by-family panel.
+var familyColors = [NumFamilies]string{"#c0392b", "#8e44ad", "#2471a3", "#27ae60", "#d4ac0d"}
+
+// SVG draws a families-mode run: NDCG@20 of every policy over all
+// students, then, by family, the learner's share of the ceiling (solid)
+// beside the weights-only learner's (dashed), at the checkpoints.
+func (r FamiliesResult) SVG() []byte {
+	const (
+		width  = 960
+		panelH = 300
+		top    = 100
+		gap    = 90
+		left   = 70
+		plotW  = 620
+	)
+	T := r.Config.Swipes
+	at := func(vals []float64) []float64 {
+		ys := make([]float64, T+1)
+		for t := range ys {
+			ys[t] = math.NaN()
+		}
+		for k, t := range r.Checkpoints {
+			ys[t] = vals[k]
+		}
+		return ys
+	}
+	var all []series
+	for p := range NumFamilyPolicies {
+		st := familyPlotStyles[p]
+		all = append(all, series{p.String(), st.color, st.dash, st.width, at(r.NDCG[p][NumFamilies])})
+	}
+	var share []series
+	for f := range NumFamilies {
+		for _, p := range []FamilyPolicy{FLearner, FWeightsOnly} {
+			vals := make([]float64, len(r.Checkpoints))
+			for k := range vals {
+				vals[k] = r.NDCG[p][f][k] / r.NDCG[FCeiling][f][k]
+			}
+			name, dash, w := f.String(), "", 3.0
+			if p == FWeightsOnly {
+				name, dash, w = f.String()+", weights only", "7 4", 1.5
+			}
+			share = append(share, series{name, familyColors[f], dash, w, at(vals)})
+		}
+	}
+	height := top + 2*panelH + gap + 60
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif">`+"\n",
+		width, height+120, width, height+120)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height+120)
+	fmt.Fprintf(&b, `<text x="%d" y="30" font-size="20" font-weight="bold">Tastes that are not the score: %d students, %d schools, variant %d</text>`+"\n",
+		left, r.Students[NumFamilies], len(r.Config.Schools), r.Config.Variant)
+	fmt.Fprintf(&b, `<text x="%d" y="52" font-size="13" fill="#555">matchctl simulate --families --variant %d --students %d --swipes %d --seed %d; five families of hidden tastes;</text>`+"\n",
+		left, r.Config.Variant, r.Config.Students, T, r.Config.Seed)
+	fmt.Fprintf(&b, `<text x="%d" y="68" font-size="13" fill="#555">ceiling: the student's ideal order served under the feed rules; every policy on the schools the learner's student has not swiped.</text>`+"\n", left)
+	panel(&b, left, top, plotW, panelH, T, "NDCG@20, all students", 0, all)
+	panel(&b, left, top+panelH+gap, plotW, panelH, T, "By family: share of the ceiling (learner solid, weights only dashed)", 0, share)
+	b.WriteString("</svg>\n")
+	return []byte(b.String())
+}
