@@ -64,6 +64,9 @@ type Feed struct {
 	Described    []Described
 	Complete     bool
 	ShownWeights []byte
+	// ShownLearned is what the envelope says the model learned beyond the
+	// weights: a JSON array of strings (learning_state.learned_preferences).
+	ShownLearned []byte
 
 	encoded []byte // the items as read, fixed-size records
 }

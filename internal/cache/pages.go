@@ -78,18 +78,25 @@ func describedFields(items []Described) []any {
 	return out
 }
 
-// encodeEnvelope is the value of fieldEnvelope.
+// encodeEnvelope is the value of fieldEnvelope: "<complete> <algorithm
+// version> <weights JSON>", then a newline and the learned preferences'
+// JSON array when there are some.
 func encodeEnvelope(f *Feed) []byte {
 	complete := "0"
 	if f.Complete {
 		complete = "1"
 	}
-	b := make([]byte, 0, 32+len(f.ShownWeights))
+	b := make([]byte, 0, 32+len(f.ShownWeights)+len(f.ShownLearned))
 	b = append(b, complete...)
 	b = append(b, ' ')
 	b = append(b, f.AlgorithmVersion...)
 	b = append(b, ' ')
-	return append(b, f.ShownWeights...)
+	b = append(b, f.ShownWeights...)
+	if len(f.ShownLearned) > 0 {
+		b = append(b, '\n')
+		b = append(b, f.ShownLearned...)
+	}
+	return b
 }
 
 // pageMargin is how many items past a page a page read also asks for.
@@ -238,6 +245,7 @@ type StoredPage struct {
 	Complete         bool     // the profile is complete (POST /recommendations serves it)
 	AlgorithmVersion string   // the ranking the feed was built with
 	Weights          []byte   // the preference weights shown, a JSON object
+	Learned          []byte   // what was learned beyond the weights, a JSON array of strings; nil when the envelope has none
 	Items            []string // the page's JSON objects, as read (not copied); none for an empty page
 }
 
@@ -249,7 +257,11 @@ func parseEnvelope(p *StoredPage, env string) error {
 		return fmt.Errorf("stored page: malformed envelope %q", env)
 	}
 	p.Complete = complete == "1"
+	weights, learned, _ := strings.Cut(weights, "\n")
 	p.AlgorithmVersion, p.Weights = algo, []byte(weights)
+	if learned != "" {
+		p.Learned = []byte(learned)
+	}
 	return nil
 }
 

@@ -182,6 +182,21 @@ func NewModelDescriber(p Profile, m Model, cat *Catalog) Describer {
 	return d
 }
 
+// Learned is what the describer's model learned beyond the weights
+// (Model.LearnedPreferences); nil for a describer without a model or
+// while there is nothing to name.
+func (d *Describer) Learned() []Learned { return d.prefs }
+
+// LearnedTexts are the Text of each of prefs, in order: what a student is
+// told was learned; empty (not nil) when there is none.
+func LearnedTexts(prefs []Learned) []string {
+	out := make([]string, len(prefs))
+	for k, l := range prefs {
+		out[k] = l.Text
+	}
+	return out
+}
+
 // Describe is Describe(p, w, cat, idx) for the describer's p, w and cat.
 func (d *Describer) Describe(idx int) Description {
 	var v view // on the stack: a page describes many schools

@@ -365,7 +365,7 @@ func (c *Continuous) page(cat *active.Catalog, pick picked, counts swipeCounts) 
 		Metadata: ContinuousMetadata{Metadata: Metadata{TotalCount: fs.feed.TotalCount, LearningPhase: phase,
 			AlgorithmVersion: fs.feed.AlgorithmVersion}},
 		LearningState: LearningState{Phase: phase, Progress: round4(Progress(total)),
-			PreferenceWeights: roundWeights(fs.feed.Weights)},
+			PreferenceWeights: roundWeights(fs.feed.Weights), LearnedPreferences: match.LearnedTexts(d.Learned())},
 		TotalSwipes: total,
 	}
 }

@@ -166,8 +166,10 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 		Items:            feedItems(cat, slots),
 	}
 	if k := min(in.Describe, len(slots)); k > 0 {
-		f.Described = describe(cat, in.Profile, in.Model, slots[:k], f.Items[:k])
+		d := match.NewModelDescriber(in.Profile, in.Model, cat.Catalog)
+		f.Described = describe(cat, &d, slots[:k], f.Items[:k])
 		f.ShownWeights, _ = json.Marshal(roundWeights(f.Weights)) // finite floats: cannot fail
+		f.ShownLearned, _ = json.Marshal(match.LearnedTexts(d.Learned()))
 	}
 	n := min(CompactPageSize, len(slots))
 	f.CompactItems = compactItems(cat, slots[:n], f.Items[:n])
@@ -275,16 +277,15 @@ const describeChunk = 16 << 10
 // shared chunk: the field Feeds.Put stores as it is. An item json.Marshal
 // would refuse (a float that is not finite, which the scores never are)
 // is stored with its prefix alone, as json.Marshal's error left it.
-func describe(cat *active.Catalog, p match.Profile, m match.Model, slots []Slot, items []cache.FeedItem) []cache.Described {
+func describe(cat *active.Catalog, d *match.Describer, slots []Slot, items []cache.FeedItem) []cache.Described {
 	out := make([]cache.Described, len(items))
 	scratch := encodeBuffers.Get().(*[]byte)
 	defer encodeBuffers.Put(scratch)
 	var chunk []byte
-	d := match.NewModelDescriber(p, m, cat.Catalog)
 	records := schoolRecords(cat)
 	for i, it := range items {
 		idx := int(slots[i].Index)
-		r, price := describedBare(cat, &d, idx, it)
+		r, price := describedBare(cat, d, idx, it)
 		record := records.of(idx)
 		if record != nil {
 			r.School.NetPrice = netPriceView(price)

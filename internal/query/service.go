@@ -426,7 +426,7 @@ func (s *Service) recommendations(ctx context.Context, endpoint, studentID strin
 				Metadata: Metadata{TotalCount: f.TotalCount, LearningPhase: PhaseFor(f.TotalSwipes),
 					AlgorithmVersion: f.AlgorithmVersion},
 				LearningState: LearningState{Phase: PhaseFor(f.TotalSwipes), Progress: round4(Progress(f.TotalSwipes)),
-					PreferenceWeights: roundWeights(f.Weights)},
+					PreferenceWeights: roundWeights(f.Weights), LearnedPreferences: fs.learned(cat)},
 				TotalSwipes: f.TotalSwipes,
 			}, nil
 		}
@@ -507,6 +507,12 @@ func AppendPageBody(b []byte, p cache.StoredPage) []byte {
 	b = appendJSONFloat(b, round4(Progress(p.TotalSwipes)))
 	b = append(b, `,"preference_weights":`...)
 	b = append(b, p.Weights...)
+	b = append(b, `,"learned_preferences":`...)
+	if len(p.Learned) > 0 {
+		b = append(b, p.Learned...)
+	} else {
+		b = append(b, "[]"...)
+	}
 	b = append(b, `},"total_swipes":`...)
 	b = strconv.AppendInt(b, int64(p.TotalSwipes), 10)
 	return append(b, "}\n"...)

@@ -33,6 +33,10 @@ type LearningState struct {
 	Phase             string             `json:"phase"`
 	Progress          float64            `json:"progress"`
 	PreferenceWeights map[string]float64 `json:"preference_weights"`
+	// LearnedPreferences is what the model learned beyond the eight
+	// weights, in words ("prefers schools under about $20,000 a year"),
+	// strongest first; empty while there is nothing to name.
+	LearnedPreferences []string `json:"learned_preferences"`
 }
 
 // Recommendation is one item, with the fields of both client shapes.
@@ -229,6 +233,12 @@ func majorNames(ms []domain.Major) []string {
 		out[i] = string(m)
 	}
 	return out
+}
+
+// learned is what fs's model learned beyond the weights, in words.
+func (fs *feedState) learned(cat *active.Catalog) []string {
+	d := fs.describer(cat)
+	return match.LearnedTexts(d.Learned())
 }
 
 // describer describes the schools of fs's feed: with the learned model it

@@ -390,6 +390,7 @@ async function refreshPanel(expectMove: boolean): Promise<void> {
     );
     $("panel-note").textContent = `after ${res.total_swipes} swipes · ${res.metadata.total_count} schools left to rank`;
     const moved = renderWeights(res.learning_state.preference_weights, null);
+    renderLearned(res.learning_state.learned_preferences ?? []);
     renderTop(res.recommendations);
     if (expectMove && !moved) {
       // The swipe moved the model but the worker has not folded it yet.
@@ -403,6 +404,15 @@ async function refreshPanel(expectMove: boolean): Promise<void> {
     }
     showError(err);
   }
+}
+
+/** Shows what the model learned beyond the eight weights, in the words the API gives. */
+function renderLearned(lines: string[]): void {
+  const items =
+    lines.length > 0
+      ? lines.map((line) => el("li", {}, line.charAt(0).toUpperCase() + line.slice(1)))
+      : [el("li", { class: "muted" }, "Nothing yet: your swipes so far are what the weights say.")];
+  $("learned").replaceChildren(...items);
 }
 
 /** Shows the weights, each with its move since the last shown and its start; reports whether any moved. */

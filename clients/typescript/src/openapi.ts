@@ -756,6 +756,8 @@ export interface components {
             /** @description Counted swipes / 31, capped at 1. */
             progress: number;
             preference_weights: components["schemas"]["PreferenceWeights"];
+            /** @description What the model learned beyond the eight preference weights (its residual), in words, strongest first, e.g. "prefers schools under about $20,000 a year" or "prefers schools of about 5,000 students"; empty while there is nothing to name. */
+            learned_preferences?: string[];
         };
         RecommendationsRequest: {
             student_id: components["schemas"]["Uuid"];

@@ -838,6 +838,7 @@ async function refreshPanel(expectMove) {
     );
     $("panel-note").textContent = `after ${res.total_swipes} swipes · ${res.metadata.total_count} schools left to rank`;
     const moved = renderWeights(res.learning_state.preference_weights, null);
+    renderLearned(res.learning_state.learned_preferences ?? []);
     renderTop(res.recommendations);
     if (expectMove && !moved) {
       state.refreshTimer = window.setTimeout(() => void refreshPanel(false), 1200);
@@ -850,6 +851,10 @@ async function refreshPanel(expectMove) {
     }
     showError(err);
   }
+}
+function renderLearned(lines) {
+  const items = lines.length > 0 ? lines.map((line) => el("li", {}, line.charAt(0).toUpperCase() + line.slice(1))) : [el("li", { class: "muted" }, "Nothing yet: your swipes so far are what the weights say.")];
+  $("learned").replaceChildren(...items);
 }
 function renderWeights(w, note) {
   const last = state.lastWeights;
