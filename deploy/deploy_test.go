@@ -1,6 +1,9 @@
 // Package deploy holds the tests of the deploy files: the Kubernetes
-// manifests decode strictly into the Kubernetes API types and set only
-// variables the binaries read; the alert rules, the Grafana dashboard and
+// manifests decode strictly into the Kubernetes API types, and what
+// kustomize builds of the base and each overlay (krusty, the library
+// kubectl kustomize is made of) is checked as objects: the pods' security,
+// resources and environment, the database credentials each pod gets, the
+// network policies; they set only variables the binaries read; the alert rules, the Grafana dashboard and
 // the metrics adapter's rules parse and use only metrics the binaries
 // export (docs/metrics.md, itself checked against the binaries' registries).
 package deploy
@@ -8,11 +11,13 @@ package deploy
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,12 +30,17 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/collegematch/matching/internal/config"
+	"github.com/collegematch/matching/internal/memlimit"
 	"github.com/collegematch/matching/internal/testutil"
 	"github.com/collegematch/matching/internal/webhook"
 )
@@ -74,8 +84,10 @@ type manifests struct {
 	hpas        []*autoscalingv2.HorizontalPodAutoscaler
 	pdbs        []*policyv1.PodDisruptionBudget
 	namespaces  []*corev1.Namespace
+	policies    []*networkingv1.NetworkPolicy
 	kustomize   map[string]kustomization // by directory
 	files       map[string]string        // object "Kind/name" -> file
+	dir         string                   // the kustomization built, "" for files
 }
 
 // documents splits a YAML stream on its "---" lines, leaving out documents
@@ -147,6 +159,9 @@ func (m *manifests) add(t *testing.T, file string, b []byte) int {
 		case "policy/v1 PodDisruptionBudget":
 			o := &policyv1.PodDisruptionBudget{}
 			m.pdbs, obj = append(m.pdbs, o), o
+		case "networking.k8s.io/v1 NetworkPolicy":
+			o := &networkingv1.NetworkPolicy{}
+			m.policies, obj = append(m.policies, o), o
 		default:
 			t.Errorf("%s: no test decodes %s %s; add it to manifests.add", where, tm.APIVersion, tm.Kind)
 			continue
@@ -175,8 +190,9 @@ func (m *manifests) add(t *testing.T, file string, b []byte) int {
 // manifests: the base and its overlays.
 var manifestDirs = []string{"k8s", "overlays"}
 
-// loadManifests decodes every file of manifestDirs.
-func loadManifests(t *testing.T) manifests {
+// loadFiles decodes every file of manifestDirs as written: what kustomize
+// is given. The checks of what is deployed read builds instead.
+func loadFiles(t *testing.T) manifests {
 	t.Helper()
 	m := newManifests()
 	root := filepath.Join(testutil.RepoRoot(t), "deploy")
@@ -203,7 +219,7 @@ func loadManifests(t *testing.T) manifests {
 }
 
 func TestManifestsDecodeStrictly(t *testing.T) {
-	m := loadManifests(t)
+	m := loadFiles(t)
 	for _, name := range []string{"matching-api", "matching-worker"} {
 		assert.Contains(t, m.deployments, name)
 	}
@@ -222,7 +238,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 // Each kustomization lists files that exist, and the base applies every
 // manifest of its directory but the examples.
 func TestKustomizations(t *testing.T) {
-	m := loadManifests(t)
+	m := loadFiles(t)
 	root := filepath.Join(testutil.RepoRoot(t), "deploy")
 	require.Contains(t, m.kustomize, "k8s")
 	for dir, k := range m.kustomize {
@@ -251,24 +267,46 @@ func TestKustomizations(t *testing.T) {
 	}
 }
 
-// What kustomize makes of the base and each overlay decodes strictly as
-// well, with every object in the namespace (kubectl kustomize, when
-// kubectl is installed).
-func TestKustomizeBuilds(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		// The manifests themselves are decoded by the tests above; this one
-		// adds kustomize's view where the machine has it.
-		t.Skip("kubectl is not installed")
-	}
-	m := loadManifests(t)
+// build runs kustomize on deploy/dir, as kubectl apply -k would, and
+// decodes the objects it makes strictly.
+func build(t *testing.T, dir string) manifests {
+	t.Helper()
 	root := filepath.Join(testutil.RepoRoot(t), "deploy")
-	for dir := range m.kustomize {
-		out, err := exec.Command(kubectl, "kustomize", filepath.Join(root, dir)).CombinedOutput()
-		require.NoError(t, err, "kubectl kustomize deploy/%s: %s", dir, out)
-		built := newManifests()
-		n := built.add(t, dir+" (built)", out)
-		assert.GreaterOrEqual(t, n, 9, dir)
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, dir))
+	require.NoError(t, err, "kustomize build deploy/%s", dir)
+	out, err := res.AsYaml()
+	require.NoError(t, err)
+	m := newManifests()
+	m.dir = dir
+	require.GreaterOrEqual(t, m.add(t, dir+" (built)", out), 9, "deploy/%s builds hardly any objects", dir)
+	return m
+}
+
+// builds are what kustomize makes of the base (k8s) and of each overlay,
+// with the example Secrets (which no kustomization applies) added, as an
+// operator must create them.
+func builds(t *testing.T) []manifests {
+	t.Helper()
+	files := loadFiles(t)
+	root := filepath.Join(testutil.RepoRoot(t), "deploy")
+	examples, err := os.ReadFile(filepath.Join(root, "k8s", "secret.example.yaml"))
+	require.NoError(t, err)
+	var out []manifests
+	for _, dir := range slices.Sorted(maps.Keys(files.kustomize)) {
+		m := build(t, dir)
+		m.add(t, "k8s/secret.example.yaml", examples)
+		out = append(out, m)
+	}
+	require.GreaterOrEqual(t, len(out), 3, "the base and its overlays")
+	return out
+}
+
+// What kustomize makes of the base and each overlay decodes strictly, has
+// every object in the namespace and applies no Secret.
+func TestKustomizeBuilds(t *testing.T) {
+	for dir := range loadFiles(t).kustomize {
+		built := build(t, dir)
+		assert.Empty(t, built.secrets, "deploy/%s: a Secret with values belongs in no applied manifest", dir)
 		for name, d := range built.deployments {
 			if slices.ContainsFunc(built.hpas, func(h *autoscalingv2.HorizontalPodAutoscaler) bool { return h.Spec.ScaleTargetRef.Name == name }) {
 				assert.Nil(t, d.Spec.Replicas, "deploy/%s: %s is scaled by an HPA and has a replicas field", dir, name)
@@ -293,6 +331,9 @@ func TestKustomizeBuilds(t *testing.T) {
 		for _, o := range built.pdbs {
 			objs = append(objs, o)
 		}
+		for _, o := range built.policies {
+			objs = append(objs, o)
+		}
 		for _, o := range objs {
 			assert.Equal(t, "matching", o.GetNamespace(), "deploy/%s: %s", dir, o.GetName())
 		}
@@ -314,7 +355,12 @@ func (m manifests) podSpecs() map[string]*corev1.PodSpec {
 // Every pod meets the namespace's "restricted" Pod Security Standard and
 // has its memory bounded.
 func TestSecurityContexts(t *testing.T) {
-	m := loadManifests(t)
+	for _, m := range builds(t) {
+		t.Run(m.dir, func(t *testing.T) { securityContexts(t, m) })
+	}
+}
+
+func securityContexts(t *testing.T, m manifests) {
 	require.Len(t, m.namespaces, 1)
 	assert.Equal(t, "restricted", m.namespaces[0].Labels["pod-security.kubernetes.io/enforce"])
 	for name, spec := range m.podSpecs() {
@@ -384,7 +430,12 @@ func (m manifests) env(t *testing.T, where string, c corev1.Container) map[strin
 // Every variable the manifests set is one the binaries read: internal/config
 // reads them all (config.Variables), the Go runtime a few of its own.
 func TestEnvironmentVariablesAreRead(t *testing.T) {
-	m := loadManifests(t)
+	for _, m := range builds(t) {
+		t.Run(m.dir, func(t *testing.T) { environmentVariablesAreRead(t, m) })
+	}
+}
+
+func environmentVariablesAreRead(t *testing.T, m manifests) {
 	known := slices.Concat(config.Variables, runtimeVariables)
 	checked := 0
 	for name, spec := range m.podSpecs() {
@@ -402,7 +453,7 @@ func TestEnvironmentVariablesAreRead(t *testing.T) {
 		}
 	}
 	for name, s := range m.secrets {
-		if name == "matching-secrets" {
+		if name == "matching-secrets" || name == "matching-migrate-secrets" {
 			for k := range s.StringData {
 				assert.Contains(t, known, k, "Secret %s holds %s, which no binary reads", name, k)
 			}
@@ -413,7 +464,12 @@ func TestEnvironmentVariablesAreRead(t *testing.T) {
 
 // What each binary needs, as the manifests give it.
 func TestDeploymentsWorkAsWritten(t *testing.T) {
-	m := loadManifests(t)
+	for _, m := range builds(t) {
+		t.Run(m.dir, func(t *testing.T) { deploymentsWorkAsWritten(t, m) })
+	}
+}
+
+func deploymentsWorkAsWritten(t *testing.T, m manifests) {
 	api, worker := m.deployments["matching-api"], m.deployments["matching-worker"]
 	require.NotNil(t, api)
 	require.NotNil(t, worker)
@@ -425,10 +481,11 @@ func TestDeploymentsWorkAsWritten(t *testing.T) {
 		for _, k := range []string{"DATABASE_URL", "REDIS_URL", "OPS_ADDR", "IMAGE_BASE_URL"} {
 			assert.Contains(t, env, k)
 		}
-		assert.Equal(t, "limits.memory", env["GOMEMLIMIT"].ValueFrom.ResourceFieldRef.Resource, "GOMEMLIMIT from the container's limit")
 	}
 	assert.True(t, apiEnv["AUTH_JWKS_URL"].Value != "" || apiEnv["AUTH_HS256_SECRET"].Value != "")
-	assert.Contains(t, m.secrets["matching-secrets"].StringData, "MIGRATE_DATABASE_URL")
+	if assert.Contains(t, m.secrets, "matching-migrate-secrets") {
+		assert.Contains(t, m.secrets["matching-migrate-secrets"].StringData, "MIGRATE_DATABASE_URL")
+	}
 	assert.Contains(t, m.secrets["matching-secrets"].StringData["DATABASE_URL"], "default_query_exec_mode=cache_describe",
 		"the example DATABASE_URL goes through PgBouncer")
 	for _, k := range []string{"WORKER_CONCURRENCY", "WEBHOOK_CONCURRENCY"} {
@@ -492,7 +549,7 @@ func TestDeploymentsWorkAsWritten(t *testing.T) {
 	for name, j := range m.jobs {
 		for _, c := range j.Spec.Template.Spec.Containers {
 			if slices.Contains(c.Command, "seed") {
-				assert.True(t, strings.HasPrefix(m.files["Job/"+name], "overlays/demo/"), "Job %s seeds outside the demo overlay", name)
+				assert.Equal(t, "overlays/demo", m.dir, "Job %s seeds outside the demo overlay", name)
 			}
 		}
 	}
@@ -727,12 +784,218 @@ func TestMetricsAdapterRules(t *testing.T) {
 		served[r.Name.As] = true
 	}
 	// Every external metric an HPA asks for is served.
-	m := loadManifests(t)
-	for _, h := range m.hpas {
+	var hpas []*autoscalingv2.HorizontalPodAutoscaler
+	for _, m := range builds(t) {
+		hpas = append(hpas, m.hpas...)
+	}
+	for _, h := range hpas {
 		for _, mt := range h.Spec.Metrics {
 			if mt.External != nil {
 				assert.True(t, served[mt.External.Metric.Name], "HPA %s reads %s, which no adapter rule serves", h.Name, mt.External.Metric.Name)
 			}
+		}
+	}
+}
+
+// container returns the first container of Deployment name.
+func (m manifests) container(t *testing.T, name string) corev1.Container {
+	t.Helper()
+	d, ok := m.deployments[name]
+	require.True(t, ok, "deploy/%s builds no Deployment %s", m.dir, name)
+	return d.Spec.Template.Spec.Containers[0]
+}
+
+// On a big node the binaries follow the pod, not the node: the Go runtime's
+// soft memory limit stays below the container's memory limit (the
+// binaries' own 90 % of the cgroup limit, internal/memlimit, unless a
+// GOMEMLIMIT below the limit is given), and GOMAXPROCS is the pod's CPU
+// request, so the pools and slots sized from it (store.APISettings) fit the
+// CPU the pod is given rather than the node's cores.
+func TestMemoryAndCPUFollowThePod(t *testing.T) {
+	require.Less(t, memlimit.Fraction, 1.0)
+	for _, m := range builds(t) {
+		for _, name := range []string{"matching-api", "matching-worker"} {
+			c := m.container(t, name)
+			where := m.dir + ": " + name
+			env := m.env(t, where, c)
+			limit := c.Resources.Limits.Memory()
+			require.False(t, limit.IsZero(), "%s: a memory limit", where)
+
+			// Memory: no GOMEMLIMIT (the binary takes 90 % of the cgroup
+			// limit), or a figure below the limit. The container's limit
+			// itself (resourceFieldRef limits.memory) leaves the GC no
+			// headroom before the OOM killer.
+			if e, ok := env["GOMEMLIMIT"]; ok {
+				assert.Nil(t, e.ValueFrom, "%s: GOMEMLIMIT from a field reference can only equal the limit or a unit of it", where)
+				q, err := resource.ParseQuantity(strings.TrimSuffix(strings.TrimSuffix(e.Value, "B"), "i") + "i")
+				if assert.NoError(t, err, "%s: GOMEMLIMIT %q", where, e.Value) {
+					assert.Less(t, q.Value(), limit.Value()*95/100, "%s: GOMEMLIMIT below the container's limit", where)
+				}
+			}
+
+			// CPU: GOMAXPROCS from this container's CPU request, in whole
+			// cores (the Downward API rounds up, so 500m is 1).
+			e, ok := env["GOMAXPROCS"]
+			if assert.True(t, ok, "%s: GOMAXPROCS is set", where) && assert.NotNil(t, e.ValueFrom, where) &&
+				assert.NotNil(t, e.ValueFrom.ResourceFieldRef, where) {
+				ref := e.ValueFrom.ResourceFieldRef
+				assert.Equal(t, "requests.cpu", ref.Resource, where)
+				assert.Contains(t, []string{"", c.Name}, ref.ContainerName, where)
+				assert.True(t, ref.Divisor.IsZero() || ref.Divisor.Cmp(resource.MustParse("1")) == 0,
+					"%s: divisor 1, so the value is a count of cores, not millicores", where)
+			}
+			req := c.Resources.Requests.Cpu()
+			require.False(t, req.IsZero(), "%s: a CPU request", where)
+			assert.LessOrEqual(t, req.MilliValue(), int64(4000), "%s: GOMAXPROCS is sized for a pod, not a node", where)
+		}
+	}
+}
+
+// The schema owner's credentials (MIGRATE_DATABASE_URL) reach only the
+// containers that run matchctl migrate; the API and the worker get a
+// DATABASE_URL naming another role.
+func TestOwnerCredentialsOnlyInMigrationJob(t *testing.T) {
+	for _, m := range builds(t) {
+		owner, ok := m.secrets["matching-migrate-secrets"]
+		if !assert.True(t, ok, "the example Secrets hold the owner's credentials apart") {
+			owner = &corev1.Secret{}
+		}
+		app := m.secrets["matching-secrets"]
+		require.NotNil(t, app)
+		assert.NotContains(t, app.StringData, "MIGRATE_DATABASE_URL", "the API and the worker import matching-secrets")
+		ownerURL, err := url.Parse(owner.StringData["MIGRATE_DATABASE_URL"])
+		require.NoError(t, err)
+		appURL, err := url.Parse(app.StringData["DATABASE_URL"])
+		require.NoError(t, err)
+		assert.NotEqual(t, ownerURL.User.Username(), appURL.User.Username(), "DATABASE_URL names a role that does not own the schema")
+
+		migrators := 0
+		for name, spec := range m.podSpecs() {
+			for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+				where := m.dir + ": " + name + " container " + c.Name
+				migrates := slices.Equal(c.Command, []string{"/usr/local/bin/matchctl", "migrate"})
+				env := m.env(t, where, c)
+				_, hasOwner := env["MIGRATE_DATABASE_URL"]
+				assert.Equal(t, migrates, hasOwner, "%s: the owner's credentials exactly where matchctl migrate runs", where)
+				if migrates {
+					migrators++
+					assert.NotContains(t, env, "DATABASE_URL", "%s: the migration needs only the owner's URL", where)
+				}
+				for _, e := range c.Env {
+					if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == owner.Name {
+						assert.True(t, migrates, "%s reads %s", where, owner.Name)
+					}
+				}
+			}
+			for _, v := range spec.Volumes {
+				assert.False(t, v.Secret != nil && v.Secret.SecretName == owner.Name, "%s mounts %s", name, owner.Name)
+			}
+		}
+		assert.NotZero(t, migrators, "deploy/%s runs matchctl migrate", m.dir)
+		for _, name := range []string{"matching-api", "matching-worker"} {
+			env := m.env(t, name, m.container(t, name))
+			assert.NotContains(t, env, "MIGRATE_DATABASE_URL", "%s: %s", m.dir, name)
+			assert.Contains(t, env, "DATABASE_URL", "%s: %s", m.dir, name)
+		}
+	}
+}
+
+// peer is who a policy rule admits: everyone (any), or pods matching a
+// namespace and a pod selector.
+type peer struct {
+	any       bool
+	namespace map[string]string
+	pods      map[string]string
+}
+
+// admitted lists who the namespace's policies let connect to port (a
+// container port of pod, by number) of a pod with podLabels. A pod no
+// Ingress policy selects admits everyone.
+func (m manifests) admitted(t *testing.T, podLabels map[string]string, pod corev1.Container, port int32) []peer {
+	t.Helper()
+	selected := false
+	var out []peer
+	for _, p := range m.policies {
+		sel, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+		require.NoError(t, err)
+		if !sel.Matches(labels.Set(podLabels)) || !slices.Contains(p.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+			continue
+		}
+		selected = true
+		for _, r := range p.Spec.Ingress {
+			if !portMatches(r.Ports, pod, port) {
+				continue
+			}
+			if len(r.From) == 0 {
+				out = append(out, peer{any: true})
+			}
+			for _, f := range r.From {
+				assert.Nil(t, f.IPBlock, "NetworkPolicy %s: an IP block admits whatever sits at those addresses", p.Name)
+				if f.NamespaceSelector == nil || f.PodSelector == nil {
+					// A pod selector alone is this namespace's pods; a
+					// namespace selector alone is every pod there.
+					out = append(out, peer{any: f.NamespaceSelector != nil && len(f.NamespaceSelector.MatchLabels) == 0})
+					continue
+				}
+				assert.Empty(t, f.NamespaceSelector.MatchExpressions, p.Name)
+				assert.Empty(t, f.PodSelector.MatchExpressions, p.Name)
+				out = append(out, peer{namespace: f.NamespaceSelector.MatchLabels, pods: f.PodSelector.MatchLabels,
+					any: len(f.NamespaceSelector.MatchLabels) == 0 || len(f.PodSelector.MatchLabels) == 0})
+			}
+		}
+	}
+	if !selected {
+		return []peer{{any: true}}
+	}
+	return out
+}
+
+// portMatches reports whether a rule's ports (none: all) include port,
+// given by number or by the container's name for it.
+func portMatches(ports []networkingv1.NetworkPolicyPort, c corev1.Container, port int32) bool {
+	if len(ports) == 0 {
+		return true
+	}
+	for _, p := range ports {
+		if p.Port == nil {
+			return true
+		}
+		if p.Port.IntVal == port && p.Port.StrVal == "" {
+			return true
+		}
+		for _, cp := range c.Ports {
+			if cp.Name != "" && cp.Name == p.Port.StrVal && cp.ContainerPort == port {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// The operations ports (metrics, pprof, probes) are open to the scraper
+// only: Prometheus pods in the monitoring namespace. Operators reach them
+// by kubectl port-forward, which network policies do not filter. The API's
+// public port stays open, and every other pod of the namespace (the Jobs)
+// admits nobody.
+func TestOpsPortsOnlyToTheScraper(t *testing.T) {
+	scraper := peer{namespace: map[string]string{"kubernetes.io/metadata.name": "monitoring"},
+		pods: map[string]string{"app.kubernetes.io/name": "prometheus"}}
+	for _, m := range builds(t) {
+		for _, name := range []string{"matching-api", "matching-worker"} {
+			d := m.deployments[name]
+			c := m.container(t, name)
+			where := m.dir + ": " + name
+			env := m.env(t, where, c)
+			_, port, _ := strings.Cut(env["OPS_ADDR"].Value, ":")
+			ops, err := strconv.Atoi(port)
+			require.NoError(t, err, where)
+			assert.Equal(t, []peer{scraper}, m.admitted(t, d.Spec.Template.Labels, c, int32(ops)), "%s: port %d", where, ops)
+			assert.Empty(t, m.admitted(t, d.Spec.Template.Labels, c, 6379), "%s: a port it does not serve", where)
+		}
+		api := m.deployments["matching-api"]
+		assert.Equal(t, []peer{{any: true}}, m.admitted(t, api.Spec.Template.Labels, m.container(t, "matching-api"), 8080), m.dir)
+		for name, j := range m.jobs {
+			assert.Empty(t, m.admitted(t, j.Spec.Template.Labels, j.Spec.Template.Spec.Containers[0], 8080), "%s: Job %s", m.dir, name)
 		}
 	}
 }

@@ -83,9 +83,12 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		log.WarnContext(ctx, "AUTH_ALLOW_INSECURE=1: unsafe authentication settings are active; never run this way in production",
 			"settings", cfg.AuthInsecure)
 	}
+	if cfg.JWKSURL != "" && len(cfg.ServiceClients) == 0 {
+		log.InfoContext(ctx, "AUTH_SERVICE_CLIENTS is empty: no identity-provider token may act for every student ("+auth.ServiceScope+" is ignored)")
+	}
 	verifier, err := auth.NewVerifier(ctx, auth.VerifierOptions{
 		JWKSURL: cfg.JWKSURL, HS256Secret: cfg.HS256Secret, Issuer: cfg.Issuer, Audience: cfg.Audience, Log: log,
-		MaxLifetime: cfg.MaxTokenLifetime,
+		MaxLifetime: cfg.MaxTokenLifetime, ServiceClients: cfg.ServiceClients,
 	})
 	if err != nil {
 		return err

@@ -17,6 +17,10 @@ type Claims struct {
 	Subject   string
 	Scopes    []string
 	ExpiresAt time.Time
+	// ServiceRefused reports that the token carried ServiceScope from a
+	// client VerifierOptions.ServiceClients does not name: the scope is
+	// not in Scopes, and the token acts for its own subject only.
+	ServiceRefused bool
 }
 
 // IsService reports whether the token may act for any student.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +47,15 @@ type VerifierOptions struct {
 	// iat, or after now, is refused, so a leaked long-lived token cannot be
 	// used for months.
 	MaxLifetime time.Duration
+
+	// ServiceClients are the clients whose JWKS-signed tokens may carry
+	// ServiceScope: a token's azp (OpenID Connect) or client_id (RFC 9068
+	// access tokens) must be one of them. From any other client the scope
+	// is not granted (the token acts for its own subject only). Empty: no
+	// JWKS-signed token may act for every student. Tokens signed with
+	// HS256Secret (development) keep the scope whatever their client:
+	// whoever holds the secret can write any azp anyway.
+	ServiceClients []string
 
 	// CacheSize bounds the verified-token cache (default 100,000 tokens).
 	CacheSize int
@@ -129,6 +139,10 @@ func NewVerifier(ctx context.Context, o VerifierOptions) (*Verifier, error) {
 type tokenClaims struct {
 	jwt.RegisteredClaims
 	Scope string `json:"scope,omitempty"`
+	// AuthorizedParty (OpenID Connect's azp) and ClientID (RFC 9068) name
+	// the client the token was issued to.
+	AuthorizedParty string `json:"azp,omitempty"`
+	ClientID        string `json:"client_id,omitempty"`
 }
 
 // newJWKS builds the key set client: the keys are fetched now (a failing
@@ -171,6 +185,9 @@ type signer struct {
 	key crypto.PublicKey
 }
 
+// shared reports whether the token was signed with the HS256 secret.
+func (s signer) shared() bool { return s.kid == "" }
+
 // keyFor picks the key by the token's algorithm: the shared secret for
 // HS256, the JWKS for the asymmetric ones, and records the JWKS key used in
 // used. The parser has already refused any algorithm not configured, so an
@@ -202,7 +219,7 @@ func (v *Verifier) keyFor(ctx context.Context, used *signer) jwt.Keyfunc {
 // stillPublished reports whether the key set as last fetched still holds
 // the key a cached token was verified with, under the same kid.
 func (v *Verifier) stillPublished(ctx context.Context, s signer) bool {
-	if s.kid == "" {
+	if s.shared() {
 		return true // the HS256 secret, which cannot change while the API runs
 	}
 	jwk, err := v.keys.KeyRead(ctx, s.kid)
@@ -244,12 +261,36 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Claims, error) {
 		return Claims{}, domain.Errorf(domain.KindUnauthenticated, "invalid token: %s", p)
 	}
 	c := Claims{Subject: tc.Subject, Scopes: strings.Fields(tc.Scope), ExpiresAt: tc.ExpiresAt.Time}
+	if c.IsService() && !v.serviceClient(tc, used) {
+		// The scope is not granted: the token still acts for its own
+		// subject, and acting for anyone else is 403 (ServiceRefused says
+		// why). Logged once per token: verified tokens are cached.
+		c.Scopes = slices.DeleteFunc(c.Scopes, func(s string) bool { return s == ServiceScope })
+		c.ServiceRefused = true
+		v.opts.Log.WarnContext(ctx, "token carries "+ServiceScope+" from a client AUTH_SERVICE_CLIENTS does not name; scope ignored",
+			"azp", tc.AuthorizedParty, "client_id", tc.ClientID, "sub", tc.Subject)
+	}
 	// Tokens not valid yet (nbf in the leeway) are not cached, so nbf is
 	// checked again on their next use.
 	if tc.NotBefore == nil || !tc.NotBefore.After(now) {
 		v.cache.put(key, cacheEntry{claims: c, signer: used})
 	}
 	return c, nil
+}
+
+// serviceClient reports whether a token verified with used may carry
+// ServiceScope: signed with the HS256 secret (development), or issued to a
+// client ServiceClients names, by azp or client_id.
+func (v *Verifier) serviceClient(tc tokenClaims, used signer) bool {
+	if used.shared() {
+		return true
+	}
+	for _, id := range []string{tc.AuthorizedParty, tc.ClientID} {
+		if id != "" && slices.Contains(v.opts.ServiceClients, id) {
+			return true
+		}
+	}
+	return false
 }
 
 func sha256Sum(raw string) [32]byte { return sha256.Sum256([]byte(raw)) }

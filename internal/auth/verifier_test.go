@@ -644,7 +644,7 @@ func TestVerifierCacheIsBounded(t *testing.T) {
 func TestServiceScope(t *testing.T) {
 	rsaK := newRSAKey(t, "rsa-1")
 	srv := newJWKSServer(t, rsaK)
-	v := newVerifier(t, auth.VerifierOptions{JWKSURL: srv.URL, HS256Secret: hsSecret})
+	v := newVerifier(t, auth.VerifierOptions{JWKSURL: srv.URL, HS256Secret: hsSecret, ServiceClients: []string{"backend"}})
 	student := uuid.NewString()
 	for scope, want := range map[string]bool{
 		"matching:service":              true,
@@ -659,6 +659,7 @@ func TestServiceScope(t *testing.T) {
 	} {
 		c := claimsAt(time.Now())
 		c["sub"] = student
+		c["azp"] = "backend"
 		if scope != "" {
 			c["scope"] = scope
 		}
@@ -709,4 +710,83 @@ func TestVerifyConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// matching:service is granted only to the clients AUTH_SERVICE_CLIENTS
+// names, by azp or client_id; from any other client the scope is ignored
+// (the token acts for its own subject only) and ServiceRefused says so.
+// With no list, no JWKS-signed token gets it; HS256 development tokens do.
+func TestServiceScopeOnlyFromListedClients(t *testing.T) {
+	rsaK := newRSAKey(t, "rsa-1")
+	srv := newJWKSServer(t, rsaK)
+	listed := newVerifier(t, auth.VerifierOptions{JWKSURL: srv.URL, ServiceClients: []string{"backend", "reports"}})
+	unlisted := newVerifier(t, auth.VerifierOptions{JWKSURL: srv.URL})
+	hs := newVerifier(t, auth.VerifierOptions{HS256Secret: hsSecret})
+	other := uuid.NewString()
+
+	serviceToken := func(extra map[string]any) string {
+		c := claimsAt(time.Now())
+		c["sub"] = "svc-" + uuid.NewString()
+		c["scope"] = "openid " + auth.ServiceScope
+		for k, v := range extra {
+			c[k] = v
+		}
+		return rsaK.sign(t, c)
+	}
+	for name, tc := range map[string]struct {
+		v       *auth.Verifier
+		claims  map[string]any
+		service bool
+	}{
+		"listed azp":                     {listed, map[string]any{"azp": "backend"}, true},
+		"listed client_id":               {listed, map[string]any{"client_id": "reports"}, true},
+		"listed client_id, other azp":    {listed, map[string]any{"azp": "web", "client_id": "reports"}, true},
+		"unlisted azp":                   {listed, map[string]any{"azp": "mobile-app"}, false},
+		"unlisted client_id":             {listed, map[string]any{"client_id": "mobile-app"}, false},
+		"no client named":                {listed, nil, false},
+		"a listed name in another claim": {listed, map[string]any{"aud": "backend", "sub": "backend"}, false},
+		"a listed name in another case":  {listed, map[string]any{"azp": "Backend"}, false},
+		"empty list, azp":                {unlisted, map[string]any{"azp": "backend"}, false},
+		"empty list, client_id":          {unlisted, map[string]any{"client_id": "backend"}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := tc.v.Verify(t.Context(), serviceToken(tc.claims))
+			require.NoError(t, err, "the token itself is valid")
+			require.Equal(t, tc.service, got.IsService())
+			require.Equal(t, tc.service, got.MayActFor(other))
+			require.Equal(t, !tc.service, got.ServiceRefused)
+			require.True(t, got.MayActFor(got.Subject), "the token still acts for its own subject")
+			require.Contains(t, got.Scopes, "openid", "other scopes stay")
+		})
+	}
+
+	// HS256 (development, AUTH_HS256_SECRET): the scope is granted with an
+	// empty list, whatever client the token names.
+	for _, extra := range []map[string]any{nil, {"azp": "anything"}} {
+		c := claimsAt(time.Now())
+		c["scope"] = auth.ServiceScope
+		for k, v := range extra {
+			c[k] = v
+		}
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(hsSecret)
+		require.NoError(t, err)
+		got, err := hs.Verify(t.Context(), tok)
+		require.NoError(t, err)
+		require.True(t, got.IsService())
+		require.False(t, got.ServiceRefused)
+	}
+	minted, err := auth.MintHS256(hsSecret, auth.MintOptions{Subject: "backend", Service: true})
+	require.NoError(t, err)
+	got, err := hs.Verify(t.Context(), minted)
+	require.NoError(t, err)
+	require.True(t, got.MayActFor(other), "matchctl token --service works in development")
+
+	// A refused scope stays refused when the token comes from the cache.
+	tok := serviceToken(map[string]any{"azp": "mobile-app"})
+	for range 2 {
+		got, err := listed.Verify(t.Context(), tok)
+		require.NoError(t, err)
+		require.False(t, got.IsService())
+	}
+	require.True(t, listed.Cached(tok))
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +48,7 @@ const (
 var Variables = []string{
 	"DATABASE_URL", "MIGRATE_DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "OPS_ADDR",
 	"AUTH_JWKS_URL", "AUTH_HS256_SECRET", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_ALLOW_INSECURE", "AUTH_MAX_TOKEN_LIFETIME",
+	"AUTH_SERVICE_CLIENTS",
 	"GOMEMLIMIT", "FEED_CACHE_TTL", "FEED_COOLDOWN", "WEBHOOK_ENDPOINTS_FILE",
 	"RATE_LIMIT_RECOMMENDATIONS", "RATE_LIMIT_SWIPES", "RATE_LIMIT_BATCH", "RATE_LIMIT_DEFAULT", "RATE_LIMIT_FAIL_CLOSED",
 	"FEEDBACK_COMMENT_BYTES_PER_MIN", "CORS_ALLOWED_ORIGINS", "IMAGE_BASE_URL", "LOG_LEVEL", "PPROF",
@@ -117,6 +119,11 @@ type Config struct {
 	// MaxTokenLifetime is the longest token lifetime the API accepts
 	// (exp - iat, and exp - now); AUTH_MAX_TOKEN_LIFETIME.
 	MaxTokenLifetime time.Duration
+	// ServiceClients are the azp or client_id values whose tokens may
+	// carry matching:service (AUTH_SERVICE_CLIENTS, comma-separated).
+	// Empty: no token from the identity provider may act for every
+	// student; tokens signed with AUTH_HS256_SECRET (development) may.
+	ServiceClients []string
 	// AuthInsecure lists the unsafe authentication settings that
 	// AUTH_ALLOW_INSECURE=1 let through (the API logs them at start-up);
 	// without that variable Load refuses each of them.
@@ -295,6 +302,12 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 		bad("RATE_LIMIT_FAIL_CLOSED", fmt.Errorf("%q must be 0 or 1", v))
 	}
 
+	for _, id := range strings.Split(getenv("AUTH_SERVICE_CLIENTS"), ",") {
+		if id = strings.TrimSpace(id); id != "" && !slices.Contains(c.ServiceClients, id) {
+			c.ServiceClients = append(c.ServiceClients, id)
+		}
+	}
+
 	for _, o := range strings.Split(getenv("CORS_ALLOWED_ORIGINS"), ",") {
 		if o = strings.TrimSpace(o); o == "" {
 			continue
@@ -419,6 +432,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("auth_issuer", c.Issuer),
 		slog.String("auth_audience", c.Audience),
 		slog.Duration("auth_max_token_lifetime", c.MaxTokenLifetime),
+		slog.Any("auth_service_clients", c.ServiceClients),
 		slog.Any("auth_insecure", c.AuthInsecure),
 		slog.Duration("feed_cache_ttl", c.FeedCacheTTL),
 		slog.Duration("feed_cooldown", c.FeedCooldown),

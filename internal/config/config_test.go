@@ -209,6 +209,17 @@ func TestMaxTokenLifetime(t *testing.T) {
 	}
 }
 
+func TestServiceClients(t *testing.T) {
+	idp := map[string]string{"AUTH_JWKS_URL": "https://id.example.com/jwks", "AUTH_ISSUER": "https://id.example.com/", "AUTH_AUDIENCE": "matching"}
+	c, err := config.Load(env(idp), config.RoleAPI)
+	require.NoError(t, err)
+	assert.Empty(t, c.ServiceClients, "unset: no client may act for every student")
+	idp["AUTH_SERVICE_CLIENTS"] = " backend, reports,,backend "
+	c, err = config.Load(env(idp), config.RoleAPI)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"backend", "reports"}, c.ServiceClients)
+}
+
 func TestGoMemLimitSet(t *testing.T) {
 	c, err := config.Load(env(nil), config.RoleWorker)
 	require.NoError(t, err)

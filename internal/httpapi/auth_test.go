@@ -316,3 +316,42 @@ func TestJWKSTokensOverHTTP(t *testing.T) {
 		}
 	}
 }
+
+// A token from the identity provider carrying matching:service acts for
+// every student only when its client (azp or client_id) is one
+// AUTH_SERVICE_CLIENTS names; from any other client the scope is ignored,
+// so acting for another student is 403 FORBIDDEN saying why, while the
+// token still acts for its own subject.
+func TestServiceScopeOnlyFromListedClients(t *testing.T) {
+	priv, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	api := newTestAPI(t, withVerifier(jwksVerifierWith(t, priv, "idp-1", auth.VerifierOptions{ServiceClients: []string{"enrolment-backend"}})))
+	sign := func(claims jwt.MapClaims) string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
+		tok.Header["kid"] = "idp-1"
+		s, err := tok.SignedString(priv)
+		require.NoError(t, err)
+		return s
+	}
+	student := uuid.NewString()
+	service := func(client map[string]any) string {
+		c := jwt.MapClaims{"sub": "svc-1", "exp": time.Now().Add(time.Hour).Unix(), "scope": auth.ServiceScope}
+		for k, v := range client {
+			c[k] = v
+		}
+		return sign(c)
+	}
+	for _, tok := range []string{service(map[string]any{"azp": "enrolment-backend"}), service(map[string]any{"client_id": "enrolment-backend"})} {
+		res := api.do(t, "GET", "/m/recommendations/"+student, tok, nil)
+		requireErrorBody(t, res, http.StatusNotFound, "INVALID_STUDENT_ID") // allowed through; the student does not exist
+	}
+	for _, tok := range []string{service(map[string]any{"azp": "mobile-app"}), service(map[string]any{"client_id": "mobile-app"}), service(nil)} {
+		res := api.do(t, "GET", "/m/recommendations/"+student, tok, nil)
+		requireErrorBody(t, res, http.StatusForbidden, "FORBIDDEN")
+		assert.Contains(t, string(res.Raw), "scope is not accepted from this client")
+	}
+	// The refused token still acts for its own subject.
+	own := sign(jwt.MapClaims{"sub": student, "exp": time.Now().Add(time.Hour).Unix(), "scope": auth.ServiceScope, "azp": "mobile-app"})
+	res := api.do(t, "GET", "/m/recommendations/"+student, own, nil)
+	requireErrorBody(t, res, http.StatusNotFound, "INVALID_STUDENT_ID")
+}

@@ -325,8 +325,12 @@ func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Ha
 			claims, _ := auth.ClaimsFrom(r.Context())
 			if id != "" && !claims.MayActFor(id) {
 				m.AuthFailures.WithLabelValues("403").Inc()
+				msg := "this token may only act for its own student"
+				if claims.ServiceRefused {
+					msg += " (its " + auth.ServiceScope + " scope is not accepted from this client)"
+				}
 				respondErr(w, r, log, &domain.Error{Kind: domain.KindForbidden, Code: domain.CodeForbidden,
-					Message: "this token may only act for its own student", Details: map[string]any{"student_id": id}})
+					Message: msg, Details: map[string]any{"student_id": id}})
 				return
 			}
 			if id == "" {

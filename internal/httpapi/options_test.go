@@ -61,6 +61,17 @@ func withRates(rdb redis.UniversalClient, rl config.RateLimits) apiOption {
 // secret as well when hs256 is set.
 func jwksVerifier(t *testing.T, priv *rsa.PrivateKey, kid string, hs256 bool) *auth.Verifier {
 	t.Helper()
+	o := auth.VerifierOptions{}
+	if hs256 {
+		o.HS256Secret = testSecret
+	}
+	return jwksVerifierWith(t, priv, kid, o)
+}
+
+// jwksVerifierWith is jwksVerifier with more options (the JWKS URL is
+// filled in).
+func jwksVerifierWith(t *testing.T, priv *rsa.PrivateKey, kid string, o auth.VerifierOptions) *auth.Verifier {
+	t.Helper()
 	jwk, err := jwkset.NewJWKFromKey(&priv.PublicKey, jwkset.JWKOptions{
 		Metadata: jwkset.JWKMetadataOptions{KID: kid, ALG: jwkset.AlgRS256, USE: jwkset.UseSig},
 	})
@@ -72,10 +83,7 @@ func jwksVerifier(t *testing.T, priv *rsa.PrivateKey, kid string, hs256 bool) *a
 		_, _ = w.Write(body)
 	}))
 	t.Cleanup(srv.Close)
-	o := auth.VerifierOptions{JWKSURL: srv.URL}
-	if hs256 {
-		o.HS256Secret = testSecret
-	}
+	o.JWKSURL = srv.URL
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	v, err := auth.NewVerifier(ctx, o)

@@ -106,13 +106,55 @@ func TestParseRejectsBadEntriesNamingThem(t *testing.T) {
 func TestRefusedReason(t *testing.T) {
 	for _, a := range []string{"127.0.0.1", "::1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "fd00::1", "169.254.169.254",
 		"fe80::1", "0.0.0.0", "::", "100.64.0.1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "224.0.0.1", "255.255.255.255",
-		"64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "2002:c0a8:101::1", "2002:7f00:1::"} { // NAT64 and 6to4 carrying private IPv4
+		"64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "2002:c0a8:101::1", "2002:7f00:1::", // NAT64 and 6to4 carrying private IPv4
+		// Documentation and benchmarking ranges.
+		"192.0.2.1", "198.51.100.7", "203.0.113.200", "2001:db8::1", "198.18.0.1", "198.19.255.254", "3fff::1",
+		// The transition prefixes, whatever IPv4 address they carry:
+		// Teredo, 6to4, NAT64 (well-known and local-use).
+		"2001:0:4136:e378:8000:63bf:3fff:fdd2", "2002:5db8:d822::1", "64:ff9b::808:808", "64:ff9b:1::808:808",
+		"::ffff:192.0.2.1", "::ffff:198.18.0.1"} {
 		assert.NotEmpty(t, webhook.RefusedReason(netip.MustParseAddr(a)), a)
 	}
-	for _, a := range []string{"93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "172.32.0.1",
-		"64:ff9b::808:808", "2002:5db8:d822::1"} { // NAT64 and 6to4 carrying public IPv4
+	for _, a := range []string{"93.184.216.34", "8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "2a00:1450:4001:80b::200e",
+		"172.32.0.1", "198.20.0.1", "192.0.3.1", "203.0.114.1", "2001:200::1"} {
 		assert.Empty(t, webhook.RefusedReason(netip.MustParseAddr(a)), a)
 	}
+	assert.Contains(t, webhook.RefusedReason(netip.MustParseAddr("2001::1")), "Teredo", "the most specific entry names the range")
+}
+
+// Every range of IANA's IPv4 and IPv6 Special-Purpose Address Registries
+// (https://www.iana.org/assignments/iana-ipv4-special-registry,
+// https://www.iana.org/assignments/iana-ipv6-special-registry) is refused,
+// at its first and its last address.
+func TestRefusedReasonCoversTheIANARegistries(t *testing.T) {
+	registries := []string{
+		// IPv4
+		"0.0.0.0/8", "0.0.0.0/32", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+		"192.0.0.0/24", "192.0.0.0/29", "192.0.0.8/32", "192.0.0.9/32", "192.0.0.10/32", "192.0.0.170/32", "192.0.0.171/32",
+		"192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24", "192.88.99.0/24", "192.168.0.0/16", "192.175.48.0/24",
+		"198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "255.255.255.255/32",
+		// IPv6
+		"::1/128", "::/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "100:0:0:1::/64",
+		"2001::/23", "2001::/32", "2001:1::1/128", "2001:1::2/128", "2001:1::3/128", "2001:2::/48", "2001:3::/32",
+		"2001:4:112::/48", "2001:10::/28", "2001:20::/28", "2001:30::/28", "2001:db8::/32", "2002::/16",
+		"2620:4f:8000::/48", "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10",
+	}
+	for _, s := range registries {
+		p := netip.MustParsePrefix(s)
+		first, last := p.Addr(), lastAddr(p)
+		assert.NotEmpty(t, webhook.RefusedReason(first), "%s: %s", s, first)
+		assert.NotEmpty(t, webhook.RefusedReason(last), "%s: %s", s, last)
+	}
+}
+
+// lastAddr is the highest address of p.
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
 }
 
 func send(t *testing.T, eps []webhook.Endpoint, cfg webhook.Config, url string) webhook.Result {
@@ -256,4 +298,16 @@ func TestSendErrorsKeepNoSecrets(t *testing.T) {
 	assert.Contains(t, res.Err.Error(), `"`+closed.URL+`/hook"`)
 	assert.Contains(t, res.Err.Error(), "connection refused")
 	assert.NotContains(t, res.Err.Error(), "SECRET")
+}
+
+// The Standard Webhooks specification's published example
+// (github.com/standard-webhooks/standard-webhooks, spec/standard-webhooks.md,
+// "Signature scheme"): the same secret, id, timestamp and payload give
+// exactly its signature, so a receiver using any of its libraries verifies
+// what the service sends.
+func TestSignMatchesTheStandardWebhooksTestVector(t *testing.T) {
+	key, err := webhook.DecodeSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	require.NoError(t, err)
+	got := webhook.Sign(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`))
+	assert.Equal(t, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", got)
 }
