@@ -89,20 +89,25 @@ func runSimulate(ctx context.Context, e env, args []string) error {
 	if _, err := fmt.Fprintf(e.stdout, "%s\n(%s)\n", res.Table(), time.Since(start).Round(100*time.Millisecond)); err != nil {
 		return err
 	}
-	if *svg != "" {
-		if dir := filepath.Dir(*svg); dir != "." {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return err
-			}
-		}
-		if err := os.WriteFile(*svg, res.SVG(), 0o644); err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(e.stdout, "wrote %s\n", *svg); err != nil {
+	return writeSVG(e, *svg, res.SVG())
+}
+
+// writeSVG writes a plot to path (its folder made when missing) and says
+// so; nothing when path is "".
+func writeSVG(e env, path string, svg []byte) error {
+	if path == "" {
+		return nil
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 	}
-	return nil
+	if err := os.WriteFile(path, svg, 0o644); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(e.stdout, "wrote %s\n", path)
+	return err
 }
 
 // runSimulateLive drives a running service with the simulation's students
@@ -223,17 +228,5 @@ func runSimulateFamilies(ctx context.Context, e env, fs *flag.FlagSet, variant, 
 	if _, err = fmt.Fprintf(e.stdout, "%s\n(%s)\n", res.Table(), time.Since(start).Round(100*time.Millisecond)); err != nil {
 		return err
 	}
-	if svg == "" {
-		return nil
-	}
-	if dir := filepath.Dir(svg); dir != "." {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	if err := os.WriteFile(svg, res.SVG(), 0o644); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(e.stdout, "wrote %s\n", svg)
-	return err
+	return writeSVG(e, svg, res.SVG())
 }

@@ -159,13 +159,7 @@ func (m *Model) learned(sc *scorer, g residualGroup) (Learned, bool) {
 		})
 		lo, hi, _, _ := crossing(curve)
 		l.Strength, l.mid = hi-lo, (lo+hi)/2
-		peak := 0
-		for k, c := range curve {
-			if c.r > curve[peak].r {
-				peak = k
-			}
-		}
-		switch {
+		switch peak := peakOf(curve); {
 		case peak == len(curve)-1:
 			_, _, _, at := crossing(curve)
 			l.Phrase = "schools of more than about " + roundStudents(sizeAt(at)) + " students"
@@ -184,13 +178,7 @@ func (m *Model) learned(sc *scorer, g residualGroup) (Learned, bool) {
 		})
 		lo, hi, _, _ := crossing(curve)
 		l.Strength, l.mid = hi-lo, (lo+hi)/2
-		peak := 0
-		for k, c := range curve {
-			if c.r > curve[peak].r {
-				peak = k
-			}
-		}
-		switch d := curve[peak].x; {
+		switch d := curve[peakOf(curve)].x; {
 		case d > 0.1:
 			l.Phrase = "schools more selective than your scores suggest"
 		case d < -0.1:
@@ -258,6 +246,18 @@ func crossing(curve []curvePoint) (lo, hi float64, down bool, at float64) {
 		}
 	}
 	return lo, hi, down, at
+}
+
+// peakOf is the index of the curve's highest point, the first of equal
+// ones.
+func peakOf(curve []curvePoint) int {
+	peak := 0
+	for k, c := range curve {
+		if c.r > curve[peak].r {
+			peak = k
+		}
+	}
+	return peak
 }
 
 // sizeAt is the enrolment at a point of the size scale.

@@ -695,95 +695,61 @@ func (w *famWorld) run(st *famStudent) (ndcg [NumFamilyPolicies][]float64, likes
 	pr := w.rng(st.index, 3)
 	pr.Shuffle(len(perm), func(a, b int) { perm[a], perm[b] = perm[b], perm[a] })
 
-	ndcg[FWeightsOnly] = w.weightsOnly(st)
-	st.likeR = w.rng(st.index, 2) // the learner decides from the same draws
-
-	m := match.NewModel(st.prior)
-	excluded := make([]bool, w.n)
-	var swiped []int
-	var ys []bool
-	var ranked []match.Scored
-	var page []match.FeedItem
-	ideal := st.ideal
-	cp := 0
-	served := func(t int, model match.Model, order []match.Scored) float64 {
-		feed := match.AssembleFeed(match.FeedInput{
-			Catalog: w.cat, Profile: st.profile, Model: model, Ranked: order, Swipes: t,
-			Length: ndcgK, PageSize: cfg.PageSize, Excluded: excluded,
-			SwipedRegions: match.RegionsOf(w.cat, swiped), Seed: match.FeedSeed(st.id, t),
-		})
-		return st.ndcgOfFeed(feed, &ideal)
-	}
-	T := cfg.Swipes
-	for t := 0; t <= T; t++ {
-		ranked = match.RankModel(ranked, st.profile, m, w.cat)
-		feed := match.AssembleFeed(match.FeedInput{
-			Catalog: w.cat, Profile: st.profile, Model: m, Ranked: ranked, Swipes: t,
-			Length: ndcgK, PageSize: cfg.PageSize, Excluded: excluded,
-			SwipedRegions: match.RegionsOf(w.cat, swiped), Seed: match.FeedSeed(st.id, t),
-		})
-		if cp < len(cfg.Checkpoints) && cfg.Checkpoints[cp] == t {
-			ndcg[FLearner][cp] = st.ndcgOfFeed(feed, &ideal)
-			ndcg[FCeiling][cp] = served(t, priorModel, ceiling)
-			ndcg[FBest8][cp] = served(t, best8Model, best8)
-			ndcg[FLogistic][cp] = served(t, priorModel, w.order(byIndex, fitLogistic(feats, swiped, ys)))
-			ndcg[FPopularity][cp] = st.ndcgOfOrder(w.popular, excluded, &ideal)
-			ndcg[FRandom][cp] = st.ndcgOfOrder(perm, excluded, &ideal)
-			cp++
+	// The learner without its residual, on its own trajectory.
+	w.walk(st, func(m match.Model, o match.Observation) match.Model {
+		m, _ = m.ObserveWeights(st.profile, w.cat, o)
+		return m
+	}, func(k, _ int, feed []match.FeedItem, p *path) {
+		ndcg[FWeightsOnly][k] = st.ndcgOfFeed(feed, &p.ideal)
+	})
+	// The learner, and every reference on its unswiped schools.
+	p := w.walk(st, func(m match.Model, o match.Observation) match.Model {
+		m, _ = m.Observe(st.profile, w.cat, o)
+		return m
+	}, func(k, t int, feed []match.FeedItem, p *path) {
+		served := func(model match.Model, order []match.Scored) float64 {
+			return st.ndcgOfFeed(w.serve(st, p, t, model, order), &p.ideal)
 		}
-		if t == T {
-			break
-		}
-		if len(page) == 0 {
-			page = feed[:min(len(feed), cfg.PageSize)]
-		}
-		if len(page) == 0 {
-			break
-		}
-		idx := int(page[0].Index)
-		page = page[1:]
-		liked := st.decide(idx)
-		if t >= 30 {
-			stable++
-			if liked {
-				likes++
-			}
-		}
-		d := match.Dislike
-		if liked {
-			d = match.Like
-		}
-		m, _ = m.Observe(st.profile, w.cat, match.SwipeObservation(idx, d))
-		excluded[idx] = true
-		swiped = append(swiped, idx)
-		ys = append(ys, liked)
-		ideal.remove(st.gain[idx])
-	}
-	return ndcg, likes, stable
+		ndcg[FLearner][k] = st.ndcgOfFeed(feed, &p.ideal)
+		ndcg[FCeiling][k] = served(priorModel, ceiling)
+		ndcg[FBest8][k] = served(best8Model, best8)
+		ndcg[FLogistic][k] = served(priorModel, w.order(byIndex, fitLogistic(feats, p.swiped, p.ys)))
+		ndcg[FPopularity][k] = st.ndcgOfOrder(w.popular, p.excluded, &p.ideal)
+		ndcg[FRandom][k] = st.ndcgOfOrder(perm, p.excluded, &p.ideal)
+	})
+	return ndcg, p.likes, p.stable
 }
 
-// weightsOnly runs the learner without its residual on its own
-// trajectory and returns its NDCG at the checkpoints.
-func (w *famWorld) weightsOnly(st *famStudent) []float64 {
+// path is where a learner's trajectory stands: the schools swiped (and
+// so excluded), what the student did about them, the ideal gains left,
+// and the likes among the swipes of the stable phase.
+type path struct {
+	excluded      []bool
+	swiped        []int
+	ys            []bool
+	ideal         idealGains
+	likes, stable int
+}
+
+// walk runs a learner's trajectory for st from its prior: the feed is
+// rebuilt after every swipe, the client swipes pages of it in order, and
+// fold folds each swipe into the model. At each checkpoint k (t swipes)
+// at is called with the feed served then. The student decides from the
+// same draws on every walk.
+func (w *famWorld) walk(st *famStudent, fold func(match.Model, match.Observation) match.Model,
+	at func(k, t int, feed []match.FeedItem, p *path)) *path {
 	cfg := w.cfg
-	out := make([]float64, len(cfg.Checkpoints))
 	st.likeR = w.rng(st.index, 2)
+	p := &path{excluded: make([]bool, w.n), ideal: st.ideal}
 	m := match.NewModel(st.prior)
-	excluded := make([]bool, w.n)
-	var swiped []int
 	var ranked []match.Scored
 	var page []match.FeedItem
-	ideal := st.ideal
 	cp := 0
 	for t := 0; t <= cfg.Swipes; t++ {
 		ranked = match.RankModel(ranked, st.profile, m, w.cat)
-		feed := match.AssembleFeed(match.FeedInput{
-			Catalog: w.cat, Profile: st.profile, Model: m, Ranked: ranked, Swipes: t,
-			Length: ndcgK, PageSize: cfg.PageSize, Excluded: excluded,
-			SwipedRegions: match.RegionsOf(w.cat, swiped), Seed: match.FeedSeed(st.id, t),
-		})
+		feed := w.serve(st, p, t, m, ranked)
 		if cp < len(cfg.Checkpoints) && cfg.Checkpoints[cp] == t {
-			out[cp] = st.ndcgOfFeed(feed, &ideal)
+			at(cp, t, feed, p)
 			cp++
 		}
 		if t == cfg.Swipes {
@@ -797,16 +763,34 @@ func (w *famWorld) weightsOnly(st *famStudent) []float64 {
 		}
 		idx := int(page[0].Index)
 		page = page[1:]
+		liked := st.decide(idx)
+		if t >= 30 {
+			p.stable++
+			if liked {
+				p.likes++
+			}
+		}
 		d := match.Dislike
-		if st.decide(idx) {
+		if liked {
 			d = match.Like
 		}
-		m, _ = m.ObserveWeights(st.profile, w.cat, match.SwipeObservation(idx, d))
-		excluded[idx] = true
-		swiped = append(swiped, idx)
-		ideal.remove(st.gain[idx])
+		m = fold(m, match.SwipeObservation(idx, d))
+		p.excluded[idx] = true
+		p.swiped = append(p.swiped, idx)
+		p.ys = append(p.ys, liked)
+		p.ideal.remove(st.gain[idx])
 	}
-	return out
+	return p
+}
+
+// serve is the feed an order is served as after t swipes on path p:
+// through the feed rules, with model's probes and exploration.
+func (w *famWorld) serve(st *famStudent, p *path, t int, model match.Model, order []match.Scored) []match.FeedItem {
+	return match.AssembleFeed(match.FeedInput{
+		Catalog: w.cat, Profile: st.profile, Model: model, Ranked: order, Swipes: t,
+		Length: ndcgK, PageSize: w.cfg.PageSize, Excluded: p.excluded,
+		SwipedRegions: match.RegionsOf(w.cat, p.swiped), Seed: match.FeedSeed(st.id, t),
+	})
 }
 
 // order is the catalogue ordered by score (best first, ties by index), as
