@@ -108,7 +108,7 @@ func (m *Model) refit(p Profile, cat *Catalog) {
 		start[j] = m.rmean[j] * likeSharpness
 	}
 	start[rScore] = m.rmean[rScore] / residualScale[rScore]
-	start[nResidual] = m.rconst * likeSharpness
+	start[nResidual] = (m.rconst - start[rScore]*(scoreCentre-t)) * likeSharpness
 	// The prior's spread is chosen by the swipes: each of fitScales is
 	// fitted, and the one whose (Laplace) marginal likelihood is highest
 	// wins. A student whose swipes the weights explain gets the tightest
@@ -139,8 +139,16 @@ func (m *Model) refit(p Profile, cat *Catalog) {
 		m.rmean[j] = clampResidual(theta[j] / likeSharpness)
 	}
 	m.rmean[rScore] = clampResidual(theta[rScore] * residualScale[rScore])
-	m.rconst = max(-1, min(1, theta[nResidual]/likeSharpness))
+	// The fit weighs the score as gamma * k * (S - t); the stored
+	// coefficient weighs the standardised score, centred at scoreCentre:
+	// the difference, a constant, goes to the intercept, so that the
+	// model predicts what was fitted.
+	m.rconst = max(-1, min(1, theta[nResidual]/likeSharpness+theta[rScore]*(scoreCentre-t)))
 }
+
+// scoreCentre is the score at which the standardised match_score feature
+// is zero.
+var scoreCentre = 0.5 + residualCentre[rScore]
 
 // fitCandidate is a prior a refit may choose: the scale of the features'
 // prior variance, and whether the weights' own prediction is kept (gamma

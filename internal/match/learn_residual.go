@@ -1,6 +1,9 @@
 package match
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // The residual: what the eight weights cannot say.
 //
@@ -150,6 +153,7 @@ func nearFeatures(d float64) (a, b, c float64) {
 	if d < 0 {
 		return 0, 0, 0
 	}
+	d = min(d, maxTableMiles) // beyond, as far as the ranking's table reaches
 	return math.Exp(-d/75) - 0.1, math.Exp(-d/300) - 0.3, math.Exp(-d/1200) - 0.5
 }
 
@@ -350,7 +354,7 @@ func (m Model) Residual() map[string]float64 {
 
 // ResidualFeatureNames name the residual's features, in the order
 // ResidualFeatures lists them.
-func ResidualFeatureNames() []string { return residualKeys[:] }
+func ResidualFeatureNames() []string { return slices.Clone(residualKeys[:]) }
 
 // ResidualFeatures are the residual's raw features of every school of cat for
 // the student p (dst[i] for school i, reused when large enough): the

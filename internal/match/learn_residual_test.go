@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/domain"
 )
 
 // budgetOrder lists the schools with a known price for learnStudent, in
@@ -314,3 +316,80 @@ func TestTheWholeModelScoresAListAndADetailAlike(t *testing.T) {
 }
 
 func slicesClone(s []Scored) []Scored { return append([]Scored(nil), s...) }
+
+func TestTheModelPredictsWhatTheResidualFitted(t *testing.T) {
+	// On the schools it was fitted on, the model's linear predictor is the
+	// fitted one: c + gamma * k * (S - t) + beta . phi.
+	cat := learnCatalog
+	p := NewProfile(domain.Student{ID: "x", IntendedMajors: []domain.Major{"business_marketing"}})
+	m := NewModel(SeedWeights(p))
+	for k := range 60 {
+		d := Like
+		if k%5 == 0 {
+			d = Dislike
+		}
+		m, _ = m.Observe(p, cat, SwipeObservation((k*397)%cat.Len(), d))
+	}
+	sc := newScorer(p, m.Weights(), cat)
+	thr := m.mean[pThreshold]
+	gamma1 := m.rmean[rScore] / residualScale[rScore]
+	require.NotZero(t, gamma1)
+	c := (m.rconst - gamma1*(scoreCentre-thr)) * likeSharpness
+	var b breakdown
+	for k := range m.nhist {
+		idx, _ := cat.Index(m.hist[k].id)
+		sc.score(&cat.feat[idx], idx, &b)
+		in := residualInOf(cat, idx, &b)
+		phi := residualFeatures(&in, sc.strength())
+		off := likeSharpness * (b.score - thr)
+		eta := c + (1+gamma1)*off
+		for j := range nResidual {
+			if j != rScore {
+				eta += m.rmean[j] * likeSharpness * phi[j]
+			}
+		}
+		_, z, _, ok := m.lineariseAll(p, cat, idx)
+		require.True(t, ok)
+		assert.InDelta(t, eta, z, 1e-6, "school %d", idx)
+	}
+}
+
+func TestNoLearnedReasonWithoutTheData(t *testing.T) {
+	// A school whose price, distance, size, selectivity or setting is not
+	// known is never told a preference about it.
+	cat := learnCatalog
+	p, m := gateStudent(t, 60)
+	prefs := m.LearnedPreferences(p, cat)
+	require.NotEmpty(t, prefs)
+	sc := newScorer(p, m.Weights(), cat)
+	var b breakdown
+	for i := 0; i < cat.Len(); i += 7 {
+		sc.score(&cat.feat[i], i, &b)
+		in := residualInOf(cat, i, &b)
+		in.afford, in.dist, in.size, in.level, in.setting = Neutral, -1, -1, -1, -1
+		r := m.learnedReason(prefs, &in, sc.strength())
+		for _, key := range []string{"budget", "distance", "size", "selectivity", "setting"} {
+			for _, l := range prefs {
+				if l.Key == key {
+					assert.NotEqual(t, "You tend to like "+l.Phrase, r, "school %d", i)
+				}
+			}
+		}
+	}
+}
+
+func TestTheResidualBeyondTheTable(t *testing.T) {
+	// Past the distance table's reach the ranking's tables and the exact
+	// residual (the score shown) agree.
+	var beta [nResidual]float64
+	for j := range beta {
+		beta[j] = 0.3
+	}
+	tab := newResidualTables(&beta, 0.5)
+	for _, d := range []float64{3199, 3200, 5000, 9000} {
+		in := residualIn{afford: 0.9, sat: 0.8, prog: 0.5, outcomes: 0.6, aid: 0.5, value: 0.5, score: 0.6,
+			dist: d, level: 0.4, size: 0.5, setting: 2}
+		phi := residualFeatures(&in, 0.5)
+		assert.InDelta(t, residualOf(&beta, &phi), tab.of(&in), 2e-3, "%v miles", d)
+	}
+}

@@ -281,6 +281,25 @@ func roundStudents(n float64) string {
 	return commas(int(math.Round(n/p) * p))
 }
 
+// knows reports whether the school's data says what group key reads: a
+// preference is never named for a school whose price, distance, size,
+// selectivity or setting is unknown.
+func (in *residualIn) knows(key string) bool {
+	switch key {
+	case "budget":
+		return affordKnown(in.afford)
+	case "distance":
+		return in.dist >= 0
+	case "size":
+		return in.size >= 0
+	case "selectivity":
+		return in.level >= 0
+	case "setting":
+		return in.setting >= 0
+	}
+	return true
+}
+
 // learnedReason is the reason line for a school whose residual input is
 // in: the learned preference that favours it most, among those it is on
 // the favoured side of ("You tend to like schools under about $20,000 a
@@ -293,7 +312,7 @@ func (m *Model) learnedReason(prefs []Learned, in *residualIn, strength float64)
 	best, bestLift := "", 0.0
 	for _, l := range prefs {
 		for _, g := range residualGroups {
-			if g.key != l.Key {
+			if g.key != l.Key || !in.knows(g.key) {
 				continue
 			}
 			if lift := m.groupPart(g, &phi) - l.mid; lift > bestLift && lift >= learnedMin/2 {

@@ -674,6 +674,7 @@ func (s *Service) MatchDetail(ctx context.Context, studentID, schoolID string) (
 	var (
 		p       match.Profile
 		model   match.Model
+		weights *match.Weights // a stored feed's weights, when its model does not decode
 		missing = []string{}
 		loaded  bool
 	)
@@ -685,8 +686,9 @@ func (s *Service) MatchDetail(ctx context.Context, studentID, schoolID string) (
 			loaded = true
 			if model, err = match.DecodeModel(h.Model); err != nil {
 				// A feed stored without its model (or with one of another
-				// version): its weights, without a residual.
-				model = match.NewModel(match.WeightsFromMap(h.Weights))
+				// version): its weights as stored, without a residual.
+				w := match.WeightsFromMap(h.Weights)
+				weights = &w
 			}
 		} else {
 			s.m.FeedReads.WithLabelValues("match", "stale").Inc()
@@ -711,7 +713,12 @@ func (s *Service) MatchDetail(ctx context.Context, studentID, schoolID string) (
 	if !ok {
 		return MatchDetailView{}, domain.SchoolNotFound(schoolID)
 	}
-	d := match.DetailModel(p, model, cat.Catalog, idx)
+	var d match.MatchDetail
+	if weights != nil {
+		d = match.Detail(p, *weights, cat.Catalog, idx)
+	} else {
+		d = match.DetailModel(p, model, cat.Catalog, idx)
+	}
 	score := round4(d.OverallScore)
 	return MatchDetailView{
 		StudentID:    studentID,
