@@ -8,7 +8,8 @@
 #   4. matchctl migrate, then matchctl seed: the bundled real schools (a no-op
 #      when schools exist);
 #   5. worker and API start, logging JSON to this terminal; once the API's
-#      /readyz answers, a development token and curl lines are printed;
+#      /readyz answers, export lines (STUDENT, TOKEN) and curl lines are printed,
+#      ready to paste;
 #   6. with RUN_DEMO=1 (`make demo`), `matchctl demo` serves the demo page and
 #      the API docs on DEMO_ADDR (default 127.0.0.1:8081), as a fresh student.
 # Ctrl-C stops them all.
@@ -128,8 +129,10 @@ if [[ -n ${AUTH_HS256_SECRET:-} ]]; then
 	cat <<EOF
 
 The matching service is running: API $api_url, operations $ops_url (/livez /readyz /metrics). Ctrl-C stops it.
-A development token for student $student (valid 24 h; mint more with bin/matchctl token --student UUID):
+A development token for a new student, valid 24 h (mint more with bin/matchctl token --student UUID).
+Paste these lines into another terminal:
 
+export STUDENT='$student'
 export TOKEN='$token'
 curl -s -H "Authorization: Bearer \$TOKEN" $api_url/health
 curl -s -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' -d '{"name":"Ada","email":"ada@example.com","graduation_year":"2027","gpa":3.8,"test_scores":{"sat":1380},"state":"CA"}' $api_url/v2/onboarding/minimal
