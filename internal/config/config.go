@@ -145,6 +145,10 @@ type Config struct {
 	ImageBaseURL string
 	LogLevel     slog.Level
 	PProf        bool
+	// OpsAdminToken (OPS_ADMIN_TOKEN) lets a request carrying it as a
+	// bearer token run again or delete an archived task from the worker's
+	// queue console; empty: the console is read-only.
+	OpsAdminToken string
 
 	// WorkerConcurrency and WebhookConcurrency are the task slots of a
 	// worker replica (WORKER_CONCURRENCY, WEBHOOK_CONCURRENCY).
@@ -193,6 +197,7 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 		Audience:             getenv("AUTH_AUDIENCE"),
 		WebhookEndpointsFile: getenv("WEBHOOK_ENDPOINTS_FILE"),
 		PProf:                getenv("PPROF") == "1",
+		OpsAdminToken:        getenv("OPS_ADMIN_TOKEN"),
 		GoMemLimitSet:        getenv("GOMEMLIMIT") != "",
 	}
 	if c.OpsAddr == "" {
@@ -427,6 +432,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("redis_url", redact(c.RedisURL)),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("ops_addr", c.OpsAddr),
+		slog.Bool("ops_admin_token", c.OpsAdminToken != ""),
 		slog.String("auth_jwks_url", c.JWKSURL),
 		slog.Bool("auth_hs256", len(c.HS256Secret) > 0),
 		slog.String("auth_issuer", c.Issuer),

@@ -15,7 +15,7 @@ package queueconsole
 
 import (
 	"context"
-	"errors"
+	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -53,13 +53,17 @@ type OutsideFunc func(ctx context.Context) ([]Outside, error)
 // not list yet (no task was ever queued there, or Redis lost its data)
 // has no tasks: it reads as zeros.
 func Read(insp *asynq.Inspector, queues []string) ([]Counts, error) {
+	known, err := insp.Queues()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Counts, 0, len(queues))
 	for _, q := range queues {
-		info, err := insp.GetQueueInfo(q)
-		if errors.Is(err, asynq.ErrQueueNotFound) {
+		if !slices.Contains(known, q) {
 			out = append(out, Counts{Queue: q})
 			continue
 		}
+		info, err := insp.GetQueueInfo(q)
 		if err != nil {
 			return nil, err
 		}
@@ -84,4 +88,20 @@ func (c Counts) Of(state string) int {
 		return c.Archived
 	}
 	return 0
+}
+
+// OutboxName names the outbox's unpublished rows among the work outside
+// asynq.
+const OutboxName = "outbox (events not yet handed to asynq)"
+
+// OutboxBacklog reads the outbox's unpublished rows through backlog
+// (store.Store.OutboxBacklog).
+func OutboxBacklog(backlog func(context.Context) (int, time.Time, error)) OutsideFunc {
+	return func(ctx context.Context) ([]Outside, error) {
+		n, oldest, err := backlog(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return []Outside{{Name: OutboxName, Count: n, Oldest: oldest}}, nil
+	}
 }
