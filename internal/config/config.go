@@ -46,7 +46,7 @@ const (
 // checks the list against Load). Deploy files may set only these and the Go
 // runtime's own (deploy/deploy_test.go).
 var Variables = []string{
-	"DATABASE_URL", "MIGRATE_DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "OPS_ADDR",
+	"DATABASE_URL", "MIGRATE_DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "OPS_ADDR", "OPS_ADMIN_TOKEN",
 	"AUTH_JWKS_URL", "AUTH_HS256_SECRET", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_ALLOW_INSECURE", "AUTH_MAX_TOKEN_LIFETIME",
 	"AUTH_SERVICE_CLIENTS",
 	"GOMEMLIMIT", "FEED_CACHE_TTL", "FEED_COOLDOWN", "WEBHOOK_ENDPOINTS_FILE",
