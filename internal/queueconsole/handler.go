@@ -288,6 +288,7 @@ func writeError(w http.ResponseWriter, status int, code, message string, details
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"of":  func(c Counts, s string) int { return c.Of(s) },
+	"ms":  func(d time.Duration) time.Duration { return d.Round(time.Millisecond) },
 	"age": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
 	"at": func(t time.Time) string {
 		if t.IsZero() {
@@ -321,7 +322,7 @@ code,pre{font:12px ui-monospace,monospace;white-space:pre-wrap;word-break:break-
 {{- range .Queues}}
 <tr data-queue="{{.Queue}}"><td><a href="/queues/{{.Queue}}">{{.Queue}}</a></td>
 {{- $c := .}}{{range $states}}<td class="n" data-state="{{.}}"><a href="/queues/{{$c.Queue}}?state={{.}}">{{of $c .}}</a></td>{{end}}
-<td class="n" data-state="completed">{{.Completed}}</td><td class="n">{{.Latency}}</td><td>{{if .Paused}}paused{{end}}</td></tr>
+<td class="n" data-state="completed">{{.Completed}}</td><td class="n">{{ms .Latency}}</td><td>{{if .Paused}}paused{{end}}</td></tr>
 {{- end}}
 </tbody></table>
 <h2>Waiting outside asynq</h2>
