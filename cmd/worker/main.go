@@ -32,6 +32,7 @@ import (
 	"github.com/collegematch/matching/internal/metrics"
 	"github.com/collegematch/matching/internal/ops"
 	"github.com/collegematch/matching/internal/query"
+	"github.com/collegematch/matching/internal/queueconsole"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/webhook"
@@ -261,7 +262,18 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	if opt.registered != nil {
 		opt.registered(reg)
 	}
-	opsSrv := ops.Server(cfg.OpsAddr, ops.Handler(reg, readiness, deps, cfg.PProf))
+	// The queue console shares the ops port: read-only unless
+	// OPS_ADMIN_TOKEN is set (queueconsole).
+	console := queueconsole.Handler(queueconsole.Config{
+		Inspector: asynq.NewInspectorFromRedisClient(rdb), Queues: tasks.Queues(),
+		Outside: queueconsole.OutboxBacklog(db.OutboxBacklog), AdminToken: cfg.OpsAdminToken,
+		Log: log.With("component", "queue_console"),
+	})
+	opsMux := http.NewServeMux()
+	opsMux.Handle("/queues", console)
+	opsMux.Handle("/queues/", console)
+	opsMux.Handle("/", ops.Handler(reg, readiness, deps, cfg.PProf))
+	opsSrv := ops.Server(cfg.OpsAddr, opsMux)
 	ln, err := net.Listen("tcp", cfg.OpsAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.OpsAddr, err)

@@ -46,7 +46,7 @@ const (
 // checks the list against Load). Deploy files may set only these and the Go
 // runtime's own (deploy/deploy_test.go).
 var Variables = []string{
-	"DATABASE_URL", "MIGRATE_DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "OPS_ADDR",
+	"DATABASE_URL", "MIGRATE_DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "OPS_ADDR", "OPS_ADMIN_TOKEN",
 	"AUTH_JWKS_URL", "AUTH_HS256_SECRET", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_ALLOW_INSECURE", "AUTH_MAX_TOKEN_LIFETIME",
 	"AUTH_SERVICE_CLIENTS",
 	"GOMEMLIMIT", "FEED_CACHE_TTL", "FEED_COOLDOWN", "WEBHOOK_ENDPOINTS_FILE",
@@ -145,6 +145,10 @@ type Config struct {
 	ImageBaseURL string
 	LogLevel     slog.Level
 	PProf        bool
+	// OpsAdminToken (OPS_ADMIN_TOKEN) lets a request carrying it as a
+	// bearer token run again or delete an archived task from the worker's
+	// queue console; empty: the console is read-only.
+	OpsAdminToken string
 
 	// WorkerConcurrency and WebhookConcurrency are the task slots of a
 	// worker replica (WORKER_CONCURRENCY, WEBHOOK_CONCURRENCY).
@@ -193,6 +197,7 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 		Audience:             getenv("AUTH_AUDIENCE"),
 		WebhookEndpointsFile: getenv("WEBHOOK_ENDPOINTS_FILE"),
 		PProf:                getenv("PPROF") == "1",
+		OpsAdminToken:        getenv("OPS_ADMIN_TOKEN"),
 		GoMemLimitSet:        getenv("GOMEMLIMIT") != "",
 	}
 	if c.OpsAddr == "" {
@@ -427,6 +432,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("redis_url", redact(c.RedisURL)),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("ops_addr", c.OpsAddr),
+		slog.Bool("ops_admin_token", c.OpsAdminToken != ""),
 		slog.String("auth_jwks_url", c.JWKSURL),
 		slog.Bool("auth_hs256", len(c.HS256Secret) > 0),
 		slog.String("auth_issuer", c.Issuer),

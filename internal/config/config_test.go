@@ -127,11 +127,14 @@ func TestParseRate(t *testing.T) {
 
 func TestLogValueRedactsSecrets(t *testing.T) {
 	c, err := config.Load(env(map[string]string{"AUTH_HS256_SECRET": secret,
-		"DATABASE_URL": "postgres://app:hunter2@db:5432/matching"}), config.RoleAPI)
+		"DATABASE_URL": "postgres://app:hunter2@db:5432/matching", "OPS_ADMIN_TOKEN": "adm1n-t0ken"}), config.RoleAPI)
 	require.NoError(t, err)
+	assert.Equal(t, "adm1n-t0ken", c.OpsAdminToken)
 	s := c.LogValue().String()
 	assert.False(t, strings.Contains(s, "hunter2"), s)
 	assert.False(t, strings.Contains(s, secret), s)
+	assert.False(t, strings.Contains(s, "adm1n-t0ken"), s)
+	assert.Contains(t, s, "ops_admin_token=true")
 }
 
 // Unsafe authentication settings stop the API at start-up, each naming
