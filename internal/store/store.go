@@ -58,7 +58,15 @@ func OpenWith(ctx context.Context, databaseURL string, s Settings) (*pgxpool.Poo
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	added := s.apply(cfg, databaseURL)
-	mode, err := ChooseStatementMode(ctx, cfg)
+	open := func() (*pgxpool.Pool, StatementMode, error) {
+		mode, err := ChooseStatementMode(ctx, cfg)
+		if err != nil {
+			return nil, mode, err
+		}
+		pool, err := connect(ctx, cfg)
+		return pool, mode, err
+	}
+	pool, mode, err := open()
 	if err != nil && len(added) > 0 && refusedParameter(err) {
 		for _, k := range added {
 			delete(cfg.ConnConfig.RuntimeParams, k)
@@ -68,7 +76,7 @@ func OpenWith(ctx context.Context, databaseURL string, s Settings) (*pgxpool.Poo
 				"connected without them; set them on the role (ALTER ROLE ... SET) for server-side limits",
 				"parameters", added, "err", err)
 		}
-		mode, err = ChooseStatementMode(ctx, cfg)
+		pool, mode, err = open()
 	}
 	if err != nil {
 		return nil, err
@@ -77,7 +85,7 @@ func OpenWith(ctx context.Context, databaseURL string, s Settings) (*pgxpool.Poo
 		s.Log.InfoContext(ctx, "database statement mode", "default_query_exec_mode", mode.String(),
 			"pooler", mode.Pooler, "reason", mode.Reason())
 	}
-	return connect(ctx, cfg)
+	return pool, nil
 }
 
 func connect(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
