@@ -999,3 +999,15 @@ func TestOpsPortsOnlyToTheScraper(t *testing.T) {
 		}
 	}
 }
+
+// What kustomize builds runs one release of every image: a version tag
+// (never latest) or a digest.
+func TestImagesPinned(t *testing.T) {
+	for _, m := range builds(t) {
+		for name, spec := range m.podSpecs() {
+			for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+				assert.True(t, pinned(c.Image), "deploy/%s: %s runs %s, which names no exact version", m.dir, name, c.Image)
+			}
+		}
+	}
+}
