@@ -680,6 +680,7 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 	assert.Greater(t, alerts, 15)
+	assertAbsentAlerts(t, groups)
 
 	// A rule using a metric that does not exist fails the check.
 	rec := &recorder{}
@@ -1010,4 +1011,42 @@ func TestImagesPinned(t *testing.T) {
 			}
 		}
 	}
+}
+
+// absentAlerts maps each binary to the series its absent() alert watches:
+// one every replica of it exports from its start, which no other binary
+// exports (docs/metrics.md's "exported by" column).
+func absentAlerts(t *testing.T, groups *rulefmt.RuleGroups) map[string]string {
+	t.Helper()
+	doc := testutil.MetricsDoc(t)
+	out := map[string]string{}
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			expr, err := promql.ParseExpr(r.Expr)
+			require.NoError(t, err)
+			call, ok := expr.(*parser.Call)
+			if !ok || call.Func.Name != "absent" {
+				continue
+			}
+			vs, ok := call.Args[0].(*parser.VectorSelector)
+			if !assert.True(t, ok, "%s: absent() of a selector", r.Alert) {
+				continue
+			}
+			d := doc[vs.Name]
+			assert.Len(t, d.Binaries, 1, "%s: %s is exported by one binary", r.Alert, vs.Name)
+			assert.Empty(t, d.Labels, "%s: %s has no labels, so it exists from the replica's start", r.Alert, vs.Name)
+			for _, b := range d.Binaries {
+				out[b] = vs.Name
+			}
+		}
+	}
+	return out
+}
+
+// Each binary has an alert for its absence: ratios go silent when nothing
+// is scraped.
+func assertAbsentAlerts(t *testing.T, groups *rulefmt.RuleGroups) {
+	t.Helper()
+	got := absentAlerts(t, groups)
+	assert.ElementsMatch(t, []string{"api", "worker"}, slices.Collect(maps.Keys(got)), "an absent() alert per binary: %v", got)
 }
