@@ -74,6 +74,31 @@ type kustomization struct {
 	} `json:"patches,omitempty"`
 }
 
+// podMonitor is the part of Prometheus Operator's PodMonitor the deploy
+// files use; anything else is refused.
+type podMonitor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Selector            metav1.LabelSelector `json:"selector"`
+		PodMetricsEndpoints []struct {
+			Port     string `json:"port"`
+			Path     string `json:"path"`
+			Interval string `json:"interval"`
+		} `json:"podMetricsEndpoints"`
+	} `json:"spec"`
+}
+
+// prometheusRule is Prometheus Operator's PrometheusRule: its groups are
+// checked as deploy/prometheus/alerts.yaml's are.
+type prometheusRule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Groups []json.RawMessage `json:"groups"`
+	} `json:"spec"`
+}
+
 // manifests are the decoded objects of deploy/k8s and its overlays.
 type manifests struct {
 	deployments map[string]*appsv1.Deployment
@@ -85,6 +110,8 @@ type manifests struct {
 	pdbs        []*policyv1.PodDisruptionBudget
 	namespaces  []*corev1.Namespace
 	policies    []*networkingv1.NetworkPolicy
+	podMonitors []*podMonitor
+	rules       []*prometheusRule
 	kustomize   map[string]kustomization // by directory
 	files       map[string]string        // object "Kind/name" -> file
 	dir         string                   // the kustomization built, "" for files
@@ -162,6 +189,12 @@ func (m *manifests) add(t *testing.T, file string, b []byte) int {
 		case "networking.k8s.io/v1 NetworkPolicy":
 			o := &networkingv1.NetworkPolicy{}
 			m.policies, obj = append(m.policies, o), o
+		case "monitoring.coreos.com/v1 PodMonitor":
+			o := &podMonitor{}
+			m.podMonitors, obj = append(m.podMonitors, o), o
+		case "monitoring.coreos.com/v1 PrometheusRule":
+			o := &prometheusRule{}
+			m.rules, obj = append(m.rules, o), o
 		default:
 			t.Errorf("%s: no test decodes %s %s; add it to manifests.add", where, tm.APIVersion, tm.Kind)
 			continue
@@ -332,6 +365,12 @@ func TestKustomizeBuilds(t *testing.T) {
 			objs = append(objs, o)
 		}
 		for _, o := range built.policies {
+			objs = append(objs, o)
+		}
+		for _, o := range built.podMonitors {
+			objs = append(objs, o)
+		}
+		for _, o := range built.rules {
 			objs = append(objs, o)
 		}
 		for _, o := range objs {
@@ -661,26 +700,23 @@ func TestAlertRules(t *testing.T) {
 	root := testutil.RepoRoot(t)
 	b, err := os.ReadFile(filepath.Join(root, "deploy", "prometheus", "alerts.yaml"))
 	require.NoError(t, err)
-	groups, errs := rulefmt.Parse(b, false, model.UTF8Validation, promql, nil)
-	require.Empty(t, errs, "deploy/prometheus/alerts.yaml")
+	groups := checkRules(t, "deploy/prometheus/alerts.yaml", b)
 	names := metricNames(t)
-	runbook := anchors(t, filepath.Join(root, "docs", "operations.md"))
-	alerts := 0
-	for _, g := range groups.Groups {
-		for _, r := range g.Rules {
-			require.NotEmpty(t, r.Alert, "every rule is an alert")
-			alerts++
-			checkQuery(t, "alert "+r.Alert, r.Expr, names)
-			assert.Contains(t, []string{"page", "warn", "info"}, r.Labels["severity"], r.Alert)
-			assert.NotEmpty(t, r.Annotations["summary"], r.Alert)
-			link, ok := strings.CutPrefix(r.Annotations["runbook_url"], "docs/operations.md#")
-			if assert.True(t, ok, "%s: runbook_url is an entry of docs/operations.md", r.Alert) {
-				assert.True(t, runbook[link], "%s: docs/operations.md has no heading #%s", r.Alert, link)
-			}
+
+	// The Prometheus Operator overlay's PrometheusRule holds the same
+	// groups (scripts/prometheusrule.sh writes it), checked the same way.
+	n := 0
+	for _, m := range builds(t) {
+		for _, r := range m.rules {
+			n++
+			where := fmt.Sprintf("deploy/%s: PrometheusRule %s", m.dir, r.Name)
+			doc, err := json.Marshal(map[string]any{"groups": r.Spec.Groups})
+			require.NoError(t, err)
+			got := checkRules(t, where, doc)
+			assert.Equal(t, groups, got, "%s differs from deploy/prometheus/alerts.yaml: run scripts/prometheusrule.sh", where)
 		}
 	}
-	assert.Greater(t, alerts, 15)
-	assertAbsentAlerts(t, groups)
+	assert.NotZero(t, n, "an overlay applies the alerts as a PrometheusRule")
 
 	// A rule using a metric that does not exist fails the check.
 	rec := &recorder{}
@@ -689,6 +725,64 @@ func TestAlertRules(t *testing.T) {
 	rec = &recorder{}
 	checkQuery(rec, "test", `sum(rate(matching_http_requests_total[5m])`, names)
 	assert.Len(t, rec.failures, 1, "a query that does not parse fails")
+}
+
+// checkRules parses a rule file (where names it) as Prometheus does and
+// checks every rule: an alert on exported metrics, with a severity, a
+// summary and a runbook entry; an absent() alert per binary.
+func checkRules(t *testing.T, where string, b []byte) *rulefmt.RuleGroups {
+	t.Helper()
+	groups, errs := rulefmt.Parse(b, false, model.UTF8Validation, promql, nil)
+	require.Empty(t, errs, where)
+	names := metricNames(t)
+	runbook := anchors(t, filepath.Join(testutil.RepoRoot(t), "docs", "operations.md"))
+	alerts := 0
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			require.NotEmpty(t, r.Alert, "%s: every rule is an alert", where)
+			alerts++
+			checkQuery(t, where+": alert "+r.Alert, r.Expr, names)
+			assert.Contains(t, []string{"page", "warn", "info"}, r.Labels["severity"], r.Alert)
+			assert.NotEmpty(t, r.Annotations["summary"], r.Alert)
+			link, ok := strings.CutPrefix(r.Annotations["runbook_url"], "docs/operations.md#")
+			if assert.True(t, ok, "%s: runbook_url is an entry of docs/operations.md", r.Alert) {
+				assert.True(t, runbook[link], "%s: docs/operations.md has no heading #%s", r.Alert, link)
+			}
+		}
+	}
+	assert.Greater(t, alerts, 15, where)
+	assertAbsentAlerts(t, groups)
+	return groups
+}
+
+// The PodMonitor scrapes the operations port of every API and worker pod.
+func TestPodMonitor(t *testing.T) {
+	n := 0
+	for _, m := range builds(t) {
+		for _, pm := range m.podMonitors {
+			n++
+			sel, err := metav1.LabelSelectorAsSelector(&pm.Spec.Selector)
+			require.NoError(t, err)
+			require.Len(t, pm.Spec.PodMetricsEndpoints, 1)
+			ep := pm.Spec.PodMetricsEndpoints[0]
+			assert.Equal(t, "/metrics", ep.Path)
+			for _, name := range []string{"matching-api", "matching-worker"} {
+				d := m.deployments[name]
+				require.NotNil(t, d, "deploy/%s: %s", m.dir, name)
+				assert.True(t, sel.Matches(labels.Set(d.Spec.Template.Labels)), "deploy/%s: PodMonitor %s selects %s's pods", m.dir, pm.Name, name)
+				var port int32
+				for _, p := range m.container(t, name).Ports {
+					if p.Name == ep.Port {
+						port = p.ContainerPort
+					}
+				}
+				want, err := strconv.Atoi(d.Spec.Template.Annotations["prometheus.io/port"])
+				require.NoError(t, err)
+				assert.Equal(t, int32(want), port, "deploy/%s: PodMonitor port %q on %s is its operations port", m.dir, ep.Port, name)
+			}
+		}
+	}
+	assert.NotZero(t, n, "an overlay has a PodMonitor")
 }
 
 // grafanaPanel is the part of a Grafana panel the test reads; rows hold
