@@ -22,6 +22,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/common/model"
+	promlabels "github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/assert"
@@ -802,12 +803,33 @@ func TestGrafanaDashboard(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "deploy", "grafana", "matching-dashboard.json"))
 	require.NoError(t, err)
 	var dash struct {
-		UID    string         `json:"uid"`
-		Title  string         `json:"title"`
-		Panels []grafanaPanel `json:"panels"`
+		UID        string         `json:"uid"`
+		Title      string         `json:"title"`
+		Panels     []grafanaPanel `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name       string `json:"name"`
+				Type       string `json:"type"`
+				Definition string `json:"definition"`
+				IncludeAll bool   `json:"includeAll"`
+			} `json:"list"`
+		} `json:"templating"`
 	}
 	require.NoError(t, json.Unmarshal(b, &dash))
 	require.NotEmpty(t, dash.UID)
+	// A namespace variable (from the metrics' namespace label, all of them
+	// at once allowed), and every query keeps to it: a namespace's
+	// dashboard never sums another's series.
+	var nsVar bool
+	for _, v := range dash.Templating.List {
+		if v.Name == "namespace" {
+			nsVar = true
+			assert.Equal(t, "query", v.Type)
+			assert.Equal(t, "label_values(matching_build_info, namespace)", v.Definition)
+			assert.True(t, v.IncludeAll)
+		}
+	}
+	assert.True(t, nsVar, "the dashboard has a namespace variable")
 	names := metricNames(t)
 	// Grafana's own variables, as Prometheus would see them.
 	vars := strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
@@ -826,6 +848,16 @@ func TestGrafanaDashboard(t *testing.T) {
 			for _, tg := range p.Targets {
 				q := vars.Replace(tg.Expr)
 				checkQuery(t, fmt.Sprintf("panel %q", p.Title), q, names)
+				if expr, err := promql.ParseExpr(q); err == nil {
+					parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+						if vs, ok := n.(*parser.VectorSelector); ok {
+							assert.True(t, slices.ContainsFunc(vs.LabelMatchers, func(m *promlabels.Matcher) bool {
+								return m.Name == "namespace" && m.Type == promlabels.MatchRegexp && m.Value == "$namespace"
+							}), "panel %q: %s is not kept to the namespace variable", p.Title, vs.Name)
+						}
+						return nil
+					})
+				}
 				for m := range names {
 					if strings.Contains(q, m) {
 						used[m] = true
@@ -838,7 +870,9 @@ func TestGrafanaDashboard(t *testing.T) {
 	// The panels the runbook points at.
 	for _, m := range []string{"matching_http_requests_total", "matching_http_request_duration_seconds_bucket", "matching_dependency_up",
 		"matching_queue_latency_seconds", "matching_webhook_deliveries_total", "matching_feed_lag_seconds_bucket",
-		"matching_swipes_total", "matching_feedback_total", "matching_outbox_oldest_unpublished_age_seconds"} {
+		"matching_swipes_total", "matching_feedback_total", "matching_outbox_oldest_unpublished_age_seconds",
+		"matching_db_pool_connections", "matching_db_pool_max_connections", "matching_db_pool_waited_acquires_total",
+		"matching_retention_passes_total", "matching_factor_cache_requests_total", "matching_factor_cache_bytes"} {
 		assert.True(t, used[m], "the dashboard shows %s", m)
 	}
 }
