@@ -526,8 +526,9 @@ func deploymentsWorkAsWritten(t *testing.T, m manifests) {
 	if assert.Contains(t, m.secrets, "matching-migrate-secrets") {
 		assert.Contains(t, m.secrets["matching-migrate-secrets"].StringData, "MIGRATE_DATABASE_URL")
 	}
-	assert.Contains(t, m.secrets["matching-secrets"].StringData["DATABASE_URL"], "default_query_exec_mode=cache_describe",
-		"the example DATABASE_URL goes through PgBouncer")
+	// The service chooses its statement mode: the URL names none.
+	assert.NotContains(t, m.secrets["matching-secrets"].StringData["DATABASE_URL"], "default_query_exec_mode",
+		"the example DATABASE_URL is the one an operator writes for PostgreSQL")
 	for _, k := range []string{"WORKER_CONCURRENCY", "WEBHOOK_CONCURRENCY"} {
 		assert.Contains(t, workerEnv, k)
 		assert.NotContains(t, apiEnv, k)
