@@ -5,7 +5,7 @@
 #   docker build --build-arg VERSION=$(git describe --always --dirty) \
 #     --build-arg REVISION=$(git rev-parse HEAD) -t collegematch/matching .
 
-FROM golang:1.26 AS build
+FROM golang:1.26.8 AS build
 WORKDIR /src
 ENV CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 COPY go.mod go.sum ./

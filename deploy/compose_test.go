@@ -379,8 +379,9 @@ func TestComposeScaleout(t *testing.T) {
 	assert.Equal(t, "service_healthy", pgb.DependsOn["postgres"].Condition)
 	assert.NotNil(t, pgb.Healthcheck)
 
-	// The API and the workers: through PgBouncer with pgx's statement mode
-	// for it, on all three nodes; migrations straight to PostgreSQL.
+	// The API and the workers: through PgBouncer with the URL an operator
+	// writes for PostgreSQL (the service chooses its statement mode), on all
+	// three nodes; migrations straight to PostgreSQL.
 	api, worker := svc("api-scaleout"), svc("worker-scaleout")
 	assert.Equal(t, []string{"/usr/local/bin/api"}, api.Command)
 	assert.Equal(t, []string{"/usr/local/bin/worker"}, worker.Command)
@@ -390,7 +391,7 @@ func TestComposeScaleout(t *testing.T) {
 	for name, s := range map[string]composeService{"api-scaleout": api, "worker-scaleout": worker} {
 		u := s.databaseURL(t)
 		assert.Equal(t, "pgbouncer:6432", u.Host, "%s: DATABASE_URL", name)
-		assert.Equal(t, "cache_describe", u.Query().Get("default_query_exec_mode"), "%s: DATABASE_URL", name)
+		assert.Empty(t, u.Query().Get("default_query_exec_mode"), "%s: DATABASE_URL names no statement mode", name)
 		got := s.redisNodes(t)
 		slices.Sort(got)
 		assert.Equal(t, nodes, got, "%s: REDIS_URL names every node", name)
@@ -426,4 +427,87 @@ func iniSettings(ini string) map[string]string {
 		}
 	}
 	return out
+}
+
+// The API and the workers, whose image has no shell, are health-checked by
+// matchctl probe on their operations port's /readyz.
+func TestComposeAppHealthchecks(t *testing.T) {
+	f := loadCompose(t)
+	n := 0
+	for name, s := range f.Services {
+		if s.binary() != "api" && s.binary() != "worker" {
+			continue
+		}
+		n++
+		if !assert.NotNil(t, s.Healthcheck, "service %s has no health check", name) {
+			continue
+		}
+		_, port, _ := strings.Cut(s.Environment["OPS_ADDR"], ":")
+		assert.Equal(t, []string{"CMD", "/usr/local/bin/matchctl", "probe", "http://127.0.0.1:" + port + "/readyz"},
+			s.Healthcheck.Test, "service %s", name)
+	}
+	assert.Equal(t, 4, n)
+}
+
+// exactTag is a release's full version: major.minor.patch, with a suffix
+// of the image's own (v1.25.2-p0); PostgreSQL's releases have two parts.
+var (
+	exactTag         = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+([-.][a-z0-9.-]+)?$`)
+	exactPostgresTag = regexp.MustCompile(`^[0-9]+\.[0-9]+(-[a-z0-9.-]+)?$`)
+)
+
+// pinned says whether image names one release: a digest, or an exact
+// version tag (no latest, no major or minor alone).
+func pinned(image string) bool {
+	if _, digest, ok := strings.Cut(image, "@sha256:"); ok {
+		return len(digest) == 64
+	}
+	slash := strings.LastIndex(image, "/")
+	name, tag, ok := strings.Cut(image[slash+1:], ":")
+	if !ok {
+		return false
+	}
+	if name == "postgres" {
+		return exactPostgresTag.MatchString(tag)
+	}
+	return exactTag.MatchString(tag)
+}
+
+// Every image docker-compose.yml pulls names one release.
+func TestComposeImagesPinned(t *testing.T) {
+	f := loadCompose(t)
+	for name, s := range f.Services {
+		if s.app() {
+			continue // built here, tagged ${VERSION}
+		}
+		assert.True(t, pinned(interpolate(s.Image)), "service %s: image %q names no exact version", name, s.Image)
+	}
+	for image, want := range map[string]bool{
+		"redis:7": false, "redis:7.4": false, "redis:latest": false, "redis": false, "grafana/grafana:11": false,
+		"redis:7.4.5": true, "postgres:16.9": true, "postgres:16": false, "edoburu/pgbouncer:v1.25.2-p0": true,
+		"quay.io/prometheus/prometheus:v3.5.0": true, "golang:1.26.8": true, "golang:1.26": false,
+		"gcr.io/distroless/static-debian12@sha256:" + strings.Repeat("a", 64): true,
+	} {
+		assert.Equal(t, want, pinned(image), image)
+	}
+}
+
+// Every stage of the Dockerfile starts from one release, but the
+// distroless base: it publishes no version tags, only digests.
+func TestDockerfileImagesPinned(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "Dockerfile"))
+	require.NoError(t, err)
+	n := 0
+	for l := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 || f[0] != "FROM" {
+			continue
+		}
+		n++
+		if strings.HasPrefix(f[1], "gcr.io/distroless/") {
+			continue
+		}
+		assert.True(t, pinned(f[1]), "Dockerfile: FROM %s names no exact version", f[1])
+	}
+	assert.Equal(t, 2, n)
 }

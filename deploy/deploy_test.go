@@ -22,6 +22,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/common/model"
+	promlabels "github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/assert"
@@ -74,6 +75,31 @@ type kustomization struct {
 	} `json:"patches,omitempty"`
 }
 
+// podMonitor is the part of Prometheus Operator's PodMonitor the deploy
+// files use; anything else is refused.
+type podMonitor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Selector            metav1.LabelSelector `json:"selector"`
+		PodMetricsEndpoints []struct {
+			Port     string `json:"port"`
+			Path     string `json:"path"`
+			Interval string `json:"interval"`
+		} `json:"podMetricsEndpoints"`
+	} `json:"spec"`
+}
+
+// prometheusRule is Prometheus Operator's PrometheusRule: its groups are
+// checked as deploy/prometheus/alerts.yaml's are.
+type prometheusRule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Groups []json.RawMessage `json:"groups"`
+	} `json:"spec"`
+}
+
 // manifests are the decoded objects of deploy/k8s and its overlays.
 type manifests struct {
 	deployments map[string]*appsv1.Deployment
@@ -85,6 +111,8 @@ type manifests struct {
 	pdbs        []*policyv1.PodDisruptionBudget
 	namespaces  []*corev1.Namespace
 	policies    []*networkingv1.NetworkPolicy
+	podMonitors []*podMonitor
+	rules       []*prometheusRule
 	kustomize   map[string]kustomization // by directory
 	files       map[string]string        // object "Kind/name" -> file
 	dir         string                   // the kustomization built, "" for files
@@ -162,6 +190,12 @@ func (m *manifests) add(t *testing.T, file string, b []byte) int {
 		case "networking.k8s.io/v1 NetworkPolicy":
 			o := &networkingv1.NetworkPolicy{}
 			m.policies, obj = append(m.policies, o), o
+		case "monitoring.coreos.com/v1 PodMonitor":
+			o := &podMonitor{}
+			m.podMonitors, obj = append(m.podMonitors, o), o
+		case "monitoring.coreos.com/v1 PrometheusRule":
+			o := &prometheusRule{}
+			m.rules, obj = append(m.rules, o), o
 		default:
 			t.Errorf("%s: no test decodes %s %s; add it to manifests.add", where, tm.APIVersion, tm.Kind)
 			continue
@@ -334,6 +368,12 @@ func TestKustomizeBuilds(t *testing.T) {
 		for _, o := range built.policies {
 			objs = append(objs, o)
 		}
+		for _, o := range built.podMonitors {
+			objs = append(objs, o)
+		}
+		for _, o := range built.rules {
+			objs = append(objs, o)
+		}
 		for _, o := range objs {
 			assert.Equal(t, "matching", o.GetNamespace(), "deploy/%s: %s", dir, o.GetName())
 		}
@@ -486,8 +526,9 @@ func deploymentsWorkAsWritten(t *testing.T, m manifests) {
 	if assert.Contains(t, m.secrets, "matching-migrate-secrets") {
 		assert.Contains(t, m.secrets["matching-migrate-secrets"].StringData, "MIGRATE_DATABASE_URL")
 	}
-	assert.Contains(t, m.secrets["matching-secrets"].StringData["DATABASE_URL"], "default_query_exec_mode=cache_describe",
-		"the example DATABASE_URL goes through PgBouncer")
+	// The service chooses its statement mode: the URL names none.
+	assert.NotContains(t, m.secrets["matching-secrets"].StringData["DATABASE_URL"], "default_query_exec_mode",
+		"the example DATABASE_URL is the one an operator writes for PostgreSQL")
 	for _, k := range []string{"WORKER_CONCURRENCY", "WEBHOOK_CONCURRENCY"} {
 		assert.Contains(t, workerEnv, k)
 		assert.NotContains(t, apiEnv, k)
@@ -661,25 +702,23 @@ func TestAlertRules(t *testing.T) {
 	root := testutil.RepoRoot(t)
 	b, err := os.ReadFile(filepath.Join(root, "deploy", "prometheus", "alerts.yaml"))
 	require.NoError(t, err)
-	groups, errs := rulefmt.Parse(b, false, model.UTF8Validation, promql, nil)
-	require.Empty(t, errs, "deploy/prometheus/alerts.yaml")
+	groups := checkRules(t, "deploy/prometheus/alerts.yaml", b)
 	names := metricNames(t)
-	runbook := anchors(t, filepath.Join(root, "docs", "operations.md"))
-	alerts := 0
-	for _, g := range groups.Groups {
-		for _, r := range g.Rules {
-			require.NotEmpty(t, r.Alert, "every rule is an alert")
-			alerts++
-			checkQuery(t, "alert "+r.Alert, r.Expr, names)
-			assert.Contains(t, []string{"page", "warn", "info"}, r.Labels["severity"], r.Alert)
-			assert.NotEmpty(t, r.Annotations["summary"], r.Alert)
-			link, ok := strings.CutPrefix(r.Annotations["runbook_url"], "docs/operations.md#")
-			if assert.True(t, ok, "%s: runbook_url is an entry of docs/operations.md", r.Alert) {
-				assert.True(t, runbook[link], "%s: docs/operations.md has no heading #%s", r.Alert, link)
-			}
+
+	// The Prometheus Operator overlay's PrometheusRule holds the same
+	// groups (scripts/prometheusrule.sh writes it), checked the same way.
+	n := 0
+	for _, m := range builds(t) {
+		for _, r := range m.rules {
+			n++
+			where := fmt.Sprintf("deploy/%s: PrometheusRule %s", m.dir, r.Name)
+			doc, err := json.Marshal(map[string]any{"groups": r.Spec.Groups})
+			require.NoError(t, err)
+			got := checkRules(t, where, doc)
+			assert.Equal(t, groups, got, "%s differs from deploy/prometheus/alerts.yaml: run scripts/prometheusrule.sh", where)
 		}
 	}
-	assert.Greater(t, alerts, 15)
+	assert.NotZero(t, n, "an overlay applies the alerts as a PrometheusRule")
 
 	// A rule using a metric that does not exist fails the check.
 	rec := &recorder{}
@@ -688,6 +727,64 @@ func TestAlertRules(t *testing.T) {
 	rec = &recorder{}
 	checkQuery(rec, "test", `sum(rate(matching_http_requests_total[5m])`, names)
 	assert.Len(t, rec.failures, 1, "a query that does not parse fails")
+}
+
+// checkRules parses a rule file (where names it) as Prometheus does and
+// checks every rule: an alert on exported metrics, with a severity, a
+// summary and a runbook entry; an absent() alert per binary.
+func checkRules(t *testing.T, where string, b []byte) *rulefmt.RuleGroups {
+	t.Helper()
+	groups, errs := rulefmt.Parse(b, false, model.UTF8Validation, promql, nil)
+	require.Empty(t, errs, where)
+	names := metricNames(t)
+	runbook := anchors(t, filepath.Join(testutil.RepoRoot(t), "docs", "operations.md"))
+	alerts := 0
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			require.NotEmpty(t, r.Alert, "%s: every rule is an alert", where)
+			alerts++
+			checkQuery(t, where+": alert "+r.Alert, r.Expr, names)
+			assert.Contains(t, []string{"page", "warn", "info"}, r.Labels["severity"], r.Alert)
+			assert.NotEmpty(t, r.Annotations["summary"], r.Alert)
+			link, ok := strings.CutPrefix(r.Annotations["runbook_url"], "docs/operations.md#")
+			if assert.True(t, ok, "%s: runbook_url is an entry of docs/operations.md", r.Alert) {
+				assert.True(t, runbook[link], "%s: docs/operations.md has no heading #%s", r.Alert, link)
+			}
+		}
+	}
+	assert.Greater(t, alerts, 15, where)
+	assertAbsentAlerts(t, groups)
+	return groups
+}
+
+// The PodMonitor scrapes the operations port of every API and worker pod.
+func TestPodMonitor(t *testing.T) {
+	n := 0
+	for _, m := range builds(t) {
+		for _, pm := range m.podMonitors {
+			n++
+			sel, err := metav1.LabelSelectorAsSelector(&pm.Spec.Selector)
+			require.NoError(t, err)
+			require.Len(t, pm.Spec.PodMetricsEndpoints, 1)
+			ep := pm.Spec.PodMetricsEndpoints[0]
+			assert.Equal(t, "/metrics", ep.Path)
+			for _, name := range []string{"matching-api", "matching-worker"} {
+				d := m.deployments[name]
+				require.NotNil(t, d, "deploy/%s: %s", m.dir, name)
+				assert.True(t, sel.Matches(labels.Set(d.Spec.Template.Labels)), "deploy/%s: PodMonitor %s selects %s's pods", m.dir, pm.Name, name)
+				var port int32
+				for _, p := range m.container(t, name).Ports {
+					if p.Name == ep.Port {
+						port = p.ContainerPort
+					}
+				}
+				want, err := strconv.Atoi(d.Spec.Template.Annotations["prometheus.io/port"])
+				require.NoError(t, err)
+				assert.Equal(t, int32(want), port, "deploy/%s: PodMonitor port %q on %s is its operations port", m.dir, ep.Port, name)
+			}
+		}
+	}
+	assert.NotZero(t, n, "an overlay has a PodMonitor")
 }
 
 // grafanaPanel is the part of a Grafana panel the test reads; rows hold
@@ -707,12 +804,33 @@ func TestGrafanaDashboard(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "deploy", "grafana", "matching-dashboard.json"))
 	require.NoError(t, err)
 	var dash struct {
-		UID    string         `json:"uid"`
-		Title  string         `json:"title"`
-		Panels []grafanaPanel `json:"panels"`
+		UID        string         `json:"uid"`
+		Title      string         `json:"title"`
+		Panels     []grafanaPanel `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name       string `json:"name"`
+				Type       string `json:"type"`
+				Definition string `json:"definition"`
+				IncludeAll bool   `json:"includeAll"`
+			} `json:"list"`
+		} `json:"templating"`
 	}
 	require.NoError(t, json.Unmarshal(b, &dash))
 	require.NotEmpty(t, dash.UID)
+	// A namespace variable (from the metrics' namespace label, all of them
+	// at once allowed), and every query keeps to it: a namespace's
+	// dashboard never sums another's series.
+	var nsVar bool
+	for _, v := range dash.Templating.List {
+		if v.Name == "namespace" {
+			nsVar = true
+			assert.Equal(t, "query", v.Type)
+			assert.Equal(t, "label_values(matching_build_info, namespace)", v.Definition)
+			assert.True(t, v.IncludeAll)
+		}
+	}
+	assert.True(t, nsVar, "the dashboard has a namespace variable")
 	names := metricNames(t)
 	// Grafana's own variables, as Prometheus would see them.
 	vars := strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
@@ -731,6 +849,16 @@ func TestGrafanaDashboard(t *testing.T) {
 			for _, tg := range p.Targets {
 				q := vars.Replace(tg.Expr)
 				checkQuery(t, fmt.Sprintf("panel %q", p.Title), q, names)
+				if expr, err := promql.ParseExpr(q); err == nil {
+					parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+						if vs, ok := n.(*parser.VectorSelector); ok {
+							assert.True(t, slices.ContainsFunc(vs.LabelMatchers, func(m *promlabels.Matcher) bool {
+								return m.Name == "namespace" && m.Type == promlabels.MatchRegexp && m.Value == "$namespace"
+							}), "panel %q: %s is not kept to the namespace variable", p.Title, vs.Name)
+						}
+						return nil
+					})
+				}
 				for m := range names {
 					if strings.Contains(q, m) {
 						used[m] = true
@@ -743,7 +871,9 @@ func TestGrafanaDashboard(t *testing.T) {
 	// The panels the runbook points at.
 	for _, m := range []string{"matching_http_requests_total", "matching_http_request_duration_seconds_bucket", "matching_dependency_up",
 		"matching_queue_latency_seconds", "matching_webhook_deliveries_total", "matching_feed_lag_seconds_bucket",
-		"matching_swipes_total", "matching_feedback_total", "matching_outbox_oldest_unpublished_age_seconds"} {
+		"matching_swipes_total", "matching_feedback_total", "matching_outbox_oldest_unpublished_age_seconds",
+		"matching_db_pool_connections", "matching_db_pool_max_connections", "matching_db_pool_waited_acquires_total",
+		"matching_retention_passes_total", "matching_factor_cache_requests_total", "matching_factor_cache_bytes"} {
 		assert.True(t, used[m], "the dashboard shows %s", m)
 	}
 }
@@ -998,4 +1128,54 @@ func TestOpsPortsOnlyToTheScraper(t *testing.T) {
 			assert.Empty(t, m.admitted(t, j.Spec.Template.Labels, j.Spec.Template.Spec.Containers[0], 8080), "%s: Job %s", m.dir, name)
 		}
 	}
+}
+
+// What kustomize builds runs one release of every image: a version tag
+// (never latest) or a digest.
+func TestImagesPinned(t *testing.T) {
+	for _, m := range builds(t) {
+		for name, spec := range m.podSpecs() {
+			for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+				assert.True(t, pinned(c.Image), "deploy/%s: %s runs %s, which names no exact version", m.dir, name, c.Image)
+			}
+		}
+	}
+}
+
+// absentAlerts maps each binary to the series its absent() alert watches:
+// one every replica of it exports from its start, which no other binary
+// exports (docs/metrics.md's "exported by" column).
+func absentAlerts(t *testing.T, groups *rulefmt.RuleGroups) map[string]string {
+	t.Helper()
+	doc := testutil.MetricsDoc(t)
+	out := map[string]string{}
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			expr, err := promql.ParseExpr(r.Expr)
+			require.NoError(t, err)
+			call, ok := expr.(*parser.Call)
+			if !ok || call.Func.Name != "absent" {
+				continue
+			}
+			vs, ok := call.Args[0].(*parser.VectorSelector)
+			if !assert.True(t, ok, "%s: absent() of a selector", r.Alert) {
+				continue
+			}
+			d := doc[vs.Name]
+			assert.Len(t, d.Binaries, 1, "%s: %s is exported by one binary", r.Alert, vs.Name)
+			assert.Empty(t, d.Labels, "%s: %s has no labels, so it exists from the replica's start", r.Alert, vs.Name)
+			for _, b := range d.Binaries {
+				out[b] = vs.Name
+			}
+		}
+	}
+	return out
+}
+
+// Each binary has an alert for its absence: ratios go silent when nothing
+// is scraped.
+func assertAbsentAlerts(t *testing.T, groups *rulefmt.RuleGroups) {
+	t.Helper()
+	got := absentAlerts(t, groups)
+	assert.ElementsMatch(t, []string{"api", "worker"}, slices.Collect(maps.Keys(got)), "an absent() alert per binary: %v", got)
 }

@@ -40,17 +40,18 @@ func pgBouncer(t *testing.T) *testutil.Script {
 }
 
 // The API works through PgBouncer in transaction pooling mode with the
-// statement mode the README gives (default_query_exec_mode=cache_describe):
+// DATABASE_URL an operator would write for PostgreSQL, naming no statement
+// mode: it chooses cache_describe itself and logs so.
 // students onboard, read their feeds, swipe, give feedback, swipe through
 // the continuous feed and sync, eight at a time, and every answer is a
 // success. The catalogue is loaded through it too.
 func TestRunThroughPgBouncer(t *testing.T) {
 	direct := testutil.NewDBURL(t) // created before PgBouncer, so dropped after it stops
 	pgb := pgBouncer(t)
-	dbURL := pgb.DatabaseURL(direct)
+	dbURL := pgb.PlainDatabaseURL(direct)
 	ctx := context.Background()
 
-	pool, err := store.Open(ctx, dbURL)
+	pool, err := store.Open(ctx, pgb.DatabaseURL(direct))
 	require.NoError(t, err)
 	schools := catalog.Generate(300, 3)
 	_, err = store.New(pool).UpsertSchools(ctx, schools)
@@ -68,7 +69,8 @@ func TestRunThroughPgBouncer(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
-	go func() { done <- run(runCtx, func(k string) string { return env[k] }, io.Discard, ready) }()
+	logs := &syncBuffer{}
+	go func() { done <- run(runCtx, func(k string) string { return env[k] }, logs, ready) }()
 	var addrs [2]string
 	select {
 	case addrs = <-ready:
@@ -111,6 +113,18 @@ func TestRunThroughPgBouncer(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	assert.Equal(t, "transaction", mode)
+
+	// The API said which statement mode it chose.
+	var chosen map[string]any
+	for l := range strings.SplitSeq(logs.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(l), &rec) == nil && rec["msg"] == "database statement mode" {
+			chosen = rec
+		}
+	}
+	require.NotNil(t, chosen, "the API logs its statement mode:\n%s", logs.String())
+	assert.Equal(t, "cache_describe", chosen["default_query_exec_mode"])
+	assert.Equal(t, true, chosen["pooler"])
 
 	cancel()
 	select {
@@ -240,4 +254,23 @@ func TestPgBouncerNeedsAStatementMode(t *testing.T) {
 	}
 	assert.Positive(t, failures("cache_statement"), "prepared statements break under transaction pooling")
 	assert.Zero(t, failures("cache_describe"))
+}
+
+// syncBuffer is a bytes.Buffer the API's logger may write while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

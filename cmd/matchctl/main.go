@@ -64,6 +64,9 @@ type command struct {
 	usage string
 	help  string
 	run   func(ctx context.Context, e env, args []string) error
+	// standalone commands read no configuration: they run wherever the
+	// binary does (a health check inside the API's container).
+	standalone bool
 }
 
 // commands is filled by each command's file.
@@ -98,13 +101,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		printHelp(stdout, args[0], c)
 		return 0
 	}
-	cfg, err := config.Load(getenv, config.RoleCLI)
-	if err != nil {
-		fmt.Fprintln(stderr, "matchctl:", err)
-		return 1
+	var cfg config.Config
+	if !c.standalone {
+		var err error
+		if cfg, err = config.Load(getenv, config.RoleCLI); err != nil {
+			fmt.Fprintln(stderr, "matchctl:", err)
+			return 1
+		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	err = c.run(ctx, env{cfg: cfg, stdout: stdout, stderr: stderr, log: log, getenv: getenv}, args[1:])
+	err := c.run(ctx, env{cfg: cfg, stdout: stdout, stderr: stderr, log: log, getenv: getenv}, args[1:])
 	switch {
 	case err == nil:
 		return 0

@@ -13,15 +13,23 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/collegematch/matching/internal/store"
 )
 
 // InsertBaseline is what the service's PostgreSQL takes at its simplest:
 // conns connections, each inserting one row per transaction into a table of
 // its own making (dropped afterwards), for d. It returns transactions per
-// second.
+// second. The pool sends its statements as the service would
+// (store.ChooseStatementMode).
 func InsertBaseline(ctx context.Context, databaseURL string, conns int, d time.Duration) (float64, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
+		return 0, err
+	}
+	// The statement mode the service would use on this URL (through a
+	// pooler, one that transaction pooling allows).
+	if _, err := store.ChooseStatementMode(ctx, cfg); err != nil {
 		return 0, err
 	}
 	cfg.MaxConns = int32(conns)

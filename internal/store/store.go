@@ -44,7 +44,10 @@ func Open(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
 }
 
 // OpenWith connects to databaseURL with the settings s (what the URL sets
-// itself wins) and checks the connection. When the server refuses the
+// itself wins) and checks the connection. Unless the URL names
+// default_query_exec_mode, it chooses the statement mode that works with
+// what answers (ChooseStatementMode: cache_describe through a pooler) and
+// says which in s.Log. When the server refuses the
 // start-up parameters s adds (PgBouncer 1.18 refuses every one it does not
 // know), it connects without them and says so in s.Log: the server-side
 // limits must then come from the role (ALTER ROLE ... SET), and the
@@ -55,7 +58,15 @@ func OpenWith(ctx context.Context, databaseURL string, s Settings) (*pgxpool.Poo
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	added := s.apply(cfg, databaseURL)
-	pool, err := connect(ctx, cfg)
+	open := func() (*pgxpool.Pool, StatementMode, error) {
+		mode, err := ChooseStatementMode(ctx, cfg)
+		if err != nil {
+			return nil, mode, err
+		}
+		pool, err := connect(ctx, cfg)
+		return pool, mode, err
+	}
+	pool, mode, err := open()
 	if err != nil && len(added) > 0 && refusedParameter(err) {
 		for _, k := range added {
 			delete(cfg.ConnConfig.RuntimeParams, k)
@@ -65,9 +76,16 @@ func OpenWith(ctx context.Context, databaseURL string, s Settings) (*pgxpool.Poo
 				"connected without them; set them on the role (ALTER ROLE ... SET) for server-side limits",
 				"parameters", added, "err", err)
 		}
-		pool, err = connect(ctx, cfg)
+		pool, mode, err = open()
 	}
-	return pool, err
+	if err != nil {
+		return nil, err
+	}
+	if s.Log != nil {
+		s.Log.InfoContext(ctx, "database statement mode", "default_query_exec_mode", mode.String(),
+			"pooler", mode.Pooler, "reason", mode.Reason())
+	}
+	return pool, nil
 }
 
 func connect(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {

@@ -68,14 +68,25 @@ func StartPgBouncer(ctx context.Context, poolSize int) (*Script, error) {
 // NewDBURL returns) rewritten to go through this PgBouncer, with the pgx
 // statement mode transaction pooling needs.
 func (s *Script) DatabaseURL(direct string) string {
+	u, err := url.Parse(s.PlainDatabaseURL(direct))
+	if err != nil {
+		panic(err)
+	}
+	q := u.Query()
+	q.Set("default_query_exec_mode", "cache_describe")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// PlainDatabaseURL is direct rewritten to go through this PgBouncer and
+// nothing else: the URL an operator would write for PostgreSQL, naming no
+// statement mode.
+func (s *Script) PlainDatabaseURL(direct string) string {
 	u, err := url.Parse(direct)
 	if err != nil {
 		panic(err)
 	}
 	u.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
-	q := u.Query()
-	q.Set("default_query_exec_mode", "cache_describe")
-	u.RawQuery = q.Encode()
 	return u.String()
 }
 
