@@ -101,9 +101,9 @@ type WebhookMetrics struct {
 	Deliveries       *prometheus.CounterVec   // deliveries that ended, by outcome (succeeded, parked, disabled) and endpoint
 	AttemptLatency   *prometheus.HistogramVec // request to response, seconds, by endpoint
 	Lag              *prometheus.HistogramVec // event written to delivered, seconds, by endpoint
-	Backlog          prometheus.Gauge       // pending deliveries (handed over, not yet ended)
-	OldestPendingAge prometheus.Gauge       // age of the oldest pending delivery, seconds
-	Requeued         prometheus.Counter     // overdue deliveries queued again by the monitor
+	Backlog          prometheus.Gauge         // pending deliveries (handed over, not yet ended)
+	OldestPendingAge prometheus.Gauge         // age of the oldest pending delivery, seconds
+	Requeued         prometheus.Counter       // overdue deliveries queued again by the monitor
 }
 
 // NewWebhookMetrics creates webhook delivery's collectors and registers them on reg.
