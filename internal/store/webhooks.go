@@ -300,19 +300,21 @@ func (s *Store) ReplayWebhookDelivery(ctx context.Context, id int64) (WebhookDel
 const replayFailedDeliveries = `
 SELECT d.id FROM webhook_deliveries d JOIN outbox o ON o.id = d.outbox_id
 WHERE d.status IN ('parked', 'disabled') AND o.created_at >= $1 AND ($2::timestamptz IS NULL OR o.created_at < $2)
+	AND ($4 = '' OR d.endpoint_url = $4)
 ORDER BY d.outbox_id, d.id LIMIT $3
 FOR UPDATE OF d`
 
 // ReplayWebhookDeliveries replays every parked or disabled delivery of an
-// event written in [since, until) (a zero until: no end), at most limit.
-func (s *Store) ReplayWebhookDeliveries(ctx context.Context, since, until time.Time, limit int) ([]WebhookDelivery, error) {
+// event written in [since, until) (a zero until: no end), to endpoint (its
+// URL; empty: every endpoint), at most limit.
+func (s *Store) ReplayWebhookDeliveries(ctx context.Context, since, until time.Time, endpoint string, limit int) ([]WebhookDelivery, error) {
 	var out []WebhookDelivery
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var untilArg *time.Time
 		if !until.IsZero() {
 			untilArg = &until
 		}
-		rows, err := tx.Query(ctx, replayFailedDeliveries, since, untilArg, limit)
+		rows, err := tx.Query(ctx, replayFailedDeliveries, since, untilArg, limit, endpoint)
 		if err != nil {
 			return err
 		}
