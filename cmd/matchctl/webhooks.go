@@ -43,7 +43,7 @@ func runWebhooks(ctx context.Context, e env, args []string) error {
 	limitFlag := fs.Int("limit", 100, "failed, log: list at most this many deliveries or attempts")
 	sinceFlag := fs.String("since", "", "replay: every parked or disabled delivery created since `TIME`")
 	untilFlag := fs.String("until", "", "replay: ... and before `TIME` (default now)")
-	endpointFlag := fs.String("endpoint", "", "replay --since: only the deliveries to this endpoint (`NAME-or-URL`)")
+	endpointFlag := fs.String("endpoint", "", "replay --since: only the deliveries to `ENDPOINT` (its name or URL)")
 	eventFlag := fs.String("event", "", "log: the attempts of this event (its `ID`, or a webhook-id msg_...)")
 	studentFlag := fs.String("student", "", "log: the attempts of this student's events (`ID`)")
 	pos, err := parseArgs(fs, args)
