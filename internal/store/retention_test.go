@@ -166,7 +166,8 @@ func TestRetentionAndStudentLookupsUseIndexes(t *testing.T) {
 		"erase events":      {store.DeleteEventsSQL, []any{[]int64{1, 2}}},
 		"anonymise swipes":  {store.AnonymiseSwipesSQL, []any{student}},
 		"failed deliveries": {store.FailedDeliveriesSQL, []any{10}},
-		"replay failed":     {store.ReplayFailedSQL, []any{time.Time{}, nil, 10}},
+		"replay failed":     {store.ReplayFailedSQL, []any{time.Time{}, nil, 10, ""}},
+		"replay endpoint's": {store.ReplayFailedSQL, []any{time.Time{}, nil, 10, "https://a.example/h"}},
 		"webhook backlog":   {store.WebhookBacklogSQL, nil},
 	} {
 		tx, err := conn.Begin(ctx)
