@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -483,35 +485,91 @@ type WebhookAttemptEntry struct {
 }
 
 // WebhookAttemptLog lists the attempts filter selects, newest first, at
-// most limit.
+// most limit. An event, webhook-id or student picks its few deliveries
+// through their indexes first (outbox_id; a webhook-id names its event:
+// msg_<outbox id>_...; outbox_student_idx), then their attempts; an
+// endpoint alone, or nothing, reads the attempts newest first until limit.
 func (s *Store) WebhookAttemptLog(ctx context.Context, f WebhookAttemptFilter, limit int) ([]WebhookAttemptEntry, error) {
-	const q = `
-SELECT a.created_at, a.attempt, coalesce(a.status_code, 0), a.latency_ms, coalesce(a.error, ''),
-	d.id, d.outbox_id, d.endpoint_url, d.webhook_id, d.event, d.status
-FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
-WHERE ($1 = '' OR d.endpoint_url = $1)
-	AND ($2 = 0 OR d.outbox_id = $2)
-	AND ($3 = '' OR d.webhook_id = $3)
-	AND ($4::uuid IS NULL OR d.outbox_id IN (SELECT id FROM outbox WHERE student_id = $4::uuid))
-ORDER BY a.id DESC LIMIT $5`
-	var student *string
-	if f.StudentID != "" {
-		student = &f.StudentID
+	if f.WebhookID != "" && f.OutboxID == 0 {
+		if id, ok := webhookIDOutbox(f.WebhookID); ok {
+			f.OutboxID = id
+		}
 	}
-	rows, err := s.pool.Query(ctx, q, f.Endpoint, f.OutboxID, f.WebhookID, student, limit)
+	q, args := attemptLogQuery(f, limit)
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, mapErr(err, "webhook attempts")
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (WebhookAttemptEntry, error) {
-		var (
-			e  WebhookAttemptEntry
-			ms int64
-		)
-		err := r.Scan(&e.At, &e.Attempt, &e.StatusCode, &ms, &e.Error, &e.DeliveryID, &e.OutboxID, &e.Endpoint,
-			&e.WebhookID, &e.Event, &e.Status)
-		e.Latency = time.Duration(ms) * time.Millisecond
-		e.Error = domain.ScrubError(e.Error)
-		return e, err
-	})
+	out, err := pgx.CollectRows(rows, scanAttemptEntry)
 	return out, mapErr(err, "webhook attempts")
+}
+
+// attemptLogQuery is WebhookAttemptLog's statement for f, with only the
+// conditions f sets (so that each filter gets a plan of its own).
+func attemptLogQuery(f WebhookAttemptFilter, limit int) (string, []any) {
+	var (
+		conds []string
+		args  = []any{limit}
+	)
+	arg := func(cond string, v any) {
+		args = append(args, v)
+		conds = append(conds, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
+	}
+	from := `webhook_deliveries d`
+	if f.StudentID != "" {
+		from = `outbox o JOIN webhook_deliveries d ON d.outbox_id = o.id`
+		arg(`o.student_id = $?::uuid`, f.StudentID)
+	}
+	if f.OutboxID != 0 {
+		arg(`d.outbox_id = $?`, f.OutboxID)
+	}
+	if f.WebhookID != "" {
+		arg(`d.webhook_id = $?`, f.WebhookID)
+	}
+	if f.Endpoint != "" {
+		arg(`d.endpoint_url = $?`, f.Endpoint)
+	}
+	where := "true"
+	if len(conds) > 0 {
+		where = strings.Join(conds, " AND ")
+	}
+	const cols = `a.created_at, a.attempt, coalesce(a.status_code, 0), a.latency_ms, coalesce(a.error, ''),
+	d.id, d.outbox_id, d.endpoint_url, d.webhook_id, d.event, d.status`
+	q := `SELECT ` + cols + `
+FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+WHERE ` + where + `
+ORDER BY a.id DESC LIMIT $1`
+	if f.OutboxID != 0 || f.WebhookID != "" || f.StudentID != "" {
+		// A few deliveries: found first, so the plan does not walk every
+		// attempt newest first looking for theirs.
+		q = `WITH d AS MATERIALIZED (SELECT d.* FROM ` + from + ` WHERE ` + where + `)
+SELECT ` + cols + `
+FROM d JOIN LATERAL (SELECT * FROM webhook_attempts a WHERE a.delivery_id = d.id) a ON true
+ORDER BY a.id DESC LIMIT $1`
+	}
+	return q, args
+}
+
+func scanAttemptEntry(r pgx.CollectableRow) (WebhookAttemptEntry, error) {
+	var (
+		e  WebhookAttemptEntry
+		ms int64
+	)
+	err := r.Scan(&e.At, &e.Attempt, &e.StatusCode, &ms, &e.Error, &e.DeliveryID, &e.OutboxID, &e.Endpoint,
+		&e.WebhookID, &e.Event, &e.Status)
+	e.Latency = time.Duration(ms) * time.Millisecond
+	e.Error = domain.ScrubError(e.Error)
+	return e, err
+}
+
+// webhookIDOutbox reads the event's id from a delivery's webhook-id,
+// msg_<outbox id>_<endpoint key> (tasks.WebhookMessageID).
+func webhookIDOutbox(webhookID string) (int64, bool) {
+	rest, ok := strings.CutPrefix(webhookID, "msg_")
+	if !ok {
+		return 0, false
+	}
+	num, _, _ := strings.Cut(rest, "_")
+	id, err := strconv.ParseInt(num, 10, 64)
+	return id, err == nil && id > 0
 }
