@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -144,17 +145,18 @@ func Parse(b []byte) ([]Endpoint, error) {
 			problems = append(problems, fmt.Errorf("%s: same url as endpoint %d; list each url once with all its events", name, first))
 			continue
 		}
-		if first, dup := names[ep.Name]; dup {
-			hint := ""
-			if e.Name == "" {
-				hint = " (derived from the url's host; give each endpoint a name)"
+		if ep.Name != "" {
+			if first, dup := names[ep.Name]; dup {
+				problems = append(problems, fmt.Errorf("%s: name %q is also endpoint %d's", name, ep.Name, first))
+				continue
 			}
-			problems = append(problems, fmt.Errorf("%s: name %q is also endpoint %d's%s", name, ep.Name, first, hint))
-			continue
+			names[ep.Name] = i + 1
 		}
 		seen[ep.URL] = i + 1
-		names[ep.Name] = i + 1
 		out = append(out, ep)
+	}
+	if len(problems) == 0 {
+		defaultNames(out)
 	}
 	if len(problems) > 0 {
 		return nil, errors.Join(problems...)
@@ -200,11 +202,10 @@ func validate(e entry) (Endpoint, []error) {
 			ep.Keys = append(ep.Keys, key)
 		}
 	}
-	if e.Name == "" {
-		ep.Name = DefaultName(ep.URL)
-	} else if err := checkName(e.Name); err != nil {
-		errs = append(errs, err)
-	} else {
+	if e.Name != "" {
+		if err := checkName(e.Name); err != nil {
+			errs = append(errs, err)
+		}
 		ep.Name = e.Name
 	}
 	if len(e.Events) == 0 {
@@ -222,9 +223,50 @@ func validate(e entry) (Endpoint, []error) {
 	return ep, errs
 }
 
-// DefaultName is the name of an endpoint the file names not: its URL's
-// host, lower case, with the port when there is one, as a name
-// (checkName); "endpoint" when the URL has no host.
+// defaultNames names the endpoints the file names not: by their URL's
+// host (DefaultName); when another endpoint has that name too, by host
+// and path; when that is taken as well, with "-2", "-3", ... in the
+// file's order. A file that lists one host twice without names stays
+// valid; only names given twice are an error.
+func defaultNames(eps []Endpoint) {
+	taken := map[string]bool{}
+	hosts := map[string]int{}
+	for _, e := range eps {
+		if e.Name != "" {
+			taken[e.Name] = true
+		} else {
+			hosts[DefaultName(e.URL)]++
+		}
+	}
+	for i, e := range eps {
+		if e.Name != "" {
+			continue
+		}
+		n := DefaultName(e.URL)
+		if hosts[n] > 1 || taken[n] {
+			n = slug(n + "-" + urlPath(e.URL))
+		}
+		base := n
+		for k := 2; taken[n]; k++ {
+			suffix := "-" + strconv.Itoa(k)
+			n = strings.TrimRight(base[:min(len(base), MaxNameLen-len(suffix))], "-._") + suffix
+		}
+		taken[n] = true
+		eps[i].Name = n
+	}
+}
+
+func urlPath(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Path)
+}
+
+// DefaultName is the name an endpoint gets from its URL: its host, lower
+// case, with the port when there is one, as a name (checkName);
+// "endpoint" when the URL has no host.
 func DefaultName(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Hostname() == "" {
@@ -234,15 +276,24 @@ func DefaultName(rawURL string) string {
 	if p := u.Port(); p != "" {
 		n += "-" + p
 	}
-	n = strings.Map(func(r rune) rune {
+	return slug(n)
+}
+
+// slug makes s a name: characters a name may not hold become '-', runs of
+// '-' one, trimmed, at most MaxNameLen; "endpoint" when nothing is left.
+func slug(s string) string {
+	n := strings.Map(func(r rune) rune {
 		if nameRune(r) {
 			return r
 		}
 		return '-'
-	}, n)
-	n = strings.Trim(n, "-.")
+	}, strings.ToLower(s))
+	for strings.Contains(n, "--") {
+		n = strings.ReplaceAll(n, "--", "-")
+	}
+	n = strings.Trim(n, "-._")
 	if len(n) > MaxNameLen {
-		n = strings.TrimRight(n[:MaxNameLen], "-.")
+		n = strings.TrimRight(n[:MaxNameLen], "-._")
 	}
 	if n == "" {
 		return "endpoint"

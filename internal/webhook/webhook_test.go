@@ -104,7 +104,6 @@ func TestParseRejectsBadEntriesNamingThem(t *testing.T) {
 		"second entry":  {`[{"url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"]},{"url":"https://b.example/y","events":["swipe.recorded"]}]`, "endpoint 2 (https://b.example/y): secret is missing"},
 		"not a list":    {`url: https://a.example`, "not a list"},
 		"same name":     {`[{"name":"crm","url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"]},{"name":"crm","url":"https://b.example/y","secret":"` + testSecret + `","events":["swipe.recorded"]}]`, `endpoint 2 (https://b.example/y): name "crm" is also endpoint 1's`},
-		"same host":     {`[{"url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"]},{"url":"https://a.example/y","secret":"` + testSecret + `","events":["swipe.recorded"]}]`, "give each endpoint a name"},
 		"bad name":      {`[{"name":"CRM prod","url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"]}]`, `name "CRM prod" is not`},
 		"both secrets":  {`[{"url":"https://a.example/x","secret":"` + testSecret + `","secrets":["` + testSecret + `"],"events":["swipe.recorded"]}]`, "secret or secrets, not both"},
 		"bad 2nd":       {`[{"url":"https://a.example/x","secrets":["` + testSecret + `","whsec_c2hvcnQ="],"events":["swipe.recorded"]}]`, "secrets[1]: secret is 5 bytes"},
@@ -352,6 +351,23 @@ func TestParseNamesAndSecrets(t *testing.T) {
 	assert.Equal(t, "hooks.example.org-8443", e.Name)
 	_, ok = webhook.Find(eps, "nope")
 	assert.False(t, ok)
+
+	// Names derived from one host are told apart by their path, then by a
+	// number in the file's order; a name given keeps its own, and a file
+	// that was valid without names stays valid.
+	entry := func(name, url string) string {
+		return `{"name":"` + name + `","url":"` + url + `","secret":"` + testSecret + `","events":["swipe.recorded"]}`
+	}
+	eps = endpoints(t, "["+strings.Join([]string{
+		entry("", "https://a.example/Hooks/One"), entry("", "https://a.example/hooks/two"),
+		entry("", "https://a.example/hooks/two?v=2"), entry("", "https://b.example/x"), entry("b.example", "https://c.example/x"),
+		entry("", "https://d.example/"),
+	}, ",")+"]")
+	var names []string
+	for _, e := range eps {
+		names = append(names, e.Name)
+	}
+	assert.Equal(t, []string{"a.example-hooks-one", "a.example-hooks-two", "a.example-hooks-two-2", "b.example-x", "b.example", "d.example"}, names)
 }
 
 // While a secret is rolled the endpoint lists the old and the new one:
