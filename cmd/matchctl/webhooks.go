@@ -6,10 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/domain"
@@ -21,10 +24,13 @@ import (
 
 func init() {
 	register("webhooks", command{
-		usage: "webhooks failed [--limit N] | replay ID... | replay --since TIME [--until TIME]",
-		help: "list parked and disabled webhook deliveries, or send them again with the same webhook-id " +
-			"(a replay also re-enables an endpoint disabled by 410 Gone); TIME is RFC 3339, a date or a " +
-			"duration ago such as 24h",
+		usage: "webhooks endpoints | ping NAME-or-URL | log [NAME-or-URL] [--event ID] [--student ID] [--limit N] | " +
+			"enable NAME-or-URL | failed [--limit N] | replay ID... | replay --since TIME [--until TIME] [--endpoint NAME-or-URL]",
+		help: "the subscribers of WEBHOOK_ENDPOINTS_FILE: each endpoint's state (endpoints), a signed test event " +
+			"(ping), the attempts newest first by endpoint, event (its id or webhook-id) or student (log), " +
+			"an endpoint disabled by 410 Gone attempted again (enable); parked and disabled deliveries listed (failed) " +
+			"or sent again with the same webhook-id (replay, which also re-enables their endpoint); TIME is RFC 3339, " +
+			"a date or a duration ago such as 24h",
 		run: runWebhooks,
 	})
 }
@@ -34,26 +40,78 @@ const maxReplay = 10000
 
 func runWebhooks(ctx context.Context, e env, args []string) error {
 	fs := e.flagSet("webhooks")
-	limitFlag := fs.Int("limit", 100, "failed: list at most this many deliveries, newest first")
+	limitFlag := fs.Int("limit", 100, "failed, log: list at most this many deliveries or attempts")
 	sinceFlag := fs.String("since", "", "replay: every parked or disabled delivery created since `TIME`")
 	untilFlag := fs.String("until", "", "replay: ... and before `TIME` (default now)")
+	endpointFlag := fs.String("endpoint", "", "replay --since: only the deliveries to `ENDPOINT` (its name or URL)")
+	eventFlag := fs.String("event", "", "log: the attempts of this event (its `ID`, or a webhook-id msg_...)")
+	studentFlag := fs.String("student", "", "log: the attempts of this student's events (`ID`)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		return usageErr("missing subcommand: failed or replay")
+		return usageErr("missing subcommand: endpoints, ping, log, enable, failed or replay")
 	}
 	sub, ids := pos[0], pos[1:]
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for name, of := range map[string]string{"limit": "failed", "since": "replay", "until": "replay"} {
-		if set[name] && sub != of {
-			return usageErr("--%s is a flag of %s only", name, of)
+	for name, of := range map[string][]string{"limit": {"failed", "log"}, "since": {"replay"}, "until": {"replay"},
+		"endpoint": {"replay"}, "event": {"log"}, "student": {"log"}} {
+		if set[name] && !slices.Contains(of, sub) {
+			return usageErr("--%s is a flag of %s only", name, strings.Join(of, " and "))
 		}
 	}
 	now := time.Now()
 	switch sub {
+	case "endpoints":
+		if len(ids) > 0 {
+			return usageErr("endpoints takes no arguments")
+		}
+		return webhookEndpoints(ctx, e, now)
+	case "ping":
+		if len(ids) != 1 {
+			return usageErr("ping needs one endpoint: its name or URL")
+		}
+		return webhookPing(ctx, e, ids[0], now)
+	case "enable":
+		if len(ids) != 1 {
+			return usageErr("enable needs one endpoint: its name or URL")
+		}
+		return webhookEnable(ctx, e, ids[0])
+	case "log":
+		if len(ids) > 1 {
+			return usageErr("log takes at most one endpoint")
+		}
+		if *limitFlag <= 0 {
+			return usageErr("--limit %d is not a positive number", *limitFlag)
+		}
+		var f store.WebhookAttemptFilter
+		if ev := *eventFlag; ev != "" {
+			if strings.HasPrefix(ev, "msg_") {
+				f.WebhookID = ev
+			} else if n, err := strconv.ParseInt(ev, 10, 64); err == nil && n > 0 {
+				f.OutboxID = n
+			} else {
+				return usageErr("--event %q is neither an event id (a positive number) nor a webhook-id (msg_...)", ev)
+			}
+		}
+		if st := *studentFlag; st != "" {
+			if _, err := uuid.Parse(st); err != nil {
+				return usageErr("--student %q is not a student id (a UUID)", st)
+			}
+			f.StudentID = strings.ToLower(st)
+		}
+		eps, err := webhook.LoadFile(e.cfg.WebhookEndpointsFile)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 1 {
+			if f.Endpoint, err = resolveEndpoint(eps, ids[0]); err != nil {
+				return err
+			}
+		}
+		return webhookLog(ctx, e, eps, f, *limitFlag, now)
 	case "failed":
 		if len(ids) > 0 {
 			return usageErr("failed takes no arguments")
@@ -83,6 +141,18 @@ func runWebhooks(ctx context.Context, e env, args []string) error {
 			return usageErr("--until needs --since")
 		case !hasSince && len(ids) == 0:
 			return usageErr("replay needs delivery IDs or --since TIME")
+		case set["endpoint"] && !hasSince:
+			return usageErr("--endpoint needs --since")
+		}
+		var endpoint string
+		if set["endpoint"] {
+			eps, err := webhook.LoadFile(e.cfg.WebhookEndpointsFile)
+			if err != nil {
+				return err
+			}
+			if endpoint, err = resolveEndpoint(eps, *endpointFlag); err != nil {
+				return err
+			}
 		}
 		var (
 			from, to time.Time
@@ -122,7 +192,7 @@ func runWebhooks(ctx context.Context, e env, args []string) error {
 
 		var ds []store.WebhookDelivery
 		if hasSince {
-			if ds, err = st.ReplayWebhookDeliveries(ctx, from, to, maxReplay); err != nil {
+			if ds, err = st.ReplayWebhookDeliveries(ctx, from, to, endpoint, maxReplay); err != nil {
 				return err
 			}
 		} else {
@@ -140,7 +210,7 @@ func runWebhooks(ctx context.Context, e env, args []string) error {
 		}
 		return enqueueReplays(ctx, e, q, ds)
 	default:
-		return usageErr("unknown subcommand %q: use failed or replay", sub)
+		return usageErr("unknown subcommand %q: use endpoints, ping, log, enable, failed or replay", sub)
 	}
 }
 

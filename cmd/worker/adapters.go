@@ -52,10 +52,10 @@ func asynqLevel(l slog.Level) asynq.LogLevel {
 // webhookSender lets webhook delivery send through internal/webhook.
 type webhookSender struct{ *webhook.Sender }
 
-// Configured implements tasks.WebhookSender.
-func (s webhookSender) Configured(url string) bool {
-	_, ok := s.Sender.Endpoint(url)
-	return ok
+// Name implements tasks.WebhookSender.
+func (s webhookSender) Name(url string) (string, bool) {
+	e, ok := s.Sender.Endpoint(url)
+	return e.Name, ok
 }
 
 // Send implements tasks.WebhookSender.

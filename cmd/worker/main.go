@@ -148,6 +148,9 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	metrics.NewDBPool(reg, pool.Stat)
 	taskMetrics := tasks.NewTaskMetrics(reg)
 	webhookMetrics := tasks.NewWebhookMetrics(reg)
+	for _, e := range endpoints {
+		webhookMetrics.ForEndpoints(e.Name)
+	}
 
 	// The learner rebuilds feeds exactly as the API does on a miss, on the
 	// school catalogue held in memory (reloaded when the store's catalogue

@@ -51,6 +51,8 @@ type received struct {
 	Status    int
 	Signed    bool // the signature verified
 	Timestamp int64
+	Header    http.Header
+	Body      []byte
 }
 
 // receiver is a real HTTP subscriber on loopback. It checks every request
@@ -134,7 +136,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rc.mu.Lock()
 	rc.reqs = append(rc.reqs, received{ID: id, BodyID: msg.ID, OutboxID: outboxID, Event: msg.Event, Data: msg.Data, At: at,
-		Status: status, Signed: verifySignature(rc.secret, r.Header, body), Timestamp: ts})
+		Status: status, Signed: verifySignature(rc.secret, r.Header, body), Timestamp: ts, Header: r.Header.Clone(), Body: body})
 	rc.mu.Unlock()
 }
 
@@ -832,4 +834,38 @@ func redisAddr(t *testing.T) string {
 	}
 	host, _, _ := strings.Cut(rest, "/")
 	return host
+}
+
+// An endpoint listing two secrets while one is rolled: a delivery by the
+// running worker carries a signature for each, and a subscriber that knows
+// either secret alone verifies it; the attempt is counted under the
+// endpoint's name, never its URL.
+func TestWebhookDeliverySignedWithEverySecret(t *testing.T) {
+	rc := newReceiver(t, nil)
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	newSecret := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	ep := endpointEntry{rc: rc, path: "/hook?token=TOPSECRET", allowPrivate: true}
+	w := newHookWorld(t, 40, 1, "", ep)
+	file := filepath.Join(t.TempDir(), "endpoints.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("- name: crm\n  url: "+ep.url()+"\n  secrets: ["+rc.secret+", "+newSecret+
+		"]\n  events: [swipe.recorded]\n  allow_private: true\n"), 0o600))
+	w.env["WEBHOOK_ENDPOINTS_FILE"] = file
+	wk := startWith(t, w.env, options{})
+
+	id := w.swipe(t, 0, 1)
+	w.waitStatus(t, id, ep.url(), domain.DeliverySucceeded, 5*time.Second)
+	got := rc.requests()
+	require.Len(t, got, 1)
+	sigs := strings.Fields(got[0].Header.Get("webhook-signature"))
+	require.Len(t, sigs, 2, "one v1 signature per secret, space-separated")
+	assert.True(t, verifySignature(rc.secret, got[0].Header, got[0].Body), "the old secret alone verifies it")
+	assert.True(t, verifySignature(newSecret, got[0].Header, got[0].Body), "the new secret alone verifies it")
+	key[0] ^= 1
+	assert.False(t, verifySignature("whsec_"+base64.StdEncoding.EncodeToString(key), got[0].Header, got[0].Body), "another secret does not")
+
+	_, body := get(t, "http://"+wk.ops+"/metrics")
+	assert.Contains(t, body, `matching_webhook_attempts_total{endpoint="crm",result="delivered"} 1`)
+	assert.NotContains(t, body, "TOPSECRET")
+	assert.NotContains(t, body, rc.srv.URL)
 }

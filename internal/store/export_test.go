@@ -37,3 +37,6 @@ const (
 func LearnerStatePaged(s *Store, ctx context.Context, id string, page int) (domain.LearnerState, error) {
 	return s.learnerState(ctx, id, page)
 }
+
+// AttemptLogQuery is WebhookAttemptLog's statement for a filter.
+var AttemptLogQuery = attemptLogQuery

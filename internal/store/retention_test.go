@@ -154,7 +154,7 @@ func TestRetentionAndStudentLookupsUseIndexes(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _, _ = conn.Exec(ctx, `RESET enable_seqscan`) }()
 
-	for name, q := range map[string]struct {
+	queries := map[string]struct {
 		sql  string
 		args []any
 	}{
@@ -166,9 +166,22 @@ func TestRetentionAndStudentLookupsUseIndexes(t *testing.T) {
 		"erase events":      {store.DeleteEventsSQL, []any{[]int64{1, 2}}},
 		"anonymise swipes":  {store.AnonymiseSwipesSQL, []any{student}},
 		"failed deliveries": {store.FailedDeliveriesSQL, []any{10}},
-		"replay failed":     {store.ReplayFailedSQL, []any{time.Time{}, nil, 10}},
+		"replay failed":     {store.ReplayFailedSQL, []any{time.Time{}, nil, 10, ""}},
+		"replay endpoint's": {store.ReplayFailedSQL, []any{time.Time{}, nil, 10, "https://a.example/h"}},
 		"webhook backlog":   {store.WebhookBacklogSQL, nil},
+	}
+	for name, f := range map[string]store.WebhookAttemptFilter{
+		"attempts of a student": {StudentID: student},
+		"attempts of an event":  {OutboxID: 7},
+		"attempts of an id":     {OutboxID: 7, WebhookID: "msg_7_abc"},
 	} {
+		sql, args := store.AttemptLogQuery(f, 100)
+		queries[name] = struct {
+			sql  string
+			args []any
+		}{sql, args}
+	}
+	for name, q := range queries {
 		tx, err := conn.Begin(ctx)
 		require.NoError(t, err)
 		rows, err := tx.Query(ctx, "EXPLAIN "+q.sql, q.args...)

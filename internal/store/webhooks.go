@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -300,19 +302,21 @@ func (s *Store) ReplayWebhookDelivery(ctx context.Context, id int64) (WebhookDel
 const replayFailedDeliveries = `
 SELECT d.id FROM webhook_deliveries d JOIN outbox o ON o.id = d.outbox_id
 WHERE d.status IN ('parked', 'disabled') AND o.created_at >= $1 AND ($2::timestamptz IS NULL OR o.created_at < $2)
+	AND ($4 = '' OR d.endpoint_url = $4)
 ORDER BY d.outbox_id, d.id LIMIT $3
 FOR UPDATE OF d`
 
 // ReplayWebhookDeliveries replays every parked or disabled delivery of an
-// event written in [since, until) (a zero until: no end), at most limit.
-func (s *Store) ReplayWebhookDeliveries(ctx context.Context, since, until time.Time, limit int) ([]WebhookDelivery, error) {
+// event written in [since, until) (a zero until: no end), to endpoint (its
+// URL; empty: every endpoint), at most limit.
+func (s *Store) ReplayWebhookDeliveries(ctx context.Context, since, until time.Time, endpoint string, limit int) ([]WebhookDelivery, error) {
 	var out []WebhookDelivery
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var untilArg *time.Time
 		if !until.IsZero() {
 			untilArg = &until
 		}
-		rows, err := tx.Query(ctx, replayFailedDeliveries, since, untilArg, limit)
+		rows, err := tx.Query(ctx, replayFailedDeliveries, since, untilArg, limit, endpoint)
 		if err != nil {
 			return err
 		}
@@ -374,4 +378,198 @@ func (s *Store) WebhookEventExists(ctx context.Context, outboxID int64) (bool, e
 	var ok bool
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE id = $1)`, outboxID).Scan(&ok)
 	return ok, mapErr(err, "outbox event")
+}
+
+// WebhookEndpointState is an endpoint's delivery state as operators see it
+// (matchctl webhooks endpoints), from the deliveries and attempts kept
+// (WEBHOOK_RETENTION).
+type WebhookEndpointState struct {
+	Endpoint     string
+	LastSuccess  time.Time // the last delivery that succeeded; zero: none kept
+	FailingSince time.Time // the first failed attempt after LastSuccess; zero: none
+	Pending      int       // deliveries not yet delivered and still being attempted
+	Failed       int       // deliveries parked or disabled (matchctl webhooks replay)
+	DisabledAt   time.Time // disabled after a 410 Gone; zero: enabled
+	Reason       string    // why it was disabled
+}
+
+// webhookEndpointStates reads every kept delivery and its attempts once:
+// an operator's command, bounded by the retention of ended deliveries.
+const webhookEndpointStates = `
+WITH d AS (
+	SELECT endpoint_url,
+		count(*) FILTER (WHERE status = 'pending') AS pending,
+		count(*) FILTER (WHERE status IN ('parked', 'disabled')) AS failed,
+		max(updated_at) FILTER (WHERE status = 'succeeded') AS last_ok
+	FROM webhook_deliveries GROUP BY endpoint_url
+), f AS (
+	SELECT d.endpoint_url, min(a.created_at) AS failing_since
+	FROM d JOIN webhook_deliveries wd ON wd.endpoint_url = d.endpoint_url
+	JOIN webhook_attempts a ON a.delivery_id = wd.id
+	WHERE (a.status_code IS NULL OR a.status_code NOT BETWEEN 200 AND 299)
+		AND (d.last_ok IS NULL OR a.created_at > d.last_ok)
+	GROUP BY d.endpoint_url
+)
+SELECT coalesce(d.endpoint_url, s.endpoint_url), d.last_ok, f.failing_since,
+	coalesce(d.pending, 0), coalesce(d.failed, 0), s.disabled_at, coalesce(s.reason, '')
+FROM d FULL JOIN webhook_endpoint_state s ON s.endpoint_url = d.endpoint_url
+LEFT JOIN f ON f.endpoint_url = coalesce(d.endpoint_url, s.endpoint_url)
+ORDER BY 1`
+
+// WebhookEndpointStates returns the state of every endpoint that has
+// deliveries kept or is disabled, by URL.
+func (s *Store) WebhookEndpointStates(ctx context.Context) (map[string]WebhookEndpointState, error) {
+	rows, err := s.pool.Query(ctx, webhookEndpointStates)
+	if err != nil {
+		return nil, mapErr(err, "webhook endpoints")
+	}
+	out := map[string]WebhookEndpointState{}
+	for rows.Next() {
+		var (
+			st                      WebhookEndpointState
+			lastOK, failing, disabl *time.Time
+		)
+		if err := rows.Scan(&st.Endpoint, &lastOK, &failing, &st.Pending, &st.Failed, &disabl, &st.Reason); err != nil {
+			rows.Close()
+			return nil, mapErr(err, "webhook endpoints")
+		}
+		for _, p := range []struct {
+			dst *time.Time
+			src *time.Time
+		}{{&st.LastSuccess, lastOK}, {&st.FailingSince, failing}, {&st.DisabledAt, disabl}} {
+			if p.src != nil {
+				*p.dst = *p.src
+			}
+		}
+		st.Reason = domain.ScrubError(st.Reason)
+		out[st.Endpoint] = st
+	}
+	return out, mapErr(rows.Err(), "webhook endpoints")
+}
+
+// EnableWebhookEndpoint clears endpoint's disabled mark (a 410 Gone) so its
+// new deliveries are attempted again; its deliveries disabled meanwhile
+// stay disabled until replayed. It reports whether the endpoint was
+// disabled, and how many of its deliveries are disabled.
+func (s *Store) EnableWebhookEndpoint(ctx context.Context, endpoint string) (wasDisabled bool, disabledDeliveries int, err error) {
+	const q = `
+WITH del AS (DELETE FROM webhook_endpoint_state WHERE endpoint_url = $1 RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM del),
+	(SELECT count(*) FROM webhook_deliveries WHERE endpoint_url = $1 AND status = 'disabled')`
+	err = s.pool.QueryRow(ctx, q, endpoint).Scan(&wasDisabled, &disabledDeliveries)
+	return wasDisabled, disabledDeliveries, mapErr(err, "webhook endpoint")
+}
+
+// WebhookAttemptFilter selects attempts for WebhookAttemptLog; empty
+// fields select everything.
+type WebhookAttemptFilter struct {
+	Endpoint  string // the endpoint's URL
+	OutboxID  int64  // the event
+	WebhookID string // the delivery's webhook-id
+	StudentID string // the events of this student
+}
+
+// WebhookAttemptEntry is one attempt as operators see it.
+type WebhookAttemptEntry struct {
+	At         time.Time
+	Attempt    int // its number in its delivery
+	StatusCode int // 0: no response
+	Latency    time.Duration
+	Error      string
+	DeliveryID int64
+	OutboxID   int64
+	Endpoint   string
+	WebhookID  string
+	Event      string
+	Status     string // the delivery's status now
+}
+
+// WebhookAttemptLog lists the attempts filter selects, newest first, at
+// most limit. An event, webhook-id or student picks its few deliveries
+// through their indexes first (outbox_id; a webhook-id names its event:
+// msg_<outbox id>_...; outbox_student_idx), then their attempts; an
+// endpoint alone, or nothing, reads the attempts newest first until limit.
+func (s *Store) WebhookAttemptLog(ctx context.Context, f WebhookAttemptFilter, limit int) ([]WebhookAttemptEntry, error) {
+	if f.WebhookID != "" && f.OutboxID == 0 {
+		if id, ok := webhookIDOutbox(f.WebhookID); ok {
+			f.OutboxID = id
+		}
+	}
+	q, args := attemptLogQuery(f, limit)
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, mapErr(err, "webhook attempts")
+	}
+	out, err := pgx.CollectRows(rows, scanAttemptEntry)
+	return out, mapErr(err, "webhook attempts")
+}
+
+// attemptLogQuery is WebhookAttemptLog's statement for f, with only the
+// conditions f sets (so that each filter gets a plan of its own).
+func attemptLogQuery(f WebhookAttemptFilter, limit int) (string, []any) {
+	var (
+		conds []string
+		args  = []any{limit}
+	)
+	arg := func(cond string, v any) {
+		args = append(args, v)
+		conds = append(conds, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
+	}
+	from := `webhook_deliveries d`
+	if f.StudentID != "" {
+		from = `outbox o JOIN webhook_deliveries d ON d.outbox_id = o.id`
+		arg(`o.student_id = $?::uuid`, f.StudentID)
+	}
+	if f.OutboxID != 0 {
+		arg(`d.outbox_id = $?`, f.OutboxID)
+	}
+	if f.WebhookID != "" {
+		arg(`d.webhook_id = $?`, f.WebhookID)
+	}
+	if f.Endpoint != "" {
+		arg(`d.endpoint_url = $?`, f.Endpoint)
+	}
+	where := "true"
+	if len(conds) > 0 {
+		where = strings.Join(conds, " AND ")
+	}
+	const cols = `a.created_at, a.attempt, coalesce(a.status_code, 0), a.latency_ms, coalesce(a.error, ''),
+	d.id, d.outbox_id, d.endpoint_url, d.webhook_id, d.event, d.status`
+	q := `SELECT ` + cols + `
+FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+WHERE ` + where + `
+ORDER BY a.id DESC LIMIT $1`
+	if f.OutboxID != 0 || f.WebhookID != "" || f.StudentID != "" {
+		// A few deliveries: found first, so the plan does not walk every
+		// attempt newest first looking for theirs.
+		q = `WITH d AS MATERIALIZED (SELECT d.* FROM ` + from + ` WHERE ` + where + `)
+SELECT ` + cols + `
+FROM d JOIN LATERAL (SELECT * FROM webhook_attempts a WHERE a.delivery_id = d.id) a ON true
+ORDER BY a.id DESC LIMIT $1`
+	}
+	return q, args
+}
+
+func scanAttemptEntry(r pgx.CollectableRow) (WebhookAttemptEntry, error) {
+	var (
+		e  WebhookAttemptEntry
+		ms int64
+	)
+	err := r.Scan(&e.At, &e.Attempt, &e.StatusCode, &ms, &e.Error, &e.DeliveryID, &e.OutboxID, &e.Endpoint,
+		&e.WebhookID, &e.Event, &e.Status)
+	e.Latency = time.Duration(ms) * time.Millisecond
+	e.Error = domain.ScrubError(e.Error)
+	return e, err
+}
+
+// webhookIDOutbox reads the event's id from a delivery's webhook-id,
+// msg_<outbox id>_<endpoint key> (tasks.WebhookMessageID).
+func webhookIDOutbox(webhookID string) (int64, bool) {
+	rest, ok := strings.CutPrefix(webhookID, "msg_")
+	if !ok {
+		return 0, false
+	}
+	num, _, _ := strings.Cut(rest, "_")
+	id, err := strconv.ParseInt(num, 10, 64)
+	return id, err == nil && id > 0
 }

@@ -201,3 +201,122 @@ func TestRecordWebhookAttemptsInOneStatement(t *testing.T) {
 	}
 	assert.Equal(t, []int{200, 500, 0}, attempts)
 }
+
+// opsDelivery writes a delivery of event outboxID to url with status and its
+// attempts, made at the given times with the given status codes (0: no
+// response), and returns its id.
+type att struct {
+	at   time.Time
+	code int
+}
+
+func opsDelivery(t *testing.T, db *store.Store, outboxID int64, url, status string, attempts ...att) int64 {
+	t.Helper()
+	ctx := context.Background()
+	var id int64
+	require.NoError(t, db.Pool().QueryRow(ctx, `
+INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, status, attempts, updated_at)
+VALUES ($1, $2, 'msg_' || $1::bigint || '_' || md5($2::text), 'swipe.recorded', $3, $4, now()) RETURNING id`,
+		outboxID, url, status, len(attempts)).Scan(&id))
+	n := 0
+	var last time.Time
+	for _, a := range attempts {
+		at, code := a.at, a.code
+		n++
+		var c *int
+		if code != 0 {
+			c = &code
+		}
+		_, err := db.Pool().Exec(ctx, `INSERT INTO webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, created_at)
+VALUES ($1, $2, $3, 12, CASE WHEN $3::int BETWEEN 200 AND 299 THEN NULL ELSE 'HTTP ' || coalesce($3::text, 'timeout') END, $4)`, id, n, c, at)
+		require.NoError(t, err)
+		if at.After(last) {
+			last = at
+		}
+	}
+	if !last.IsZero() {
+		_, err := db.Pool().Exec(ctx, `UPDATE webhook_deliveries SET updated_at = $2 WHERE id = $1`, id, last)
+		require.NoError(t, err)
+	}
+	return id
+}
+
+// Each endpoint's state: its last success, the first failure after it,
+// its deliveries still pending and those parked or disabled; an endpoint
+// disabled by a 410 until enabled again.
+func TestWebhookEndpointStatesAndEnable(t *testing.T) {
+	ctx := context.Background()
+	db := store.New(testutil.NewDB(t))
+	student, other := uuid.NewString(), uuid.NewString()
+	ev := insertEvents(t, db, student, "swipe.recorded", "swipe.recorded", "swipe.recorded")
+	ev2 := insertEvents(t, db, other, "swipe.recorded")
+	const ok, failing, gone = "https://ok.example/h", "https://failing.example/h?token=x", "https://gone.example/h"
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	opsDelivery(t, db, ev[0], ok, "succeeded", att{base, 503}, att{base.Add(time.Minute), 200})
+	opsDelivery(t, db, ev[0], failing, "succeeded", att{base, 200})
+	opsDelivery(t, db, ev[1], failing, "parked", att{base.Add(2 * time.Minute), 500}, att{base.Add(3 * time.Minute), 0})
+	opsDelivery(t, db, ev[2], failing, "pending", att{base.Add(4 * time.Minute), 502})
+	opsDelivery(t, db, ev2[0], failing, "pending")
+	goneID := opsDelivery(t, db, ev[1], gone, "disabled", att{base.Add(5 * time.Minute), 410})
+	_, err := db.DisableWebhookEndpoint(ctx, gone, "410 Gone on delivery 1")
+	require.NoError(t, err)
+
+	states, err := db.WebhookEndpointStates(ctx)
+	require.NoError(t, err)
+	require.Len(t, states, 3)
+	s := states[ok]
+	assert.WithinDuration(t, base.Add(time.Minute), s.LastSuccess, time.Millisecond)
+	assert.True(t, s.FailingSince.IsZero(), "a failure before the last success does not count")
+	assert.Zero(t, s.Pending+s.Failed)
+	s = states[failing]
+	assert.WithinDuration(t, base, s.LastSuccess, time.Millisecond)
+	assert.WithinDuration(t, base.Add(2*time.Minute), s.FailingSince, time.Millisecond, "the first failure after the last success")
+	assert.Equal(t, 2, s.Pending)
+	assert.Equal(t, 1, s.Failed)
+	assert.True(t, s.DisabledAt.IsZero())
+	s = states[gone]
+	assert.False(t, s.DisabledAt.IsZero())
+	assert.Equal(t, "410 Gone on delivery 1", s.Reason)
+	assert.True(t, s.LastSuccess.IsZero())
+	assert.Equal(t, 1, s.Failed)
+
+	was, n, err := db.EnableWebhookEndpoint(ctx, gone)
+	require.NoError(t, err)
+	assert.True(t, was)
+	assert.Equal(t, 1, n, "its disabled delivery stays disabled until replayed")
+	states, err = db.WebhookEndpointStates(ctx)
+	require.NoError(t, err)
+	assert.True(t, states[gone].DisabledAt.IsZero())
+	was, _, err = db.EnableWebhookEndpoint(ctx, gone)
+	require.NoError(t, err)
+	assert.False(t, was, "enabled already")
+
+	// The log: newest first, by endpoint, event, webhook-id or student.
+	all, err := db.WebhookAttemptLog(ctx, store.WebhookAttemptFilter{}, 100)
+	require.NoError(t, err)
+	require.Len(t, all, 7)
+	assert.Equal(t, goneID, all[0].DeliveryID, "the attempt written last first")
+	assert.Equal(t, 410, all[0].StatusCode)
+	assert.Equal(t, 12*time.Millisecond, all[0].Latency)
+	byEndpoint, err := db.WebhookAttemptLog(ctx, store.WebhookAttemptFilter{Endpoint: failing}, 100)
+	require.NoError(t, err)
+	assert.Len(t, byEndpoint, 4)
+	for _, e := range byEndpoint {
+		assert.Equal(t, failing, e.Endpoint)
+	}
+	byEvent, err := db.WebhookAttemptLog(ctx, store.WebhookAttemptFilter{OutboxID: ev[1]}, 100)
+	require.NoError(t, err)
+	assert.Len(t, byEvent, 3)
+	byID, err := db.WebhookAttemptLog(ctx, store.WebhookAttemptFilter{WebhookID: byEvent[0].WebhookID}, 100)
+	require.NoError(t, err)
+	assert.Len(t, byID, 1)
+	byStudent, err := db.WebhookAttemptLog(ctx, store.WebhookAttemptFilter{StudentID: student}, 100)
+	require.NoError(t, err)
+	assert.Len(t, byStudent, 7)
+	none, err := db.WebhookAttemptLog(ctx, store.WebhookAttemptFilter{StudentID: other}, 100)
+	require.NoError(t, err)
+	assert.Empty(t, none, "the other student's delivery has no attempt yet")
+	limited, err := db.WebhookAttemptLog(ctx, store.WebhookAttemptFilter{}, 2)
+	require.NoError(t, err)
+	assert.Len(t, limited, 2)
+}

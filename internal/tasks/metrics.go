@@ -91,33 +91,38 @@ func (m *TaskMetrics) Middleware(next asynq.Handler) asynq.Handler {
 }
 
 // WebhookMetrics are webhook delivery's collectors.
+//
+// Attempts, Deliveries, AttemptLatency and Lag carry an endpoint label: the
+// endpoint's name in WEBHOOK_ENDPOINTS_FILE (never its URL, which may carry
+// a token), or UnconfiguredEndpoint, so the label's values are bounded by
+// the file.
 type WebhookMetrics struct {
-	Attempts         *prometheus.CounterVec // attempts by result (delivered, failed, gone, interrupted)
-	Deliveries       *prometheus.CounterVec // deliveries that ended, by outcome (succeeded, parked, disabled)
-	AttemptLatency   prometheus.Histogram   // request to response, seconds
-	Lag              prometheus.Histogram   // event written to delivered, seconds
-	Backlog          prometheus.Gauge       // pending deliveries (handed over, not yet ended)
-	OldestPendingAge prometheus.Gauge       // age of the oldest pending delivery, seconds
-	Requeued         prometheus.Counter     // overdue deliveries queued again by the monitor
+	Attempts         *prometheus.CounterVec   // attempts by result (delivered, failed, gone, interrupted) and endpoint
+	Deliveries       *prometheus.CounterVec   // deliveries that ended, by outcome (succeeded, parked, disabled) and endpoint
+	AttemptLatency   *prometheus.HistogramVec // request to response, seconds, by endpoint
+	Lag              *prometheus.HistogramVec // event written to delivered, seconds, by endpoint
+	Backlog          prometheus.Gauge         // pending deliveries (handed over, not yet ended)
+	OldestPendingAge prometheus.Gauge         // age of the oldest pending delivery, seconds
+	Requeued         prometheus.Counter       // overdue deliveries queued again by the monitor
 }
 
 // NewWebhookMetrics creates webhook delivery's collectors and registers them on reg.
 func NewWebhookMetrics(reg prometheus.Registerer) *WebhookMetrics {
 	m := &WebhookMetrics{
 		Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "matching_webhook_attempts_total", Help: "Webhook delivery attempts, by result (delivered, failed, gone, interrupted).",
-		}, []string{"result"}),
+			Name: "matching_webhook_attempts_total", Help: "Webhook delivery attempts, by result (delivered, failed, gone, interrupted) and endpoint (its name).",
+		}, []string{"result", "endpoint"}),
 		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "matching_webhook_deliveries_total", Help: "Webhook deliveries that ended, by outcome (succeeded, parked, disabled).",
-		}, []string{"outcome"}),
-		AttemptLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "matching_webhook_attempt_duration_seconds", Help: "Time from sending a webhook request to its response (or failure).",
+			Name: "matching_webhook_deliveries_total", Help: "Webhook deliveries that ended, by outcome (succeeded, parked, disabled) and endpoint (its name).",
+		}, []string{"outcome", "endpoint"}),
+		AttemptLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "matching_webhook_attempt_duration_seconds", Help: "Time from sending a webhook request to its response (or failure), by endpoint (its name).",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}),
-		Lag: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "matching_webhook_delivery_lag_seconds", Help: "Time from an event being written to its successful delivery to one endpoint.",
+		}, []string{"endpoint"}),
+		Lag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "matching_webhook_delivery_lag_seconds", Help: "Time from an event being written to its successful delivery to one endpoint, by endpoint (its name).",
 			Buckets: []float64{.05, .1, .25, .5, 1, 2, 5, 10, 30, 60, 300, 3600, 36000, 100000},
-		}),
+		}, []string{"endpoint"}),
 		Backlog: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "matching_webhook_backlog", Help: "Webhook deliveries pending (attempted at least once or due, not yet succeeded, parked or disabled).",
 		}),
@@ -128,12 +133,26 @@ func NewWebhookMetrics(reg prometheus.Registerer) *WebhookMetrics {
 			Name: "matching_webhook_requeued_total", Help: "Overdue pending webhook deliveries queued again (their task was lost).",
 		}),
 	}
-	for _, r := range []string{"delivered", "failed", "gone", "interrupted"} {
-		m.Attempts.WithLabelValues(r)
-	}
-	for _, o := range []string{"succeeded", "parked", "disabled"} {
-		m.Deliveries.WithLabelValues(o)
-	}
 	reg.MustRegister(m.Attempts, m.Deliveries, m.AttemptLatency, m.Lag, m.Backlog, m.OldestPendingAge, m.Requeued)
+	return m
+}
+
+// UnconfiguredEndpoint is the endpoint label of a delivery to a URL that is
+// no longer in WEBHOOK_ENDPOINTS_FILE: the label never holds a URL.
+const UnconfiguredEndpoint = "(unconfigured)"
+
+// ForEndpoints makes every series of the endpoints named exist at zero, so
+// that rates and alerts see an endpoint before its first attempt.
+func (m *WebhookMetrics) ForEndpoints(names ...string) *WebhookMetrics {
+	for _, n := range names {
+		for _, r := range []string{"delivered", "failed", "gone", "interrupted"} {
+			m.Attempts.WithLabelValues(r, n)
+		}
+		for _, o := range []string{"succeeded", "parked", "disabled"} {
+			m.Deliveries.WithLabelValues(o, n)
+		}
+		m.AttemptLatency.WithLabelValues(n)
+		m.Lag.WithLabelValues(n)
+	}
 	return m
 }

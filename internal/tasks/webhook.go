@@ -105,8 +105,9 @@ type WebhookResult struct {
 // WebhookSender signs and posts messages (internal/webhook, through an
 // adapter).
 type WebhookSender interface {
-	// Configured reports whether endpointURL is a configured endpoint.
-	Configured(endpointURL string) bool
+	// Name returns the name of the configured endpoint with this URL (the
+	// endpoint label of the metrics); ok is false when it is not configured.
+	Name(endpointURL string) (name string, ok bool)
 	// Send posts body to endpointURL under message id id.
 	Send(ctx context.Context, endpointURL, id string, body []byte) WebhookResult
 }
@@ -322,6 +323,13 @@ func (w *webhooks) deliver(ctx context.Context, t *asynq.Task) error {
 	}
 	ev := d.Event
 	log := w.log.With("outbox_id", p.OutboxID, "delivery_id", d.ID, "webhook_id", msgID)
+	name, configured := w.sender.Name(p.Endpoint)
+	if !configured {
+		name = UnconfiguredEndpoint
+	}
+	if configured {
+		log = log.With("endpoint", name)
+	}
 	switch {
 	case d.Status != domain.DeliveryPending:
 		// A late duplicate of a delivery that already ended.
@@ -332,19 +340,19 @@ func (w *webhooks) deliver(ctx context.Context, t *asynq.Task) error {
 		now := w.cfg.Now()
 		return &RetryIn{Delay: retryAt(now, max(d.NextAttemptAt.Sub(now), time.Second)), Err: ErrNotDue}
 	case d.EndpointDisabled:
-		w.m.Deliveries.WithLabelValues(domain.DeliveryDisabled).Inc()
+		w.m.Deliveries.WithLabelValues(domain.DeliveryDisabled, name).Inc()
 		return w.store.SetWebhookDeliveryStatus(ctx, d.ID, domain.DeliveryDisabled,
-			"endpoint disabled after 410 Gone; replay a delivery to re-enable it")
-	case !w.sender.Configured(p.Endpoint):
+			"endpoint disabled after 410 Gone; `matchctl webhooks enable` it, or replay a delivery")
+	case !configured:
 		log.WarnContext(ctx, "webhook endpoint no longer configured; delivery disabled")
-		w.m.Deliveries.WithLabelValues(domain.DeliveryDisabled).Inc()
+		w.m.Deliveries.WithLabelValues(domain.DeliveryDisabled, name).Inc()
 		return w.store.SetWebhookDeliveryStatus(ctx, d.ID, domain.DeliveryDisabled,
 			"endpoint not in WEBHOOK_ENDPOINTS_FILE")
 	}
 	body, err := WebhookBody(msgID, ev)
 	if err != nil {
 		log.ErrorContext(ctx, "webhook event cannot be encoded; delivery parked", "err", err)
-		w.m.Deliveries.WithLabelValues(domain.DeliveryParked).Inc()
+		w.m.Deliveries.WithLabelValues(domain.DeliveryParked, name).Inc()
 		return w.store.SetWebhookDeliveryStatus(ctx, d.ID, domain.DeliveryParked, err.Error())
 	}
 
@@ -363,7 +371,7 @@ func (w *webhooks) deliver(ctx context.Context, t *asynq.Task) error {
 		}
 	}
 	res := w.sender.Send(ctx, p.Endpoint, msgID, body)
-	w.m.AttemptLatency.Observe(res.Latency.Seconds())
+	w.m.AttemptLatency.WithLabelValues(name).Observe(res.Latency.Seconds())
 	a := domain.WebhookAttempt{StatusCode: res.StatusCode, Latency: res.Latency}
 	if res.Err != nil {
 		// Whatever the sender said, what is recorded names no secret and
@@ -381,22 +389,22 @@ func (w *webhooks) deliver(ctx context.Context, t *asynq.Task) error {
 
 	switch {
 	case res.Outcome == WebhookDelivered:
-		w.m.Attempts.WithLabelValues("delivered").Inc()
+		w.m.Attempts.WithLabelValues("delivered", name).Inc()
 		if err := record(rctx, d.ID, a, domain.DeliverySucceeded, time.Time{}, d.Replays); err != nil {
 			return err // retried: the receiver sees the same webhook-id again
 		}
-		w.m.Deliveries.WithLabelValues(domain.DeliverySucceeded).Inc()
-		w.m.Lag.Observe(max(now.Sub(ev.CreatedAt), 0).Seconds())
+		w.m.Deliveries.WithLabelValues(domain.DeliverySucceeded, name).Inc()
+		w.m.Lag.WithLabelValues(name).Observe(max(now.Sub(ev.CreatedAt), 0).Seconds())
 		return nil
 	case ctx.Err() != nil:
 		// Shutdown or the task's deadline, mid-attempt: record it, and let
 		// the queue run the task again (same webhook-id).
-		w.m.Attempts.WithLabelValues("interrupted").Inc()
+		w.m.Attempts.WithLabelValues("interrupted", name).Inc()
 		a.Error = "interrupted: " + a.Error
 		_ = record(rctx, d.ID, a, domain.DeliveryPending, now, d.Replays)
 		return ctx.Err()
 	case res.Outcome == WebhookGone:
-		w.m.Attempts.WithLabelValues("gone").Inc()
+		w.m.Attempts.WithLabelValues("gone", name).Inc()
 		if err := record(rctx, d.ID, a, domain.DeliveryDisabled, time.Time{}, d.Replays); err != nil {
 			return err
 		}
@@ -404,19 +412,19 @@ func (w *webhooks) deliver(ctx context.Context, t *asynq.Task) error {
 		if err != nil {
 			return fmt.Errorf("disable endpoint after 410: %v: %w", err, asynq.SkipRetry)
 		}
-		w.m.Deliveries.WithLabelValues(domain.DeliveryDisabled).Add(float64(1 + n))
+		w.m.Deliveries.WithLabelValues(domain.DeliveryDisabled, name).Add(float64(1 + n))
 		log.WarnContext(ctx, "webhook endpoint answered 410 Gone; endpoint disabled", "pending_disabled", n)
 		return nil
 	case round >= w.cfg.MaxRetry():
-		w.m.Attempts.WithLabelValues("failed").Inc()
+		w.m.Attempts.WithLabelValues("failed", name).Inc()
 		if err := record(rctx, d.ID, a, domain.DeliveryParked, time.Time{}, d.Replays); err != nil {
 			return err
 		}
-		w.m.Deliveries.WithLabelValues(domain.DeliveryParked).Inc()
+		w.m.Deliveries.WithLabelValues(domain.DeliveryParked, name).Inc()
 		log.WarnContext(ctx, "webhook delivery parked after its last attempt", "attempts", round+1, "err", a.Error)
 		return nil
 	default:
-		w.m.Attempts.WithLabelValues("failed").Inc()
+		w.m.Attempts.WithLabelValues("failed", name).Inc()
 		delay := max(w.cfg.Delay(round), res.RetryAfter)
 		delay = retryAt(now, delay)
 		if err := record(rctx, d.ID, a, domain.DeliveryPending, now.Add(delay), d.Replays); err != nil {

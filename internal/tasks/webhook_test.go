@@ -9,6 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -142,7 +143,7 @@ func (s *hookStore) StaleWebhookDeliveries(context.Context, time.Duration, int64
 
 type failingSender struct{ retryAfter time.Duration }
 
-func (failingSender) Configured(string) bool { return true }
+func (failingSender) Name(string) (string, bool) { return "test", true }
 func (f failingSender) Send(context.Context, string, string, []byte) tasks.WebhookResult {
 	return tasks.WebhookResult{Outcome: tasks.WebhookFailed, StatusCode: 503, Err: errors.New("HTTP 503"), RetryAfter: f.retryAfter}
 }
@@ -195,7 +196,7 @@ func TestWebhookAttemptsCountedFromTheRow(t *testing.T) {
 // panicSender must not be asked to send.
 type panicSender struct{}
 
-func (panicSender) Configured(string) bool { return true }
+func (panicSender) Name(string) (string, bool) { return "test", true }
 func (panicSender) Send(context.Context, string, string, []byte) tasks.WebhookResult {
 	panic("no attempt may be made")
 }
@@ -208,7 +209,7 @@ func webhookHandler(st tasks.WebhookStore, sender tasks.WebhookSender, now time.
 
 type okSender struct{ sent int }
 
-func (*okSender) Configured(string) bool { return true }
+func (*okSender) Name(string) (string, bool) { return "test", true }
 func (s *okSender) Send(context.Context, string, string, []byte) tasks.WebhookResult {
 	s.sent++
 	return tasks.WebhookResult{Outcome: tasks.WebhookDelivered, StatusCode: 204}
@@ -243,7 +244,7 @@ func TestFirstAttemptNeedsNoRead(t *testing.T) {
 // the wire, and fails.
 type erasingSender struct{ st *hookStore }
 
-func (erasingSender) Configured(string) bool { return true }
+func (erasingSender) Name(string) (string, bool) { return "test", true }
 func (e erasingSender) Send(context.Context, string, string, []byte) tasks.WebhookResult {
 	e.st.gone = true
 	return tasks.WebhookResult{Outcome: tasks.WebhookFailed, StatusCode: 503, Err: errors.New("HTTP 503")}
@@ -280,4 +281,55 @@ func TestNoAttemptAboutAnErasedEvent(t *testing.T) {
 	err = webhookHandler(st, erasingSender{st}, now).HandleWebhookDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload))
 	require.NoError(t, err, "no retry of an attempt whose event is gone")
 	assert.Empty(t, st.statuses)
+}
+
+// namedSender delivers to the endpoints it names.
+type namedSender map[string]string
+
+func (s namedSender) Name(url string) (string, bool) { n, ok := s[url]; return n, ok }
+func (namedSender) Send(context.Context, string, string, []byte) tasks.WebhookResult {
+	return tasks.WebhookResult{Outcome: tasks.WebhookDelivered, StatusCode: 200, Latency: time.Millisecond}
+}
+
+// The webhook metrics carry the endpoint's name, never its URL (which may
+// carry a token); a delivery to a URL no longer configured is counted
+// under one fixed value.
+func TestWebhookMetricsLabelledByEndpointName(t *testing.T) {
+	const url = "https://hooks.example.com/in?token=SECRET"
+	reg := prometheus.NewRegistry()
+	m := tasks.NewWebhookMetrics(reg).ForEndpoints("crm")
+	now := time.Now()
+	h := func(st tasks.WebhookStore) *tasks.Handler {
+		return tasks.NewHandler(tasks.Deps{Log: slog.New(slog.DiscardHandler), Relay: &tasks.Relay{},
+			WebhookStore: st, WebhookSender: namedSender{url: "crm"}, WebhookMetrics: m,
+			WebhookConfig: tasks.WebhookConfig{Now: func() time.Time { return now }}})
+	}
+	pending := func() *hookStore {
+		return &hookStore{d: domain.WebhookDelivery{ID: 1, Status: domain.DeliveryPending, Claimed: true,
+			Event: domain.WebhookEvent{Topic: tasks.TopicSwipeRecorded, CreatedAt: now,
+				Payload: []byte(`{"student_id":"s","school_id":"c","direction":"left","timestamp":"2026-05-01T12:00:00Z"}`)}}}
+	}
+	for _, u := range []string{url, "https://removed.example.com/hook?token=SECRET"} {
+		job := tasks.WebhookJob(7, u, 0, nil)
+		require.NoError(t, h(pending()).HandleWebhookDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload)))
+	}
+	assert.Equal(t, 1.0, promtest.ToFloat64(m.Attempts.WithLabelValues("delivered", "crm")))
+	assert.Equal(t, 1.0, promtest.ToFloat64(m.Deliveries.WithLabelValues(domain.DeliverySucceeded, "crm")))
+	assert.Equal(t, 1.0, promtest.ToFloat64(m.Deliveries.WithLabelValues(domain.DeliveryDisabled, tasks.UnconfiguredEndpoint)))
+	assert.Zero(t, promtest.ToFloat64(m.Attempts.WithLabelValues("failed", "crm")), "present from the start")
+
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	values := map[string]bool{}
+	for _, f := range families {
+		for _, metric := range f.GetMetric() {
+			for _, l := range metric.GetLabel() {
+				if l.GetName() == "endpoint" {
+					values[l.GetValue()] = true
+				}
+				assert.NotContains(t, l.GetValue(), "example.com", f.GetName())
+			}
+		}
+	}
+	assert.Equal(t, map[string]bool{"crm": true, tasks.UnconfiguredEndpoint: true}, values)
 }

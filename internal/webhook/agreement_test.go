@@ -18,13 +18,13 @@ import (
 )
 
 func TestFingerprint(t *testing.T) {
-	a := webhook.Endpoint{URL: "https://a.example/hook", Key: []byte("one"), Events: []string{"swipe.recorded"}}
-	b := webhook.Endpoint{URL: "https://b.example/hook", Key: []byte("two"), Events: []string{"swipe.recorded"}}
+	a := webhook.Endpoint{URL: "https://a.example/hook", Keys: [][]byte{[]byte("one")}, Events: []string{"swipe.recorded"}}
+	b := webhook.Endpoint{URL: "https://b.example/hook", Keys: [][]byte{[]byte("two")}, Events: []string{"swipe.recorded"}}
 	base := webhook.Fingerprint([]webhook.Endpoint{a, b})
 	assert.Len(t, base, 16)
 	assert.Equal(t, base, webhook.Fingerprint([]webhook.Endpoint{b, a}), "order does not matter")
 	rotated := a
-	rotated.Key = []byte("rotated")
+	rotated.Keys = [][]byte{[]byte("rotated")}
 	assert.Equal(t, base, webhook.Fingerprint([]webhook.Endpoint{rotated, b}), "secrets are left out")
 
 	moved := a

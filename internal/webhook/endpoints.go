@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -32,10 +33,21 @@ const SecretPrefix = "whsec_"
 // recommendation is 24 to 64 bytes).
 const MinSecretBytes = 24
 
+// MaxNameLen bounds an endpoint's name.
+const MaxNameLen = 63
+
 // Endpoint is one subscriber.
 type Endpoint struct {
-	URL          string
-	Key          []byte   // the decoded signing secret
+	// Name identifies the endpoint to operators (matchctl webhooks) and in
+	// metrics (the endpoint label): given in the file, or derived from the
+	// URL's host; unique within the file.
+	Name string
+	URL  string
+	// Keys are the decoded signing secrets, in the file's order: every
+	// delivery carries one signature per key (Standard Webhooks allows
+	// several, space-separated), so a secret is rolled without a window in
+	// which the subscriber rejects deliveries.
+	Keys         [][]byte
 	Events       []string // subscribed event types
 	AllowPrivate bool     // deliveries to loopback, private and link-local addresses are allowed
 }
@@ -44,23 +56,35 @@ type Endpoint struct {
 func (e Endpoint) Subscribes(event string) bool { return slices.Contains(e.Events, event) }
 
 // String shows the endpoint without its secret.
-func (e Endpoint) String() string { return Redact(e.URL) }
+func (e Endpoint) String() string { return e.Name + " (" + Redact(e.URL) + ")" }
+
+// Find returns the endpoint named nameOrURL, or with that URL.
+func Find(endpoints []Endpoint, nameOrURL string) (Endpoint, bool) {
+	for _, e := range endpoints {
+		if e.Name == nameOrURL || e.URL == nameOrURL {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
+}
 
 // Redact returns u as scheme://host/path, without credentials, query or
 // fragment, for errors, logs and operator output (domain.RedactURL).
 func Redact(u string) string { return domain.RedactURL(u) }
 
 type entry struct {
+	Name         string   `yaml:"name"`
 	URL          string   `yaml:"url"`
 	Secret       string   `yaml:"secret"`
+	Secrets      []string `yaml:"secrets"`
 	Events       []string `yaml:"events"`
 	AllowPrivate bool     `yaml:"allow_private"`
 }
 
 // LoadFile reads and validates an endpoints file; an empty path means no
 // endpoints. The file is YAML or JSON (JSON is read as YAML): a list of
-// {url, secret, events, allow_private?}, or a mapping whose only key
-// "endpoints" holds that list.
+// {name?, url, secret or secrets, events, allow_private?}, or a mapping
+// whose only key "endpoints" holds that list.
 func LoadFile(path string) ([]Endpoint, error) {
 	if path == "" {
 		return nil, nil
@@ -95,7 +119,7 @@ func Parse(b []byte) ([]Endpoint, error) {
 			if errors.Is(err, io.EOF) {
 				return nil, nil
 			}
-			return nil, fmt.Errorf("not a list of endpoints {url, secret, events, allow_private}: %w", err)
+			return nil, fmt.Errorf("not a list of endpoints {name, url, secrets, events, allow_private}: %w", err)
 		}
 		entries = wrapped.Endpoints
 	}
@@ -103,6 +127,7 @@ func Parse(b []byte) ([]Endpoint, error) {
 		problems []error
 		out      []Endpoint
 		seen     = map[string]int{}
+		names    = map[string]int{}
 	)
 	for i, e := range entries {
 		name := fmt.Sprintf("endpoint %d", i+1)
@@ -120,8 +145,18 @@ func Parse(b []byte) ([]Endpoint, error) {
 			problems = append(problems, fmt.Errorf("%s: same url as endpoint %d; list each url once with all its events", name, first))
 			continue
 		}
+		if ep.Name != "" {
+			if first, dup := names[ep.Name]; dup {
+				problems = append(problems, fmt.Errorf("%s: name %q is also endpoint %d's", name, ep.Name, first))
+				continue
+			}
+			names[ep.Name] = i + 1
+		}
 		seen[ep.URL] = i + 1
 		out = append(out, ep)
+	}
+	if len(problems) == 0 {
+		defaultNames(out)
 	}
 	if len(problems) > 0 {
 		return nil, errors.Join(problems...)
@@ -144,11 +179,35 @@ func validate(e entry) (Endpoint, []error) {
 	case u.Fragment != "":
 		errs = append(errs, errors.New("url has a fragment"))
 	}
-	key, err := DecodeSecret(e.Secret)
-	if err != nil {
-		errs = append(errs, err)
+	switch secrets := e.Secrets; {
+	case e.Secret != "" && len(secrets) > 0:
+		errs = append(errs, errors.New("give secret or secrets, not both"))
+	case len(secrets) == 0:
+		secrets = []string{e.Secret}
+		fallthrough
+	default:
+		for i, s := range secrets {
+			key, err := DecodeSecret(s)
+			if err != nil {
+				if len(secrets) > 1 {
+					err = fmt.Errorf("secrets[%d]: %w", i, err)
+				}
+				errs = append(errs, err)
+				continue
+			}
+			if slices.ContainsFunc(ep.Keys, func(k []byte) bool { return bytes.Equal(k, key) }) {
+				errs = append(errs, fmt.Errorf("secrets[%d] is listed twice", i))
+				continue
+			}
+			ep.Keys = append(ep.Keys, key)
+		}
 	}
-	ep.Key = key
+	if e.Name != "" {
+		if err := checkName(e.Name); err != nil {
+			errs = append(errs, err)
+		}
+		ep.Name = e.Name
+	}
 	if len(e.Events) == 0 {
 		errs = append(errs, fmt.Errorf("events is empty; known events: %s", strings.Join(Events, ", ")))
 	}
@@ -162,6 +221,102 @@ func validate(e entry) (Endpoint, []error) {
 		}
 	}
 	return ep, errs
+}
+
+// defaultNames names the endpoints the file names not: by their URL's
+// host (DefaultName); when another endpoint has that name too, by host
+// and path; when that is taken as well, with "-2", "-3", ... in the
+// file's order. A file that lists one host twice without names stays
+// valid; only names given twice are an error.
+func defaultNames(eps []Endpoint) {
+	taken := map[string]bool{}
+	hosts := map[string]int{}
+	for _, e := range eps {
+		if e.Name != "" {
+			taken[e.Name] = true
+		} else {
+			hosts[DefaultName(e.URL)]++
+		}
+	}
+	for i, e := range eps {
+		if e.Name != "" {
+			continue
+		}
+		n := DefaultName(e.URL)
+		if hosts[n] > 1 || taken[n] {
+			n = slug(n + "-" + urlPath(e.URL))
+		}
+		base := n
+		for k := 2; taken[n]; k++ {
+			suffix := "-" + strconv.Itoa(k)
+			n = strings.TrimRight(base[:min(len(base), MaxNameLen-len(suffix))], "-._") + suffix
+		}
+		taken[n] = true
+		eps[i].Name = n
+	}
+}
+
+func urlPath(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Path)
+}
+
+// DefaultName is the name an endpoint gets from its URL: its host, lower
+// case, with the port when there is one, as a name (checkName);
+// "endpoint" when the URL has no host.
+func DefaultName(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Hostname() == "" {
+		return "endpoint"
+	}
+	n := strings.ToLower(u.Hostname())
+	if p := u.Port(); p != "" {
+		n += "-" + p
+	}
+	return slug(n)
+}
+
+// slug makes s a name: characters a name may not hold become '-', runs of
+// '-' one, trimmed, at most MaxNameLen; "endpoint" when nothing is left.
+func slug(s string) string {
+	n := strings.Map(func(r rune) rune {
+		if nameRune(r) {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(s))
+	for strings.Contains(n, "--") {
+		n = strings.ReplaceAll(n, "--", "-")
+	}
+	n = strings.Trim(n, "-._")
+	if len(n) > MaxNameLen {
+		n = strings.TrimRight(n[:MaxNameLen], "-._")
+	}
+	if n == "" {
+		return "endpoint"
+	}
+	return n
+}
+
+func nameRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
+}
+
+// checkName accepts 1 to MaxNameLen lower-case letters, digits, '-', '_'
+// and '.', starting with a letter or digit: a name is typed on the command
+// line and is a metric label value.
+func checkName(n string) error {
+	bad := len(n) > MaxNameLen || !(n[0] >= 'a' && n[0] <= 'z' || n[0] >= '0' && n[0] <= '9')
+	for _, r := range n {
+		bad = bad || !nameRune(r)
+	}
+	if bad {
+		return fmt.Errorf("name %q is not 1 to %d lower-case letters, digits, '-', '_' or '.', starting with a letter or digit", n, MaxNameLen)
+	}
+	return nil
 }
 
 // DecodeSecret decodes a "whsec_<base64>" secret into its key bytes.

@@ -150,7 +150,7 @@ func (s *Sender) Send(ctx context.Context, url, id string, body []byte) Result {
 	req.Header.Set("User-Agent", "collegematch-webhooks/"+buildinfo.Version)
 	req.Header.Set(HeaderID, id)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
-	req.Header.Set(HeaderSignature, Sign(ep.Key, id, ts, body))
+	req.Header.Set(HeaderSignature, SignAll(ep.Keys, id, ts, body))
 
 	client := s.guarded
 	if ep.AllowPrivate {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"strconv"
+	"strings"
 )
 
 // Standard Webhooks headers.
@@ -25,4 +26,16 @@ func Sign(key []byte, id string, timestamp int64, body []byte) string {
 	mac.Write([]byte{'.'})
 	mac.Write(body)
 	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// SignAll returns the webhook-signature value signed with every key: one
+// "v1,..." signature per key, space-separated, as Standard Webhooks allows
+// while a secret is rolled. A receiver that knows any one of the secrets
+// finds its signature among them.
+func SignAll(keys [][]byte, id string, timestamp int64, body []byte) string {
+	sigs := make([]string, len(keys))
+	for i, k := range keys {
+		sigs[i] = Sign(k, id, timestamp, body)
+	}
+	return strings.Join(sigs, " ")
 }

@@ -28,6 +28,13 @@ const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwZ1b2c3d4e5f6" // 33 by
 // request and compares it with every v1 signature of the header.
 func verify(t *testing.T, secret string, r *http.Request, body []byte, tolerance time.Duration) {
 	t.Helper()
+	assert.True(t, verifies(t, secret, r, body, tolerance), "signature %q does not verify", r.Header.Get("webhook-signature"))
+}
+
+// verifies reports whether one of the request's v1 signatures is the one
+// secret gives (the Standard Webhooks receiver's check).
+func verifies(t *testing.T, secret string, r *http.Request, body []byte, tolerance time.Duration) bool {
+	t.Helper()
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 	require.NoError(t, err)
 	id, ts := r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp")
@@ -38,14 +45,13 @@ func verify(t *testing.T, secret string, r *http.Request, body []byte, tolerance
 	mac := hmac.New(sha256.New, key)
 	io.WriteString(mac, id+"."+ts+"."+string(body))
 	want := base64.StdEncoding.EncodeToString(mac.Sum(nil))
-	ok := false
 	for _, sig := range strings.Fields(r.Header.Get("webhook-signature")) {
 		v, s, _ := strings.Cut(sig, ",")
 		if v == "v1" && hmac.Equal([]byte(s), []byte(want)) {
-			ok = true
+			return true
 		}
 	}
-	assert.True(t, ok, "signature %q does not verify", r.Header.Get("webhook-signature"))
+	return false
 }
 
 func endpoints(t *testing.T, doc string) []webhook.Endpoint {
@@ -69,8 +75,11 @@ func TestParseValidEndpoints(t *testing.T) {
 	require.Len(t, eps, 2)
 	assert.False(t, eps[0].AllowPrivate)
 	assert.True(t, eps[1].AllowPrivate)
-	assert.Len(t, eps[0].Key, 33)
-	assert.Equal(t, "https://hooks.example.com/in", eps[0].String(), "no query in logs")
+	require.Len(t, eps[0].Keys, 1)
+	assert.Len(t, eps[0].Keys[0], 33)
+	assert.Equal(t, "hooks.example.com", eps[0].Name, "the name defaults to the host")
+	assert.Equal(t, "127.0.0.1-9999", eps[1].Name, "... with its port")
+	assert.Equal(t, "hooks.example.com (https://hooks.example.com/in)", eps[0].String(), "no query in logs")
 
 	js := `[{"url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"]}]`
 	assert.Len(t, endpoints(t, js), 1)
@@ -94,6 +103,12 @@ func TestParseRejectsBadEntriesNamingThem(t *testing.T) {
 		"duplicate url": {`[{"url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"]},{"url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"]}]`, "endpoint 2 (https://a.example/x): same url as endpoint 1"},
 		"second entry":  {`[{"url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"]},{"url":"https://b.example/y","events":["swipe.recorded"]}]`, "endpoint 2 (https://b.example/y): secret is missing"},
 		"not a list":    {`url: https://a.example`, "not a list"},
+		"same name":     {`[{"name":"crm","url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"]},{"name":"crm","url":"https://b.example/y","secret":"` + testSecret + `","events":["swipe.recorded"]}]`, `endpoint 2 (https://b.example/y): name "crm" is also endpoint 1's`},
+		"bad name":      {`[{"name":"CRM prod","url":"https://a.example/x","secret":"` + testSecret + `","events":["swipe.recorded"]}]`, `name "CRM prod" is not`},
+		"both secrets":  {`[{"url":"https://a.example/x","secret":"` + testSecret + `","secrets":["` + testSecret + `"],"events":["swipe.recorded"]}]`, "secret or secrets, not both"},
+		"bad 2nd":       {`[{"url":"https://a.example/x","secrets":["` + testSecret + `","whsec_c2hvcnQ="],"events":["swipe.recorded"]}]`, "secrets[1]: secret is 5 bytes"},
+		"twice":         {`[{"url":"https://a.example/x","secrets":["` + testSecret + `","` + testSecret + `"],"events":["swipe.recorded"]}]`, "secrets[1] is listed twice"},
+		"empty list":    {`[{"url":"https://a.example/x","secrets":[],"events":["swipe.recorded"]}]`, "secret is missing"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := webhook.Parse([]byte(tc.doc))
@@ -310,4 +325,79 @@ func TestSignMatchesTheStandardWebhooksTestVector(t *testing.T) {
 	require.NoError(t, err)
 	got := webhook.Sign(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`))
 	assert.Equal(t, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", got)
+}
+
+const otherSecret = "whsec_C2FsdGVkLXNlY3JldC1mb3ItdGhlLXNlY29uZC1rZXk=" // 32 bytes
+
+func TestParseNamesAndSecrets(t *testing.T) {
+	eps := endpoints(t, `
+- name: crm-prod
+  url: https://hooks.example.com/in?token=abc
+  secrets: [`+testSecret+`, `+otherSecret+`]
+  events: [swipe.recorded]
+- url: https://HOOKS.example.org:8443/x
+  secret: `+testSecret+`
+  events: [swipe.recorded]
+`)
+	require.Len(t, eps, 2)
+	assert.Equal(t, "crm-prod", eps[0].Name)
+	assert.Len(t, eps[0].Keys, 2)
+	assert.Equal(t, "hooks.example.org-8443", eps[1].Name)
+	e, ok := webhook.Find(eps, "crm-prod")
+	assert.True(t, ok)
+	assert.Equal(t, eps[0].URL, e.URL)
+	e, ok = webhook.Find(eps, "https://HOOKS.example.org:8443/x")
+	assert.True(t, ok)
+	assert.Equal(t, "hooks.example.org-8443", e.Name)
+	_, ok = webhook.Find(eps, "nope")
+	assert.False(t, ok)
+
+	// Names derived from one host are told apart by their path, then by a
+	// number in the file's order; a name given keeps its own, and a file
+	// that was valid without names stays valid.
+	entry := func(name, url string) string {
+		return `{"name":"` + name + `","url":"` + url + `","secret":"` + testSecret + `","events":["swipe.recorded"]}`
+	}
+	eps = endpoints(t, "["+strings.Join([]string{
+		entry("", "https://a.example/Hooks/One"), entry("", "https://a.example/hooks/two"),
+		entry("", "https://a.example/hooks/two?v=2"), entry("", "https://b.example/x"), entry("b.example", "https://c.example/x"),
+		entry("", "https://d.example/"),
+	}, ",")+"]")
+	var names []string
+	for _, e := range eps {
+		names = append(names, e.Name)
+	}
+	assert.Equal(t, []string{"a.example-hooks-one", "a.example-hooks-two", "a.example-hooks-two-2", "b.example-x", "b.example", "d.example"}, names)
+}
+
+// While a secret is rolled the endpoint lists the old and the new one:
+// every delivery carries a signature for each, and a receiver that knows
+// only one of them (either) verifies it; a receiver with another secret
+// does not.
+func TestDeliverySignedWithTwoSecretsVerifiesWithEither(t *testing.T) {
+	type req struct {
+		r    *http.Request
+		body []byte
+	}
+	got := make(chan req, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- req{r, body}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	eps := endpoints(t, `[{"name":"rolling","url":"`+srv.URL+`/hook","secrets":["`+testSecret+`","`+otherSecret+`"],"events":["swipe.recorded"],"allow_private":true}]`)
+	res := send(t, eps, webhook.Config{}, srv.URL+"/hook")
+	require.NoError(t, res.Err)
+	assert.Equal(t, webhook.Delivered, res.Outcome)
+	r := <-got
+	sigs := strings.Fields(r.r.Header.Get("webhook-signature"))
+	require.Len(t, sigs, 2, "one signature per secret, space-separated")
+	for _, s := range sigs {
+		assert.True(t, strings.HasPrefix(s, "v1,"), s)
+	}
+	assert.True(t, verifies(t, testSecret, r.r, r.body, 5*time.Second), "the old secret verifies")
+	assert.True(t, verifies(t, otherSecret, r.r, r.body, 5*time.Second), "the new secret verifies")
+	const stranger = "whsec_c3RyYW5nZXItc2VjcmV0LW5vdC1saXN0ZWQtYW55d2hlcmU="
+	assert.False(t, verifies(t, stranger, r.r, r.body, 5*time.Second), "a secret not listed does not")
 }
