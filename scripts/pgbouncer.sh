@@ -21,9 +21,10 @@
 #
 # Every database of the server is reachable through it under its own name,
 # as user postgres without a password (auth_type trust: a local test set-up,
-# like the PostgreSQL it fronts). The URL it prints sets pgx's
-# default_query_exec_mode=cache_describe, which works with transaction
-# pooling on every PgBouncer version (README, "PgBouncer").
+# like the PostgreSQL it fronts). The URL it prints names no statement
+# mode: the binaries notice the pooler and choose pgx's
+# default_query_exec_mode=cache_describe themselves, which works with
+# transaction pooling on every PgBouncer version (docs/deployment.md).
 set -euo pipefail
 
 cmd=${1:-}
@@ -49,7 +50,7 @@ pg_port=${hostport##*:}
 binary() { command -v pgbouncer || { [[ -x /usr/sbin/pgbouncer ]] && echo /usr/sbin/pgbouncer; }; }
 
 url() {
-	printf 'postgres://postgres@127.0.0.1:%s/%s?sslmode=disable&default_query_exec_mode=cache_describe\n' "$port" "${dbname:-matching}"
+	printf 'postgres://postgres@127.0.0.1:%s/%s?sslmode=disable\n' "$port" "${dbname:-matching}"
 }
 
 install() {
