@@ -26,6 +26,16 @@ func BenchmarkObserve(b *testing.B) {
 				i++
 			}
 		})
+		// The same update without the residual's refit (what the API
+		// does): the difference is the refit's cost.
+		b.Run(fmt.Sprintf("weights-only/history=%d", history), func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				_, _ = m.ObserveWeights(p, cat, SwipeObservation((i*104729)%cat.Len(), Direction(1-2*(i&1))))
+				i++
+			}
+		})
 	}
 }
 

@@ -228,11 +228,26 @@ func (d *fitData) fit(start [nFit]float64, c fitCandidate) (theta [nFit]float64,
 		if step == fitSteps {
 			break
 		}
+		// A Newton step, halved until the posterior rises: from a start
+		// where the predictions are saturated the Hessian is mostly the
+		// prior's, and a full step overshoots far.
+		now := d.logPosterior(&theta, &pm, &pv)
+		alpha := 1.0
+		var next [nFit]float64
+		for {
+			for j := range nFit {
+				next[j] = theta[j] + alpha*delta[j]
+			}
+			if d.logPosterior(&next, &pm, &pv) >= now || alpha < 1e-3 {
+				break
+			}
+			alpha /= 2
+		}
 		most := 0.0
 		for j := range nFit {
-			theta[j] += delta[j]
-			most = max(most, math.Abs(delta[j]))
+			most = max(most, math.Abs(next[j]-theta[j]))
 		}
+		theta = next
 		if most < 1e-4 {
 			step = fitSteps - 1 // one more pass for the Hessian at the mode
 		}
@@ -255,6 +270,28 @@ func (d *fitData) fit(start [nFit]float64, c fitCandidate) (theta [nFit]float64,
 		logEv -= math.Log(l[j][j])
 	}
 	return theta, logEv, finite(logEv)
+}
+
+// logPosterior is the log posterior of theta (up to a constant) under the
+// prior of means pm and variances pv.
+func (d *fitData) logPosterior(theta, pm, pv *[nFit]float64) float64 {
+	lp := 0.0
+	for i := range d.n {
+		xi := &d.x[i]
+		eta := d.off[i]
+		for j := range nFit {
+			eta += theta[j] * xi[j]
+		}
+		if d.y[i] > 0.5 {
+			lp += d.w[i] * logSigmoid(eta)
+		} else {
+			lp += d.w[i] * logSigmoid(-eta)
+		}
+	}
+	for j := range nFit {
+		lp -= 0.5 * (theta[j] - pm[j]) * (theta[j] - pm[j]) / pv[j]
+	}
+	return lp
 }
 
 // logSigmoid is log(sigmoid(x)), without overflow.

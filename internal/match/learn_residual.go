@@ -101,7 +101,7 @@ const (
 const historyLen = 48
 
 // fitSteps bounds the Newton steps of one refit.
-const fitSteps = 8
+const fitSteps = 12
 
 // residualLimit bounds a coefficient (score units per standard deviation).
 const residualLimit = 1.0

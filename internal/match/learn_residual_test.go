@@ -393,3 +393,50 @@ func TestTheResidualBeyondTheTable(t *testing.T) {
 		assert.InDelta(t, residualOf(&beta, &phi), tab.of(&in), 2e-3, "%v miles", d)
 	}
 }
+
+func TestEveryPriorOfTheRefitConverges(t *testing.T) {
+	// Each candidate prior is fitted to its mode, from the last fit: a
+	// Newton step from where the predictions are saturated overshoots
+	// unless it is cut back, and a diverged fit would never be chosen.
+	cat, p := learnCatalog, learnStudent()
+	m := NewModel(SeedWeights(p))
+	for k := range 100 {
+		d := Like
+		if k%3 == 0 {
+			d = Dislike
+		}
+		m, _ = m.Observe(p, cat, SwipeObservation((k*7919)%cat.Len(), d))
+	}
+	sc := newScorer(p, m.Weights(), cat)
+	var x [historyLen][nFit]float64
+	var off, y, w [historyLen]float64
+	var b breakdown
+	for k := range m.nhist {
+		idx, _ := cat.Index(m.hist[k].id)
+		sc.score(&cat.feat[idx], idx, &b)
+		in := residualInOf(cat, idx, &b)
+		phi := residualFeatures(&in, sc.strength())
+		off[k] = likeSharpness * (b.score - m.mean[pThreshold])
+		copy(x[k][:nResidual], phi[:])
+		x[k][rScore], x[k][nResidual] = off[k], 1
+		if m.hist[k].like {
+			y[k] = 1
+		}
+		w[k] = 1
+	}
+	d := &fitData{x: &x, off: &off, y: &y, w: &w, n: m.nhist}
+	var theta [nFit]float64
+	for _, c := range fitCandidates {
+		next, ev, ok := d.fit(theta, c)
+		require.True(t, ok, "%+v", c)
+		again, ev2, _ := d.fit(next, c)
+		for j := range nFit {
+			assert.InDelta(t, next[j], again[j], 1e-3, "%+v: at its mode", c)
+		}
+		assert.InDelta(t, ev, ev2, 1e-6)
+		// The data's log-likelihood is at least n log(1/2) at the prior's
+		// mean; the evidence of a converged fit is of that order.
+		assert.Greater(t, ev, -5*float64(m.nhist), "%+v: evidence %.1f", c, ev)
+		theta = next
+	}
+}
