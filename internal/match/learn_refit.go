@@ -253,21 +253,9 @@ func (d *fitData) fit(start [nFit]float64, c fitCandidate) (theta [nFit]float64,
 		}
 	}
 	// log p(y | theta) + log p(theta) - 1/2 log |H| (+ constants).
-	for i := range d.n {
-		xi := &d.x[i]
-		eta := d.off[i]
-		for j := range nFit {
-			eta += theta[j] * xi[j]
-		}
-		if d.y[i] > 0.5 {
-			logEv += d.w[i] * logSigmoid(eta)
-		} else {
-			logEv += d.w[i] * logSigmoid(-eta)
-		}
-	}
+	logEv = d.logPosterior(&theta, &pm, &pv)
 	for j := range nFit {
-		logEv -= 0.5*(theta[j]-pm[j])*(theta[j]-pm[j])/pv[j] + 0.5*math.Log(pv[j])
-		logEv -= math.Log(l[j][j])
+		logEv -= 0.5*math.Log(pv[j]) + math.Log(l[j][j])
 	}
 	return theta, logEv, finite(logEv)
 }
