@@ -793,22 +793,15 @@ func (m *Model) syncLevel(l int) {
 }
 
 // linearise returns the gradient of the linear predictor z = k*(S - t) in
-// the parameters at the posterior mean, and z there.
+// the parameters at the posterior mean, and z there, S being the whole
+// model's score: the weights' plus the residual and its intercept.
 func (m Model) linearise(p Profile, cat *Catalog, idx int) (x [nParams]float64, z float64, ok bool) {
-	x, z, _, ok = m.lineariseAll(p, cat, idx)
-	return x, z, ok
-}
-
-// lineariseAll is linearise that also returns the variance of the linear
-// predictor that comes from the residual's coefficients.
-func (m Model) lineariseAll(p Profile, cat *Catalog, idx int) (x [nParams]float64, z, vr float64, ok bool) {
 	e := newLearnEval(p, m.Weights(), cat)
 	var b breakdown
 	s, g := e.eval(idx, &b)
 	in := residualInOf(cat, idx, &b)
 	phi := residualFeatures(&in, e.sc.strength())
-	x, z, ok = m.features(s+residualOf(&m.rmean, &phi)+m.rconst, g)
-	return x, z, 0, ok
+	return m.features(s+residualOf(&m.rmean, &phi)+m.rconst, g)
 }
 
 // residualAt is the residual of school i, whose breakdown under the
@@ -924,20 +917,17 @@ func (m Model) Predict(p Profile, cat *Catalog, idx int) Prediction {
 	if cat == nil || idx < 0 || idx >= cat.Len() {
 		return Prediction{Like: 0.5}
 	}
-	x, z, vr, ok := m.lineariseAll(p, cat, idx)
+	x, z, ok := m.linearise(p, cat, idx)
 	if !ok {
 		return Prediction{Like: 0.5}
 	}
-	return predictFrom(&x, z, vr, &m.cov)
+	return predictFrom(&x, z, &m.cov)
 }
 
 // predictFrom is the prediction for a school whose linear predictor has
-// gradient x and value z, under covariance cov, vr more variance coming
-// from the residual.
-func predictFrom(x *[nParams]float64, z, vr float64, cov *[nParams][nParams]float64) Prediction {
-	_, v, vw := moments(x, z, cov)
-	v, vw = v+vr, vw+vr
-	like := sigmoid(z / math.Sqrt(1+math.Pi*v/8))
+// gradient x and value z, under covariance cov.
+func predictFrom(x *[nParams]float64, z float64, cov *[nParams][nParams]float64) Prediction {
+	like, v, vw := moments(x, z, cov)
 	return Prediction{Like: like, Uncertainty: math.Sqrt(v), Information: 0.5 * math.Log1p(like*(1-like)*vw)}
 }
 

@@ -348,7 +348,7 @@ func TestTheModelPredictsWhatTheResidualFitted(t *testing.T) {
 				eta += m.rmean[j] * likeSharpness * phi[j]
 			}
 		}
-		_, z, _, ok := m.lineariseAll(p, cat, idx)
+		_, z, ok := m.linearise(p, cat, idx)
 		require.True(t, ok)
 		assert.InDelta(t, eta, z, 1e-6, "school %d", idx)
 	}

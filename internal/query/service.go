@@ -411,7 +411,7 @@ func (s *Service) recommendations(ctx context.Context, endpoint, studentID strin
 		if len(fs.missing) > 0 && !anyProfile {
 			return RecommendationsPage{}, MissingProfile(studentID, fs.missing)
 		}
-		recs, complete := s.page(studentID, fs, cat, limit, offset)
+		recs, learned, complete := s.page(studentID, fs, cat, limit, offset)
 		if complete || attempt > 0 {
 			var probes []string
 			for _, r := range recs {
@@ -426,7 +426,7 @@ func (s *Service) recommendations(ctx context.Context, endpoint, studentID strin
 				Metadata: Metadata{TotalCount: f.TotalCount, LearningPhase: PhaseFor(f.TotalSwipes),
 					AlgorithmVersion: f.AlgorithmVersion},
 				LearningState: LearningState{Phase: PhaseFor(f.TotalSwipes), Progress: round4(Progress(f.TotalSwipes)),
-					PreferenceWeights: roundWeights(f.Weights), LearnedPreferences: fs.learned(cat)},
+					PreferenceWeights: roundWeights(f.Weights), LearnedPreferences: learned},
 				TotalSwipes: f.TotalSwipes,
 			}, nil
 		}
@@ -532,7 +532,7 @@ func appendJSONFloat(b []byte, v float64) []byte {
 
 // page renders items [offset, offset+limit) of the feed; complete is false
 // when a stored item's school is not in cat.
-func (s *Service) page(studentID string, fs *feedState, cat *active.Catalog, limit, offset int) (recs []Recommendation, complete bool) {
+func (s *Service) page(studentID string, fs *feedState, cat *active.Catalog, limit, offset int) (recs []Recommendation, learned []string, complete bool) {
 	end := offset + limit
 	var page []cache.FeedItem
 	if n := fs.feed.Len(); end > n && n < fs.feed.TotalCount && offset < fs.feed.TotalCount {
@@ -543,14 +543,15 @@ func (s *Service) page(studentID string, fs *feedState, cat *active.Catalog, lim
 	}
 	recs = make([]Recommendation, 0, len(page))
 	d := fs.describer(cat)
+	learned = match.LearnedTexts(d.Learned())
 	for _, it := range page {
 		idx, ok := cat.Index(it.SchoolID.String())
 		if !ok {
-			return recs, false
+			return recs, learned, false
 		}
 		recs = append(recs, described(cat, &d, idx, it))
 	}
-	return recs, true
+	return recs, learned, true
 }
 
 // deeper builds the feed past the stored items, to n items: the same

@@ -235,12 +235,6 @@ func majorNames(ms []domain.Major) []string {
 	return out
 }
 
-// learned is what fs's model learned beyond the weights, in words.
-func (fs *feedState) learned(cat *active.Catalog) []string {
-	d := fs.describer(cat)
-	return match.LearnedTexts(d.Learned())
-}
-
 // describer describes the schools of fs's feed: with the learned model it
 // was ranked with (whose learned preferences the reasons name), else with
 // its weights.
