@@ -244,7 +244,8 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	})
 	tasks.NewHandler(tasks.Deps{
 		Log: log, Relay: relay,
-		Learning: db, Feeds: feeds, Catalogs: catalog, LearnMetrics: tasks.NewLearnMetrics(reg),
+		LearnDrains: tasks.NewLearnDrains(rdb), Learning: db, Feeds: feeds, Catalogs: catalog,
+		LearnMetrics: tasks.NewLearnMetrics(reg),
 		WebhookStore: db, WebhookSender: webhookSender{webhook.NewSender(endpoints, opt.sender)},
 		WebhookMetrics: webhookMetrics, WebhookConfig: opt.webhooks,
 	}).Register(mux)

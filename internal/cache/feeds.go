@@ -220,32 +220,63 @@ func (s *Feeds) CompactRaw(ctx context.Context, studentID string) ([]byte, error
 // or drops it (swapFeed), all in one MULTI/EXEC: one round trip, and no
 // other client sees the staged key.
 func (s *Feeds) Put(ctx context.Context, f Feed) (bool, error) {
-	var stored bool
-	key, staged := FeedKey(f.StudentID), StagedFeedKey(f.StudentID)
-	fields := FeedFields(&f)
-	versions := []any{f.StudentVersion, f.LearningVersion, f.CatalogVersion}
-	err := s.call(ctx, "put feed", func(ctx context.Context) error {
-		var swap *redis.Cmd
+	stored, err := s.PutMany(ctx, []Feed{f})
+	if err != nil {
+		return false, err
+	}
+	return stored[0], nil
+}
+
+// PutMany is Put for several feeds (of different students) in one round
+// trip: one MULTI/EXEC holding each feed's staging and swap, so each is
+// stored or kept out exactly as Put would, and also's commands (other
+// writes that belong with the feeds, such as their probes) run in the same
+// transaction. stored[i] says whether feeds[i] was stored.
+func (s *Feeds) PutMany(ctx context.Context, feeds []Feed, also ...Write) (stored []bool, err error) {
+	stored = make([]bool, len(feeds))
+	if len(feeds) == 0 {
+		return stored, nil
+	}
+	swaps := make([]*redis.Cmd, len(feeds))
+	err = s.call(ctx, "put feed", func(ctx context.Context) error {
 		err := handover.ExecTx(ctx, s.rdb, []*redis.Script{swapFeed}, func(pipe redis.Pipeliner) error {
-			pipe.Del(ctx, staged)
-			pipe.HSet(ctx, staged, fields...)
-			pipe.PExpire(ctx, staged, s.ttl)
-			swap = swapFeed.EvalSha(ctx, pipe, []string{key, staged}, versions...)
-			// Nothing once the script moved or dropped it; the staged feed
-			// when the script did not run (Redis had forgotten it), so that
-			// no copy outlives a Put whose retry fails.
-			pipe.Unlink(ctx, staged)
+			for i := range feeds {
+				f := &feeds[i]
+				key, staged := FeedKey(f.StudentID), StagedFeedKey(f.StudentID)
+				pipe.Del(ctx, staged)
+				pipe.HSet(ctx, staged, FeedFields(f)...)
+				pipe.PExpire(ctx, staged, s.ttl)
+				swaps[i] = swapFeed.EvalSha(ctx, pipe, []string{key, staged}, f.StudentVersion, f.LearningVersion, f.CatalogVersion)
+				// Nothing once the script moved or dropped it; the staged feed
+				// when the script did not run (Redis had forgotten it), so that
+				// no copy outlives a Put whose retry fails.
+				pipe.Unlink(ctx, staged)
+			}
+			for _, w := range also {
+				if w != nil {
+					w(ctx, pipe)
+				}
+			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		n, err := swap.Int()
-		stored = n == 1
-		return err
+		for i, swap := range swaps {
+			n, err := swap.Int()
+			if err != nil {
+				return err
+			}
+			stored[i] = n == 1
+		}
+		return nil
 	})
 	return stored, err
 }
+
+// A Write is commands that belong in a caller's pipeline or transaction
+// (PutMany's), such as a stored feed's probes (Probes.RememberUntilWrite).
+type Write func(ctx context.Context, pipe redis.Pipeliner)
 
 // StagedFeedKey is where Put writes a feed before swapFeed moves it into
 // place. It exists only inside Put's MULTI/EXEC, which unlinks it last

@@ -48,6 +48,28 @@ func (p *Probes) RememberUntil(ctx context.Context, studentID string, until time
 	if len(schoolIDs) == 0 {
 		return nil
 	}
+	_, err := p.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		p.queueRememberUntil(ctx, pipe, studentID, until, schoolIDs...)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cache: remember probes: %w", err)
+	}
+	return nil
+}
+
+// RememberUntilWrite is RememberUntil as commands for a caller's pipeline
+// (a batch of feeds stored with their probes in one round trip: PutMany).
+func (p *Probes) RememberUntilWrite(studentID string, until time.Time, schoolIDs ...string) Write {
+	if len(schoolIDs) == 0 {
+		return nil
+	}
+	return func(ctx context.Context, pipe redis.Pipeliner) {
+		p.queueRememberUntil(ctx, pipe, studentID, until, schoolIDs...)
+	}
+}
+
+func (p *Probes) queueRememberUntil(ctx context.Context, pipe redis.Pipeliner, studentID string, until time.Time, schoolIDs ...string) {
 	key := ProbesKey(studentID)
 	now := time.Now()
 	switch {
@@ -60,19 +82,12 @@ func (p *Probes) RememberUntil(ctx context.Context, studentID string, until time
 	for i, id := range schoolIDs {
 		members[i] = redis.Z{Score: float64(until.UnixMilli()), Member: strings.ToLower(id)}
 	}
-	_, err := p.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		// GT: a school served again now does not cut short what a stored
-		// feed remembered until its expiry.
-		pipe.ZAddArgs(ctx, key, redis.ZAddArgs{GT: true, Members: members})
-		pipe.ZRemRangeByScore(ctx, key, "-inf", fmt.Sprint(now.Add(-p.ttl).UnixMilli()))
-		pipe.ZRemRangeByRank(ctx, key, 0, -maxProbes-1)
-		pipe.PExpire(ctx, key, 2*p.ttl) // the longest an entry lives (until is at most a TTL ahead)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("cache: remember probes: %w", err)
-	}
-	return nil
+	// GT: a school served again now does not cut short what a stored
+	// feed remembered until its expiry.
+	pipe.ZAddArgs(ctx, key, redis.ZAddArgs{GT: true, Members: members})
+	pipe.ZRemRangeByScore(ctx, key, "-inf", fmt.Sprint(now.Add(-p.ttl).UnixMilli()))
+	pipe.ZRemRangeByRank(ctx, key, 0, -maxProbes-1)
+	pipe.PExpire(ctx, key, 2*p.ttl) // the longest an entry lives (until is at most a TTL ahead)
 }
 
 // WasProbe reports whether schoolID was served to studentID as a probe

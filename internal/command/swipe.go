@@ -317,14 +317,15 @@ func viewModel(v cache.SwipeView) (match.Profile, match.Model, bool) {
 }
 
 // afterCommit patches the student's stored feed and hands the learn task
-// over, in one Redis round trip, even if the client has gone.
+// over (the student marked for their shard's learn drain), in one Redis
+// round trip, even if the client has gone.
 func (s *Swipes) afterCommit(ctx context.Context, rec domain.RecordedSwipe) {
 	ctx = context.WithoutCancel(ctx)
 	patch := cache.FeedPatch{StudentID: rec.StudentID, Version: rec.Version, SwipeCount: rec.SwipeCount}
 	if rec.Counted() {
 		patch.Swiped = []string{rec.SchoolID}
 	}
-	if err := s.redis.AfterWrite(ctx, patch, tasks.LearnJob(rec.StudentID, rec.Version, 0)); err != nil {
+	if err := s.redis.AfterWrite(ctx, patch, tasks.LearnMark(rec.StudentID, rec.Version)); err != nil {
 		s.log.DebugContext(ctx, "feed not patched or learn task not queued; the worker's rebuild and learn sweep do it",
 			"student_id", rec.StudentID, "err", err)
 	}

@@ -326,7 +326,7 @@ func predictBatch(ctx context.Context, r SwipeRedis, st BatchStore, cats Catalog
 // rebuild the feed).
 func afterBatch(ctx context.Context, r SwipeRedis, log *slog.Logger, studentID string, stored domain.BatchResult) {
 	ctx = context.WithoutCancel(ctx)
-	job := tasks.LearnJob(studentID, stored.Version, 0)
+	job := tasks.LearnMark(studentID, stored.Version)
 	if len(stored.Swipes) == 0 && stored.LastFeedbackID != 0 {
 		job = tasks.LearnJob(studentID, 0, stored.LastFeedbackID)
 	}

@@ -70,6 +70,14 @@ type LearningUpdate struct {
 	Swiped           []string // sorted lower-case UUIDs
 }
 
+// LearningSave is one fold's result to store: the student's update, stored
+// only when their learned state is still at version From (0: none yet).
+type LearningSave struct {
+	StudentID string
+	From      int64
+	Update    LearningUpdate
+}
+
 // SwipedSchools are the schools the student has a counted swipe on: those
 // folded in and those among the new events.
 func (st LearnerState) SwipedSchools() []string {

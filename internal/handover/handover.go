@@ -38,6 +38,10 @@ type Job struct {
 	MaxRetry  int
 	Timeout   time.Duration // asynq's per-task timeout; 0 means asynq's default (30 min)
 	Retention time.Duration // how long a completed task (and so its id) is kept
+	// Drain, when set, makes the job a drain's mark: its member joins the
+	// drain's pending set, and the task (ID a fresh one) is queued only
+	// when no drain task is armed (see DrainMark).
+	Drain *DrainMark
 }
 
 // enqueue is asynq's enqueue script: a task whose id exists is left alone.
@@ -108,12 +112,19 @@ func (q *Queuer) Queue(ctx context.Context, pipe redis.Pipeliner, j Job) (*redis
 		pipe.SAdd(ctx, allQueues, j.Queue)
 		q.published.Store(j.Queue, true)
 	}
+	if j.Drain != nil {
+		if j.Drain.Name == "" || j.Drain.Member == "" {
+			return nil, fmt.Errorf("handover: drain mark without a name or member: %+v", j)
+		}
+		return queueMark(ctx, pipe, j), nil
+	}
 	return enqueue.EvalSha(ctx, pipe, []string{taskKey(j.Queue, j.ID), pendingKey(j.Queue)},
 		message(j), j.ID, strconv.FormatInt(time.Now().UnixNano(), 10)), nil
 }
 
 // Queued reads what Queue's command answered: queued is false when the id
-// was in the queue already (a duplicate, which is success too).
+// was in the queue already (a duplicate, which is success too), or, for a
+// drain's mark, when a drain task was armed already.
 func Queued(cmd *redis.Cmd) (queued bool, err error) {
 	n, err := cmd.Int()
 	return n == 1, err
@@ -161,7 +172,7 @@ func exec(ctx context.Context, rdb redis.UniversalClient, pipeline func() redis.
 			}
 			return err
 		}
-		for _, s := range append(scripts, enqueue) {
+		for _, s := range append(scripts, enqueue, mark) {
 			if err := s.Load(ctx, rdb).Err(); err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ func (a *testAPI) learner(t *testing.T) func(student string) {
 		Log: log, Metrics: query.NewMetrics(reg), Probes: cache.NewProbes(a.Redis, 5*time.Minute)})
 	relay := tasks.NewRelay(log, a.Store, handover.NewClient(a.Redis, handover.NewQueuer()), nil, tasks.NewRelayMetrics(reg),
 		tasks.RelayConfig{})
-	h := tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, Learning: a.Store, Feeds: queries, Catalogs: a.Catalog,
+	h := tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, LearnDrains: tasks.NewLearnDrains(a.Redis), Learning: a.Store, Feeds: queries, Catalogs: a.Catalog,
 		LearnMetrics: tasks.NewLearnMetrics(reg)})
 	return func(student string) {
 		t.Helper()

@@ -52,7 +52,9 @@ var redisKeyRules = map[string]keyRule{
 // asynq's own keys (asynq:{<queue>}:..., the task queues, task hashes and
 // server bookkeeping) are the exception: they are asynq's to manage (it
 // deletes a task when it has run and expires its statistics and server
-// entries); the service does not put TTLs on them.
+// entries); the service does not put TTLs on them. The learn drains' keys
+// (drain:{<queue>}:...) are the queue's too: they have TTLs, and a pending
+// set holds at most one member per student.
 func TestRedisKeysHaveTTLsAndCaps(t *testing.T) {
 	rdb := testutil.NewRedis(t, testutil.RedisDBHTTPAPI)
 	var queries *query.Service // the read side, which the worker rebuilds feeds with
@@ -121,7 +123,7 @@ func TestRedisKeysHaveTTLsAndCaps(t *testing.T) {
 		tasks.NewRelayMetrics(prometheus.NewRegistry()), tasks.RelayConfig{})
 	_, err := relay.Drain(ctx)
 	require.NoError(t, err)
-	worker := tasks.NewHandler(tasks.Deps{Log: testutil.Logger(t), Relay: relay, Learning: api.Store,
+	worker := tasks.NewHandler(tasks.Deps{Log: testutil.Logger(t), Relay: relay, LearnDrains: tasks.NewLearnDrains(rdb), Learning: api.Store,
 		Feeds: queries, Catalogs: api.Catalog, LearnMetrics: tasks.NewLearnMetrics(prometheus.NewRegistry())})
 	for _, s := range students {
 		task, err := tasks.NewStudentLearnTask(s.id, 0)
@@ -141,7 +143,7 @@ func TestRedisKeysHaveTTLsAndCaps(t *testing.T) {
 	}
 	require.True(t, limited, "the workload reaches a 429")
 
-	want := []string{"feed", "shown", "swiped", "rate", "asynq"}
+	want := []string{"feed", "shown", "swiped", "rate", "asynq", "drain"}
 	if probes {
 		want = append(want, "probes")
 	}
@@ -162,6 +164,15 @@ func checkRedisHygiene(t *testing.T, ctx context.Context, rdb redis.UniversalCli
 		for _, key := range keys {
 			if strings.HasPrefix(key, "asynq:") {
 				found["asynq"]++
+				continue
+			}
+			if strings.HasPrefix(key, "drain:") {
+				// A drain's pending set (one member per student with writes
+				// not yet learned) and arm key: the queue's, with TTLs.
+				found["drain"]++
+				ttl, err := rdb.PTTL(ctx, key).Result()
+				require.NoError(t, err)
+				assert.True(t, ttl > 0 || ttl == -2*time.Nanosecond || ttl == -2*time.Millisecond, "%s has a TTL", key)
 				continue
 			}
 			name := key[strings.LastIndex(key, ":")+1:]

@@ -112,18 +112,24 @@ func TestSwipeWritesItsEventAndQueuesTheLearner(t *testing.T) {
 	assert.True(t, strings.HasSuffix(payload["timestamp"].(string), "Z"), "UTC")
 	assert.WithinRange(t, ts, before, time.Now().Add(time.Second))
 
-	// The learner's task is queued under the swipe's version; the event is
+	// The student is marked for their shard's learn drain under the
+	// swipe's version, and the shard's drain task is queued; the event is
 	// the worker's relay's to publish.
 	assert.False(t, published)
 	var version int64
 	require.NoError(t, api.Pool.QueryRow(context.Background(), `SELECT version FROM students WHERE id = $1`, id).Scan(&version))
-	info, err := asynq.NewInspectorFromRedisClient(api.Redis).GetTaskInfo(tasks.QueueCritical,
-		tasks.LearnJob(id, version, 0).ID)
+	pendingKey, armedKey := tasks.LearnDrainKeys(id)
+	score, err := api.Redis.ZScore(context.Background(), pendingKey, id).Result()
 	require.NoError(t, err)
-	assert.Equal(t, tasks.TypeStudentLearn, info.Type)
-	var p tasks.StudentLearnPayload
+	assert.EqualValues(t, version, score)
+	taskID, err := api.Redis.Get(context.Background(), armedKey).Result()
+	require.NoError(t, err, "the shard's drain is armed")
+	info, err := asynq.NewInspectorFromRedisClient(api.Redis).GetTaskInfo(tasks.QueueCritical, taskID)
+	require.NoError(t, err)
+	assert.Equal(t, tasks.TypeLearnDrain, info.Type)
+	var p tasks.LearnDrainPayload
 	require.NoError(t, json.Unmarshal(info.Payload, &p))
-	assert.Equal(t, tasks.StudentLearnPayload{StudentID: id, Version: version}, p)
+	assert.Equal(t, tasks.LearnShard(id), p.Shard)
 	assert.NotZero(t, outboxID)
 }
 

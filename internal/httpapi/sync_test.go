@@ -307,21 +307,25 @@ func TestSyncPushCountsTowardPhaseAndHandsOverOneLearnTask(t *testing.T) {
 	assert.Equal(t, "refinement", ls["phase"])
 	assert.InDelta(t, 15.0/31, ls["progress"], 1e-4)
 
-	// One student:learn task for the whole push, under the id derived from
-	// the version it left.
+	// One hand-over for the whole push: the student marked for their
+	// shard's learn drain under the version it left, one drain task queued.
 	var version int64
 	require.NoError(t, api.Pool.QueryRow(context.Background(),
 		`SELECT version FROM students WHERE id = $1`, student).Scan(&version))
+	pendingKey, _ := tasks.LearnDrainKeys(student)
+	score, err := api.Redis.ZScore(context.Background(), pendingKey, student).Result()
+	require.NoError(t, err)
+	assert.EqualValues(t, version, score)
 	insp := asynq.NewInspectorFromRedisClient(api.Redis)
 	pending, err := insp.ListPendingTasks(tasks.QueueCritical, asynq.PageSize(1000))
 	require.NoError(t, err)
 	var learn []string
 	for _, ti := range pending {
-		if ti.Type == tasks.TypeStudentLearn && strings.Contains(string(ti.Payload), student) {
-			learn = append(learn, ti.ID)
+		if ti.Type == tasks.TypeStudentLearn || ti.Type == tasks.TypeLearnDrain {
+			learn = append(learn, ti.Type)
 		}
 	}
-	assert.Equal(t, []string{tasks.LearnJob(student, version, 0).ID}, learn)
+	assert.Equal(t, []string{tasks.TypeLearnDrain}, learn)
 
 	// POST /swipe with a pushed change id is a retry of it.
 	retry := api.do(t, "POST", "/swipe", tok, map[string]any{"student_id": student, "school_id": changes[0]["school_id"],

@@ -46,6 +46,8 @@ type FeedStore interface {
 	HeaderModel(ctx context.Context, studentID string) (cache.Feed, error)
 	CompactRaw(ctx context.Context, studentID string) ([]byte, error)
 	Put(ctx context.Context, f cache.Feed) (bool, error)
+	// PutMany stores several feeds, and also's writes, in one round trip.
+	PutMany(ctx context.Context, feeds []cache.Feed, also ...cache.Write) ([]bool, error)
 	LearnedVersion(ctx context.Context, studentID string) (int64, bool, error)
 	Model(ctx context.Context, studentID string) ([]byte, error)
 	Invalidate(ctx context.Context, studentID string, version int64) error
@@ -61,6 +63,9 @@ type FeedStore interface {
 type ProbeRecorder interface {
 	Remember(ctx context.Context, studentID string, schoolIDs ...string) error
 	RememberUntil(ctx context.Context, studentID string, until time.Time, schoolIDs ...string) error
+	// RememberUntilWrite is RememberUntil as commands for PutMany's
+	// transaction (nil when there is nothing to remember).
+	RememberUntilWrite(studentID string, until time.Time, schoolIDs ...string) cache.Write
 }
 
 // Catalogs gives the catalogue currently held (active.Holder).
@@ -366,6 +371,44 @@ func (s *Service) RebuildFeed(ctx context.Context, st domain.LearnerState, learn
 		return domain.StudentNotFound(st.Student.ID)
 	}
 	return s.store(ctx, s.project(st, s.catalogs.Current(), learned))
+}
+
+// RebuildFeeds is RebuildFeed for several students in one Redis round
+// trip (the worker's drain): states[i] with learned[i] (nil: decode
+// states[i].Model). Erased students are left out. An error means none of
+// the feeds may have been stored.
+func (s *Service) RebuildFeeds(ctx context.Context, states []domain.LearnerState, learned []*match.Model) error {
+	cat := s.catalogs.Current()
+	feeds := make([]cache.Feed, 0, len(states))
+	for i, st := range states {
+		if st.Student.DeletedAt != nil {
+			continue
+		}
+		feeds = append(feeds, s.project(st, cat, learned[i]).feed)
+	}
+	var probes []cache.Write
+	if s.probes != nil {
+		until := time.Now().Add(s.feeds.TTL())
+		for i := range feeds {
+			probes = append(probes, s.probes.RememberUntilWrite(feeds[i].StudentID, until, StoredProbes(&feeds[i])...))
+		}
+	}
+	stored, err := s.feeds.PutMany(ctx, feeds, probes...)
+	if err != nil {
+		s.m.FeedWrites.WithLabelValues("error").Add(float64(len(feeds)))
+		if !errors.Is(err, cache.ErrUnavailable) {
+			s.log.WarnContext(ctx, "feeds not stored", "feeds", len(feeds), "err", err)
+		}
+		return err
+	}
+	for _, ok := range stored {
+		if ok {
+			s.m.FeedWrites.WithLabelValues("stored").Inc()
+		} else {
+			s.m.FeedWrites.WithLabelValues("kept_newer").Inc()
+		}
+	}
+	return nil
 }
 
 // LearnedVersion is the student version the stored feed's learned state

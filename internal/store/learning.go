@@ -23,7 +23,7 @@ import (
 // student's lock, in the same order, so "after the last folded" is
 // change_seq above last_seq; the id bound keeps out a row whose change_seq
 // moved because it was updated.
-const learnerState = `
+const learnerStateQuery = `
 SELECT ` + studentColumns + `, version,
 	l.l_model, l.l_weights, coalesce(l.l_version, 0), coalesce(l.l_swipe, 0), coalesce(l.l_feedback, 0),
 	coalesce(l.l_seq, 0), coalesce(l.l_swiped, '\x'),
@@ -51,7 +51,14 @@ FROM students LEFT JOIN LATERAL (
 		last_feedback_id AS l_feedback, last_seq AS l_seq, swiped AS l_swiped
 	FROM learning_state WHERE learning_state.student_id = students.id
 ) l ON true
-WHERE students.id = $1`
+WHERE `
+
+// learnerState reads one student ($1).
+const learnerState = learnerStateQuery + `students.id = $1`
+
+// learnerStates reads several students ($1, an array of ids) in one
+// statement, each with at most $2 events: a drain's batch (LearnerStates).
+const learnerStates = learnerStateQuery + `students.id = ANY($1::uuid[])`
 
 // storedModel is a learned state's model as stored (match.DecodeModel
 // reads both forms): model, JSON, when a build from before the binary form
@@ -136,6 +143,43 @@ func (s *Store) learnerState(ctx context.Context, id string, page int) (domain.L
 
 // readLearnerState runs learnerState with the first page of events.
 func readLearnerState(ctx context.Context, q querier, id string, page int) (domain.LearnerState, error) {
+	st, err := scanLearnerState(q.QueryRow(ctx, learnerState, id, page))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return st, domain.StudentNotFound(id)
+	}
+	return st, err
+}
+
+// LearnerStates reads the students ids as LearnerState does, in one
+// statement, each with at most page of the events not folded in (a
+// student with page of them may have more: folding them moves the cursors,
+// and the next read goes on from there). Unknown ids are left out; erased
+// students come back with DeletedAt set.
+func (s *Store) LearnerStates(ctx context.Context, ids []string, page int) ([]domain.LearnerState, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, learnerStates, ids, max(page, 1))
+	if err != nil {
+		return nil, mapErr(err, "students")
+	}
+	defer rows.Close()
+	out := make([]domain.LearnerState, 0, len(ids))
+	for rows.Next() {
+		st, err := scanLearnerState(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err, "students")
+	}
+	return out, nil
+}
+
+// scanLearnerState reads one row of learnerStateQuery.
+func scanLearnerState(row pgx.Row) (domain.LearnerState, error) {
 	var (
 		st      domain.LearnerState
 		weights []byte
@@ -143,16 +187,17 @@ func readLearnerState(ctx context.Context, q querier, id string, page int) (doma
 		cats    []byte
 		events  []byte
 	)
-	student, err := scanStudent(rowWithExtras{q.QueryRow(ctx, learnerState, id, page), []any{&st.Version,
+	student, err := scanStudent(rowWithExtras{row, []any{&st.Version,
 		&st.Model, &weights, &st.LearningVersion, &st.LastSwipeID, &st.LastFeedbackID, &st.LastSeq, &swiped,
 		&cats, &events}})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return st, domain.StudentNotFound(id)
+		return st, err
 	}
 	if err != nil {
 		return st, mapErr(err, "student")
 	}
 	st.Student = student
+	id := student.ID
 	if weights != nil {
 		if st.Weights, err = numericWeights(weights); err != nil {
 			return st, fmt.Errorf("student %s learning_state.weights: %w", id, err)
@@ -290,6 +335,96 @@ func (s *Store) SaveLearning(ctx context.Context, studentID string, from int64, 
 		return 0, false, mapErr(err, "learning state")
 	}
 	return version, true, nil
+}
+
+// saveLearnings is saveLearning for several students at once (no id
+// twice): one row per input, each stored on the same conditions as
+// saveLearning's, and the students stored come back with their new
+// versions.
+const saveLearnings = `
+WITH input AS (
+	SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bytea[],
+		$8::bigint[], $9::timestamptz[])
+		AS t(student_id, model_bin, weights, last_swipe_id, last_feedback_id, last_seq, swiped, from_version, created_at)
+), live AS (
+	SELECT s.id FROM students s JOIN input i ON i.student_id = s.id
+	WHERE i.from_version = 0 AND s.deleted_at IS NULL AND s.created_at = i.created_at
+	FOR KEY SHARE OF s
+), upd AS (
+	UPDATE learning_state l SET model = NULL, model_bin = i.model_bin, weights = i.weights::jsonb,
+		last_swipe_id = i.last_swipe_id, last_feedback_id = i.last_feedback_id, last_seq = i.last_seq,
+		swiped = i.swiped, version = l.version + 1, updated_at = now()
+	FROM input i
+	WHERE l.student_id = i.student_id AND l.version = i.from_version AND l.last_swipe_id <= i.last_swipe_id
+		AND l.last_feedback_id <= i.last_feedback_id
+	RETURNING l.student_id, l.version
+), ins AS (
+	INSERT INTO learning_state (student_id, model_bin, weights, last_swipe_id, last_feedback_id, last_seq, swiped, version)
+	SELECT i.student_id, i.model_bin, i.weights::jsonb, i.last_swipe_id, i.last_feedback_id, i.last_seq, i.swiped, 1
+	FROM input i JOIN live ON live.id = i.student_id
+	ON CONFLICT (student_id) DO NOTHING
+	RETURNING student_id, version
+)
+SELECT student_id::text, version FROM upd UNION ALL SELECT student_id::text, version FROM ins`
+
+// SaveLearnings stores several folds' results in one statement, each as
+// SaveLearning does (optimistically, from its own version); saved maps the
+// students stored to their new versions, and a student left out was not
+// stored (another fold got there first, or the student is gone).
+func (s *Store) SaveLearnings(ctx context.Context, saves []domain.LearningSave) (saved map[string]int64, err error) {
+	saved = make(map[string]int64, len(saves))
+	if len(saves) == 0 {
+		return saved, nil
+	}
+	n := len(saves)
+	var (
+		ids     = make([]string, n)
+		models  = make([][]byte, n)
+		weights = make([]string, n)
+		lastS   = make([]int64, n)
+		lastF   = make([]int64, n)
+		lastSeq = make([]int64, n)
+		swiped  = make([][]byte, n)
+		from    = make([]int64, n)
+		created = make([]time.Time, n)
+		seen    = make(map[string]bool, n)
+	)
+	for i, sv := range saves {
+		up := sv.Update
+		if seen[sv.StudentID] {
+			return nil, fmt.Errorf("store: student %s saved twice in one batch", sv.StudentID)
+		}
+		seen[sv.StudentID] = true
+		w, err := json.Marshal(up.Weights)
+		if err != nil {
+			return nil, err
+		}
+		if swiped[i], err = encodeSwiped(up.Swiped); err != nil {
+			return nil, err
+		}
+		if sv.From == 0 && up.StudentCreatedAt.IsZero() {
+			return nil, errors.New("store: a first learned state needs the created_at of the student the fold read")
+		}
+		ids[i], models[i], weights[i] = sv.StudentID, up.Model, string(w)
+		lastS[i], lastF[i], lastSeq[i], from[i], created[i] = up.LastSwipeID, up.LastFeedbackID, up.LastSeq, sv.From, up.StudentCreatedAt
+	}
+	rows, err := s.pool.Query(ctx, saveLearnings, ids, models, weights, lastS, lastF, lastSeq, swiped, from, created)
+	if err != nil {
+		return nil, mapErr(err, "learning states")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var v int64
+		if err := rows.Scan(&id, &v); err != nil {
+			return nil, mapErr(err, "learning states")
+		}
+		saved[id] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err, "learning states")
+	}
+	return saved, nil
 }
 
 // learnHistory reads what a full re-fold starts from: of each school, the

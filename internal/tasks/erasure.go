@@ -63,6 +63,7 @@ type PurgedTasks struct {
 // PurgeStudentTasks deletes every queued task about an erased student, in
 // whatever state it is:
 //
+//   - the student's mark in their shard's learn drain;
 //   - by id: the learn tasks of each of the student's versions and
 //     feedback rows, and the webhook:deliver tasks of each delivery of
 //     their events (replays included), in the queues each type is queued
@@ -81,6 +82,11 @@ func PurgeStudentTasks(ctx context.Context, rdb redis.UniversalClient, st Studen
 	id := strings.ToLower(st.StudentID)
 	if id == "" {
 		return out, fmt.Errorf("purge tasks: no student id")
+	}
+	// The student's mark in their shard's learn drain (the drain task
+	// itself names only the shard).
+	if err := ForgetLearnMarks(ctx, rdb, id); err != nil {
+		return out, fmt.Errorf("purge tasks: %w", err)
 	}
 	learn := make([]string, 0, st.Version+1+int64(len(st.FeedbackIDs)))
 	for v := int64(0); v <= st.Version; v++ {

@@ -22,3 +22,11 @@ func FirstLease(base, ceiling time.Duration) (observe func(now time.Time, late t
 	l := newFirstLease(base, ceiling)
 	return l.observe, l.next
 }
+
+// SetDrainRun sets how long a learn drain task runs before handing its
+// shard on, for the external tests; the returned func restores it.
+func SetDrainRun(d time.Duration) (restore func()) {
+	old := drainRun
+	drainRun = d
+	return func() { drainRun = old }
+}

@@ -17,8 +17,9 @@ type Deps struct {
 	Log   *slog.Logger
 	Relay *Relay
 
-	// The learner (student:learn): all four together, or none, in which
-	// case student:learn is not registered (and must not be routed).
+	// The learner (student:learn, learn:drain): all five together, or
+	// none, in which case neither is registered (and must not be routed).
+	LearnDrains  *LearnDrains
 	Learning     LearningStore
 	Feeds        FeedRebuilder
 	Catalogs     Catalogs
@@ -49,13 +50,13 @@ func NewHandler(d Deps) *Handler {
 		panic("tasks.NewHandler: nil dependency")
 	}
 	h := &Handler{log: d.Log, relay: d.Relay}
-	switch n := countSet(d.Learning != nil, d.Feeds != nil, d.Catalogs != nil, d.LearnMetrics != nil); n {
+	switch n := countSet(d.LearnDrains != nil, d.Learning != nil, d.Feeds != nil, d.Catalogs != nil, d.LearnMetrics != nil); n {
 	case 0:
-	case 4:
+	case 5:
 		if d.Now == nil {
 			d.Now = time.Now
 		}
-		h.learn = &learner{store: d.Learning, feeds: d.Feeds, catalogs: d.Catalogs, m: d.LearnMetrics, now: d.Now}
+		h.learn = &learner{drains: d.LearnDrains, store: d.Learning, feeds: d.Feeds, catalogs: d.Catalogs, m: d.LearnMetrics, now: d.Now}
 	default:
 		panic(errNoLearner)
 	}
@@ -91,6 +92,7 @@ func (h *Handler) Register(mux *asynq.ServeMux) {
 	mux.HandleFunc(TypeOutboxRelay, h.handleOutboxRelay)
 	if h.learn != nil {
 		mux.HandleFunc(TypeStudentLearn, h.handleStudentLearn)
+		mux.HandleFunc(TypeLearnDrain, h.handleLearnDrain)
 	}
 	if h.hooks != nil {
 		// The queue stores the error a task returns (its last error, kept
@@ -111,6 +113,15 @@ func (h *Handler) HandleWebhookDeliver(ctx context.Context, t *asynq.Task) error
 		return fmt.Errorf("webhook:deliver: %w", errNoWebhooks)
 	}
 	return domain.Scrub(h.hooks.handle(ctx, t))
+}
+
+// HandleLearnDrain runs one learn:drain task (for callers that drive the
+// handler without a task server, such as benchmarks and tests).
+func (h *Handler) HandleLearnDrain(ctx context.Context, t *asynq.Task) error {
+	if h.learn == nil {
+		return fmt.Errorf("learn:drain: %w", errNoLearner)
+	}
+	return h.handleLearnDrain(ctx, t)
 }
 
 // HandleStudentLearn runs one student:learn task (for callers that drive

@@ -27,6 +27,12 @@ type LearningStore interface {
 	SaveLearning(ctx context.Context, studentID string, from int64, up domain.LearningUpdate) (version int64, saved bool, err error)
 	// LearnHistory reads what a full re-fold folds, up to the given ids.
 	LearnHistory(ctx context.Context, studentID string, lastSwipe, lastFeedback int64) ([]domain.LearnEvent, error)
+	// LearnerStates reads several students as LearnerState does, in one
+	// statement, each with at most page new events; unknown ids are left out.
+	LearnerStates(ctx context.Context, ids []string, page int) ([]domain.LearnerState, error)
+	// SaveLearnings stores several folds' results as SaveLearning does, in
+	// one statement; saved maps the students stored to their new versions.
+	SaveLearnings(ctx context.Context, saves []domain.LearningSave) (saved map[string]int64, err error)
 }
 
 // FeedRebuilder rebuilds a student's feed into Redis (the read side's
@@ -36,6 +42,9 @@ type FeedRebuilder interface {
 	// and stores it, newer versions winning; learned, when not nil, is
 	// st.Model decoded (a fold's result, not decoded again).
 	RebuildFeed(ctx context.Context, st domain.LearnerState, learned *match.Model) error
+	// RebuildFeeds is RebuildFeed for several students in one Redis round
+	// trip; learned[i] goes with states[i].
+	RebuildFeeds(ctx context.Context, states []domain.LearnerState, learned []*match.Model) error
 	// LearnedVersion is the student version the stored feed's learned
 	// state covers; found is false when there is no feed.
 	LearnedVersion(ctx context.Context, studentID string) (version int64, found bool, err error)
@@ -64,6 +73,8 @@ type LearnMetrics struct {
 	// Coalesced counts tasks that found their write folded in already, by
 	// a fold that took several writes at once.
 	Coalesced prometheus.Counter
+	// DrainBatch is how many students a learn drain's batch read.
+	DrainBatch prometheus.Histogram
 }
 
 // NewLearnMetrics creates the learner's collectors and registers them on reg.
@@ -84,13 +95,18 @@ func NewLearnMetrics(reg prometheus.Registerer) *LearnMetrics {
 			Name: "matching_learn_conflicts_total", Help: "Folds that found the learned state moved by another fold, and read it again.",
 		}),
 		Coalesced: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "matching_learn_coalesced_total", Help: "student:learn tasks whose write an earlier fold had folded in already (no database read).",
+			Name: "matching_learn_coalesced_total", Help: "student:learn tasks and drain marks whose write an earlier fold had folded in already (no database read).",
+		}),
+		DrainBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "matching_learn_drain_batch_students",
+			Help:    "Students a learn drain's batch read (one statement, one save, one Redis round trip for all).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 		}),
 	}
 	for _, k := range []string{"swipe", "signal", "feedback"} {
 		m.Events.WithLabelValues(k)
 	}
-	reg.MustRegister(m.FeedLag, m.Events, m.Rebuilds, m.Conflicts, m.Coalesced)
+	reg.MustRegister(m.FeedLag, m.Events, m.Rebuilds, m.Conflicts, m.Coalesced, m.DrainBatch)
 	return m
 }
 
@@ -173,6 +189,7 @@ func Observations(cat *match.Catalog, events []domain.LearnEvent) []match.Observ
 
 // learner is the student:learn handler's part of Handler.
 type learner struct {
+	drains   *LearnDrains
 	store    LearningStore
 	feeds    FeedRebuilder
 	catalogs Catalogs
@@ -323,4 +340,4 @@ func eventKind(e domain.LearnEvent) string {
 }
 
 // errNoLearner is returned when the learner's dependencies are incomplete.
-var errNoLearner = errors.New("tasks: the learner needs Learning, Feeds, Catalogs and LearnMetrics together")
+var errNoLearner = errors.New("tasks: the learner needs LearnDrains, Learning, Feeds, Catalogs and LearnMetrics together")

@@ -44,7 +44,7 @@ func TestLearnTaskEndsWhenPostgresStopsAnswering(t *testing.T) {
 		Metrics: query.NewMetrics(e.reg), Probes: cache.NewProbes(e.rdb, 5*time.Minute)})
 	relay := tasks.NewRelay(log, e.db, handover.NewClient(e.rdb, handover.NewQueuer()), nil,
 		tasks.NewRelayMetrics(e.reg), tasks.RelayConfig{})
-	e.handler = tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, Learning: e.db, Feeds: e.queries,
+	e.handler = tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, LearnDrains: tasks.NewLearnDrains(e.rdb), Learning: e.db, Feeds: e.queries,
 		Catalogs: e.catalog, LearnMetrics: tasks.NewLearnMetrics(e.reg)})
 
 	student := e.student(t)

@@ -36,6 +36,7 @@ type learnEnv struct {
 	queries *query.Service
 	reg     *prometheus.Registry
 	handler *tasks.Handler
+	lm      *tasks.LearnMetrics
 	now     time.Time // the handler's clock; zero: time.Now
 }
 
@@ -54,8 +55,9 @@ func newLearnEnv(t *testing.T, schools int) *learnEnv {
 		Metrics: qm, Probes: cache.NewProbes(e.rdb, 5*time.Minute)})
 	relay := tasks.NewRelay(log, e.db, handover.NewClient(e.rdb, handover.NewQueuer()), nil,
 		tasks.NewRelayMetrics(e.reg), tasks.RelayConfig{})
-	e.handler = tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, Learning: e.db, Feeds: e.queries,
-		Catalogs: e.catalog, LearnMetrics: tasks.NewLearnMetrics(e.reg),
+	e.lm = tasks.NewLearnMetrics(e.reg)
+	e.handler = tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, LearnDrains: tasks.NewLearnDrains(e.rdb), Learning: e.db, Feeds: e.queries,
+		Catalogs: e.catalog, LearnMetrics: e.lm,
 		Now: func() time.Time {
 			if e.now.IsZero() {
 				return time.Now()

@@ -1,0 +1,172 @@
+package handover
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A drain is work that many writes ask for and one task does for all of
+// them: each write marks its member (a student) as pending in the drain's
+// sorted set, with a score (the student version it produced), and queues
+// the drain's task only when no drain task is armed. The task takes the
+// pending members in batches, does their work, and clears each member
+// whose score its work covered; when the set is empty it disarms, in the
+// same script that found it empty, so a write that comes after finds the
+// drain disarmed and queues a new task, and a write that comes before is in
+// the set the task is still draining. A burst of writes is so one task and
+// a few batches, not one task per write.
+//
+// The pending set and the arm key live in the drain queue's hash slot
+// ({queue}, as asynq's own keys), so that marking, arming and queueing are
+// one script on a Redis Cluster as well.
+
+// DrainMark makes a Job the mark of one member of a drain: Queuer.Queue
+// adds Member to the drain's pending set with Score (kept when higher
+// already) and queues the Job (the drain's task, under a fresh id) only
+// when it arms the drain.
+type DrainMark struct {
+	Name   string        // the drain: its pending set and arm key (DrainKeys)
+	Member string        // what is pending
+	Score  int64         // how far the member's work must go (higher wins)
+	ArmFor time.Duration // how long the arm lasts without a drain renewing it
+}
+
+// DrainKeys are the pending set and the arm key of the drain named name
+// whose task is queued to queue.
+func DrainKeys(queue, name string) (pending, armed string) {
+	base := "drain:{" + queue + "}:" + name
+	return base + ":pending", base + ":armed"
+}
+
+// PendingTTL is how long a drain's pending set lives after its last mark
+// or batch: a drain that nobody runs for that long (no worker) lets its
+// marks go, which are hints only (see the learn sweep).
+const PendingTTL = time.Hour
+
+// mark is a DrainMark: KEYS pending set, arm key, the task's hash, the
+// queue's pending list; ARGV member, score, arm ms, task message, task id,
+// now (ns), the pending set's TTL (ms). 1 when it armed the drain and
+// queued the task, 0 otherwise.
+var mark = redis.NewScript(`
+local cur = redis.call("ZSCORE", KEYS[1], ARGV[1])
+if not cur or tonumber(cur) < tonumber(ARGV[2]) then
+	redis.call("ZADD", KEYS[1], ARGV[2], ARGV[1])
+end
+redis.call("PEXPIRE", KEYS[1], ARGV[7])
+if not redis.call("SET", KEYS[2], ARGV[5], "NX", "PX", ARGV[3]) then
+	return 0
+end
+if redis.call("EXISTS", KEYS[3]) == 0 then
+	redis.call("HSET", KEYS[3], "msg", ARGV[4], "state", "pending", "pending_since", ARGV[6])
+	redis.call("LPUSH", KEYS[4], ARGV[5])
+end
+return 1
+`)
+
+// queueMark adds j's drain mark to pipe (see DrainMark).
+func queueMark(ctx context.Context, pipe redis.Pipeliner, j Job) *redis.Cmd {
+	d := j.Drain
+	pending, armed := DrainKeys(j.Queue, d.Name)
+	return mark.EvalSha(ctx, pipe, []string{pending, armed, taskKey(j.Queue, j.ID), pendingKey(j.Queue)},
+		d.Member, d.Score, max(d.ArmFor.Milliseconds(), 1), message(j), j.ID,
+		strconv.FormatInt(time.Now().UnixNano(), 10), PendingTTL.Milliseconds())
+}
+
+// Pending is a member of a drain's pending set and the score it had when
+// read.
+type Pending struct {
+	Member string
+	Score  int64
+}
+
+// Drain is the worker's side of a drain: it reads the pending members and
+// clears those whose work is done.
+type Drain struct {
+	rdb            redis.UniversalClient
+	pending, armed string
+	armFor         time.Duration
+}
+
+// NewDrain is the drain named name whose task is queued to queue; armFor
+// is how long each batch renews the arm for.
+func NewDrain(rdb redis.UniversalClient, queue, name string, armFor time.Duration) *Drain {
+	pending, armed := DrainKeys(queue, name)
+	return &Drain{rdb: rdb, pending: pending, armed: armed, armFor: armFor}
+}
+
+// next clears the members ARGV[3..] whose score is at most the score that
+// follows each (their work covered it), then returns the first ARGV[1]
+// pending members with their scores and renews the arm for ARGV[2] ms
+// (and the set for ARGV[3] ms); when none is pending it disarms. KEYS
+// pending set, arm key.
+var next = redis.NewScript(`
+for i = 4, #ARGV, 2 do
+	local cur = redis.call("ZSCORE", KEYS[1], ARGV[i])
+	if cur and tonumber(cur) <= tonumber(ARGV[i + 1]) then
+		redis.call("ZREM", KEYS[1], ARGV[i])
+	end
+end
+local batch = redis.call("ZRANGE", KEYS[1], 0, tonumber(ARGV[1]) - 1, "WITHSCORES")
+if #batch == 0 then
+	redis.call("DEL", KEYS[2])
+else
+	redis.call("PEXPIRE", KEYS[2], ARGV[2])
+	redis.call("PEXPIRE", KEYS[1], ARGV[3])
+end
+return batch
+`)
+
+// Next clears done (each member whose score is still at most the one
+// given: a member marked again meanwhile stays) and returns up to n
+// pending members, lowest scores first. When it returns
+// none the drain is disarmed: the caller's task must end, since the next
+// mark queues a new one. Otherwise the arm is renewed.
+func (d *Drain) Next(ctx context.Context, done []Pending, n int) ([]Pending, error) {
+	args := make([]any, 0, 2+2*len(done))
+	args = append(args, max(n, 1), max(d.armFor.Milliseconds(), 1), PendingTTL.Milliseconds())
+	for _, p := range done {
+		args = append(args, p.Member, p.Score)
+	}
+	var cmd *redis.Cmd
+	err := Exec(ctx, d.rdb, []*redis.Script{next}, func(pipe redis.Pipeliner) error {
+		cmd = next.EvalSha(ctx, pipe, []string{d.pending, d.armed}, args...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("drain %s: %w", d.pending, err)
+	}
+	flat, err := cmd.StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("drain %s: %w", d.pending, err)
+	}
+	out := make([]Pending, 0, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		score, err := strconv.ParseFloat(flat[i+1], 64)
+		if err != nil {
+			return nil, fmt.Errorf("drain %s: score %q: %w", d.pending, flat[i+1], err)
+		}
+		out = append(out, Pending{Member: flat[i], Score: int64(score)})
+	}
+	return out, nil
+}
+
+// Forget removes members from the drain named name of queue whatever their
+// score (an erased student), in one round trip.
+func Forget(ctx context.Context, rdb redis.UniversalClient, queue, name string, members ...string) error {
+	if len(members) == 0 {
+		return nil
+	}
+	pending, _ := DrainKeys(queue, name)
+	ms := make([]any, len(members))
+	for i, m := range members {
+		ms[i] = m
+	}
+	if err := rdb.ZRem(ctx, pending, ms...).Err(); err != nil {
+		return fmt.Errorf("forget %d members of %s: %w", len(members), pending, err)
+	}
+	return nil
+}

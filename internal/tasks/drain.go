@@ -1,0 +1,335 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/collegematch/matching/internal/domain"
+	"github.com/collegematch/matching/internal/handover"
+	"github.com/collegematch/matching/internal/match"
+)
+
+// The learn drain folds swipes in batches. A swipe (or a sync push, or the
+// swipes a continuous-feed request carries) marks its student as pending in
+// the student's shard (LearnMark): a sorted set of student ids scored by the
+// student version the write produced. The mark queues a learn:drain task
+// for the shard only when none is armed, so while a drain runs, the swipes
+// of every student of its shard join its next batch instead of queueing a
+// task each. A drain takes up to drainBatch students at a time, reads them
+// with one statement, folds each student's new events once, saves every
+// fold with one statement, rebuilds their feeds in one Redis round trip, and
+// clears the students whose folded version covers their mark in the same
+// round trip that reads the next batch. When its shard is empty it
+// disarms, and the next mark queues a new task.
+//
+// Learning stays exactly once: what a fold takes is what the student's
+// learned state has not folded (its cursors), and a fold is saved only over
+// the version it read. The pending set is only a hint of who to look at: a
+// student it loses (Redis lost its data, a mark that failed after the
+// commit) is found by the learn sweep, which queues student:learn for them.
+const (
+	// TypeLearnDrain is the task that drains one shard's pending students.
+	TypeLearnDrain = "learn:drain"
+	// LearnShards is how many shards students are spread over: at most
+	// this many drains run at once.
+	LearnShards = 32
+
+	// drainBatch is how many students one batch takes.
+	drainBatch = 64
+	// drainEvents is how many of one student's new events one batch reads;
+	// a longer backlog is folded page by page in the batches that follow.
+	drainEvents = 500
+	// drainArmFor is how long an arm lasts without a batch renewing it: a
+	// drain that died (its worker killed) holds its shard's marks back at
+	// most this long (asynq also runs it again once its lease is over).
+	drainArmFor = time.Minute
+)
+
+// drainRun is how long one drain task takes batches before it hands its
+// shard on to a new task (so no task nears its timeout, and other queues
+// get the slot now and then).
+var drainRun = 10 * time.Second
+
+// drainTimeout is asynq's timeout of a learn:drain task: its run and a
+// last batch.
+const drainTimeout = 30 * time.Second
+
+// LearnDrainPayload names the shard a learn:drain task drains.
+type LearnDrainPayload struct {
+	Shard int `json:"shard"`
+}
+
+// LearnShard is the shard of a student id (any case).
+func LearnShard(studentID string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(strings.ToLower(studentID)))
+	return int(h.Sum32() % LearnShards)
+}
+
+// learnDrainName names the drain of shard in handover's keys.
+func learnDrainName(shard int) string { return "learn:" + strconv.Itoa(shard) }
+
+// learnDrainJob is a learn:drain task for shard, under a fresh id (a drain
+// task is queued once per arm, so its id needs to be unique, not derived).
+func learnDrainJob(shard int) handover.Job {
+	b, _ := json.Marshal(LearnDrainPayload{Shard: shard}) // a number
+	id := "learn-drain:" + strconv.Itoa(shard) + ":" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" +
+		strconv.FormatUint(rand.Uint64(), 36)
+	return handover.Job{ID: id, Type: TypeLearnDrain, Payload: b, Queue: QueueCritical, MaxRetry: 25,
+		Timeout: drainTimeout}
+}
+
+// LearnMark is the hand-over of a swipe (or of several, in one write) that
+// moved studentID to version: the student marked pending in their shard,
+// and the shard's drain queued when none is armed.
+func LearnMark(studentID string, version int64) handover.Job {
+	shard := LearnShard(studentID)
+	j := learnDrainJob(shard)
+	j.Drain = &handover.DrainMark{Name: learnDrainName(shard), Member: strings.ToLower(studentID), Score: version,
+		ArmFor: drainArmFor}
+	return j
+}
+
+// LearnDrainKeys are the pending set and arm key of the student's shard.
+func LearnDrainKeys(studentID string) (pending, armed string) {
+	return handover.DrainKeys(QueueCritical, learnDrainName(LearnShard(studentID)))
+}
+
+// ForgetLearnMarks removes erased students from their shards' pending sets.
+func ForgetLearnMarks(ctx context.Context, rdb redis.UniversalClient, studentIDs ...string) error {
+	for _, id := range studentIDs {
+		if err := handover.Forget(ctx, rdb, QueueCritical, learnDrainName(LearnShard(id)), strings.ToLower(id)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LearnDrains gives the worker's drains their Redis.
+type LearnDrains struct {
+	rdb    redis.UniversalClient
+	client *handover.Client
+}
+
+// NewLearnDrains makes the drains on rdb (the queues' Redis).
+func NewLearnDrains(rdb redis.UniversalClient) *LearnDrains {
+	if rdb == nil {
+		panic("tasks.NewLearnDrains: nil client")
+	}
+	return &LearnDrains{rdb: rdb, client: handover.NewClient(rdb, handover.NewQueuer())}
+}
+
+func (d *LearnDrains) shard(n int) *handover.Drain {
+	return handover.NewDrain(d.rdb, QueueCritical, learnDrainName(n), drainArmFor)
+}
+
+// handleLearnDrain drains one shard: batch after batch until the shard is
+// empty (and so disarmed), or until drainRun has passed, when it queues a
+// new task for the shard (which stays armed) and ends. A batch that fails
+// fails the task: the students it did not clear stay pending, and asynq
+// runs the task again.
+func (h *Handler) handleLearnDrain(ctx context.Context, t *asynq.Task) error {
+	var p LearnDrainPayload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.Shard < 0 || p.Shard >= LearnShards {
+		return fmt.Errorf("decode %s payload %q: %w", t.Type(), t.Payload(), asynq.SkipRetry)
+	}
+	l := h.learn
+	drain := l.drains.shard(p.Shard)
+	until := l.now().Add(drainRun)
+	// covered is the student version this task has folded and rebuilt
+	// each student's feed to: a mark that comes back with no higher score
+	// (its write was folded by a batch that read the student after it)
+	// is cleared with no work.
+	covered := map[string]int64{}
+	var done []handover.Pending
+	for {
+		batch, err := drain.Next(ctx, done, drainBatch)
+		if err != nil {
+			return err
+		}
+		if len(batch) == 0 {
+			return nil // disarmed: the next mark queues a new drain
+		}
+		if l.now().After(until) {
+			if _, err := l.drains.client.Queue(ctx, learnDrainJob(p.Shard)); err != nil {
+				return fmt.Errorf("hand the learn drain of shard %d on: %w", p.Shard, err)
+			}
+			return nil
+		}
+		if done, err = h.drainBatch(ctx, batch, covered); err != nil {
+			return fmt.Errorf("learn drain of shard %d: %w", p.Shard, err)
+		}
+	}
+}
+
+// drainBatch folds the new events of batch's students, saves the folds and
+// rebuilds their feeds, and returns the marks it covered, each with the
+// student version folded (a mark scored at most that is cleared). A
+// student whose save lost to another fold, or whose backlog is longer
+// than a batch reads, is not returned: it stays pending and the next batch
+// reads it again.
+func (h *Handler) drainBatch(ctx context.Context, batch []handover.Pending, covered map[string]int64) ([]handover.Pending, error) {
+	l := h.learn
+	ids := make([]string, 0, len(batch))
+	for _, p := range batch {
+		if v, ok := covered[p.Member]; ok && p.Score <= v {
+			l.m.Coalesced.Inc()
+			continue
+		}
+		ids = append(ids, p.Member)
+	}
+	if len(ids) == 0 {
+		return coveredMarks(batch, covered), nil
+	}
+	l.m.DrainBatch.Observe(float64(len(ids)))
+	states, err := l.store.LearnerStates(ctx, ids, drainEvents)
+	if err != nil {
+		return nil, fmt.Errorf("read %d learning states: %w", len(ids), err)
+	}
+	cat, err := h.catalogFor(ctx, states)
+	if err != nil {
+		return nil, err
+	}
+	found := make(map[string]bool, len(states))
+	var (
+		saves   []domain.LearningSave
+		folds   []drainFold
+		rebuild []domain.LearnerState // nothing new to fold: rebuilt as they are
+	)
+	for _, st := range states {
+		id := strings.ToLower(st.Student.ID)
+		found[id] = true
+		switch {
+		case st.Student.DeletedAt != nil:
+			covered[id] = st.Version
+		case len(st.New) == 0:
+			rebuild = append(rebuild, st)
+		default:
+			up, learned, rebuilt, err := learn(st, cat, func() ([]domain.LearnEvent, error) {
+				return l.store.LearnHistory(ctx, st.Student.ID, max(st.LastSwipeID, lastSwipe(st.New)), max(st.LastFeedbackID, lastFeedback(st.New)))
+			})
+			if err != nil {
+				return nil, fmt.Errorf("fold learning of %s: %w", st.Student.ID, err)
+			}
+			saves = append(saves, domain.LearningSave{StudentID: st.Student.ID, From: st.LearningVersion, Update: up})
+			folds = append(folds, drainFold{st: st, up: up, learned: learned, rebuilt: rebuilt})
+		}
+	}
+	for _, id := range ids {
+		if !found[id] {
+			covered[id] = 1<<63 - 1 // unknown (erased and gone): nothing will ever be folded
+		}
+	}
+	saved, err := l.store.SaveLearnings(ctx, saves)
+	if err != nil {
+		return nil, fmt.Errorf("store %d learning states: %w", len(saves), err)
+	}
+	states = states[:0]
+	models := make([]*match.Model, 0, len(folds)+len(rebuild))
+	var lagged []domain.LearnEvent
+	for i := range folds {
+		f := &folds[i]
+		version, ok := saved[f.st.Student.ID]
+		if !ok {
+			l.m.Conflicts.Inc()
+			continue
+		}
+		if f.rebuilt {
+			l.m.Rebuilds.Inc()
+		}
+		for _, e := range f.st.New {
+			l.m.Events.WithLabelValues(eventKind(e)).Inc()
+		}
+		if len(f.st.New) >= drainEvents {
+			continue // more to read: the feed is rebuilt once it is all folded
+		}
+		folded := f.st
+		folded.Model, folded.Weights, folded.LearningVersion = f.up.Model, f.up.Weights, version
+		folded.LastSwipeID, folded.LastFeedbackID, folded.LastSeq, folded.Swiped = f.up.LastSwipeID, f.up.LastFeedbackID, f.up.LastSeq, f.up.Swiped
+		folded.New = nil
+		states = append(states, folded)
+		models = append(models, &f.learned)
+		lagged = append(lagged, f.st.New...)
+	}
+	for _, st := range rebuild {
+		states = append(states, st)
+		models = append(models, nil)
+	}
+	if len(states) > 0 {
+		if err := l.feeds.RebuildFeeds(ctx, states, models); err != nil {
+			return nil, fmt.Errorf("rebuild %d feeds: %w", len(states), err)
+		}
+	}
+	now := l.now()
+	for _, e := range lagged {
+		if e.SwipeID != 0 {
+			l.m.FeedLag.Observe(max(0, now.Sub(e.CreatedAt).Seconds()))
+		}
+	}
+	for _, st := range states {
+		covered[strings.ToLower(st.Student.ID)] = st.Version
+	}
+	done := coveredMarks(batch, covered)
+	if len(done) == 0 && len(saved) == 0 {
+		// Nothing moved (every save lost to another fold, or the state read
+		// is behind the marks): give the others a moment before reading again.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(noProgressPause):
+		}
+	}
+	h.log.DebugContext(ctx, "learn drain batch", "students", len(ids), "folded", len(saved), "rebuilt", len(states))
+	return done, nil
+}
+
+// noProgressPause is how long a drain waits after a batch that covered
+// no mark and saved no fold.
+const noProgressPause = 100 * time.Millisecond
+
+// coveredMarks are the marks of batch that covered says are done, each
+// with the version it was covered to (Drain.Next clears a mark scored at
+// most that).
+func coveredMarks(batch []handover.Pending, covered map[string]int64) []handover.Pending {
+	done := make([]handover.Pending, 0, len(batch))
+	for _, p := range batch {
+		if v, ok := covered[p.Member]; ok && p.Score <= v {
+			done = append(done, handover.Pending{Member: p.Member, Score: v})
+		}
+	}
+	return done
+}
+
+// drainFold is one student's fold in a batch.
+type drainFold struct {
+	st      domain.LearnerState
+	up      domain.LearningUpdate
+	learned match.Model
+	rebuilt bool
+}
+
+// catalogFor is the catalogue to fold states on: reloaded first when it
+// lacks a school of their events (folding would leave the event out for
+// good; a school still unknown after is no longer served).
+func (h *Handler) catalogFor(ctx context.Context, states []domain.LearnerState) (*match.Catalog, error) {
+	l := h.learn
+	cat := l.catalogs.Scoring()
+	for _, st := range states {
+		if !knowsAll(cat, st.New) {
+			if _, err := l.catalogs.Refresh(ctx); err != nil {
+				return nil, fmt.Errorf("reload the catalogue: %w", err)
+			}
+			return l.catalogs.Scoring(), nil
+		}
+	}
+	return cat, nil
+}
