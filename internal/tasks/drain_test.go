@@ -24,7 +24,7 @@ import (
 
 // studentInShard stores a student (as learnEnv.student) whose id falls in
 // shard.
-func (e *learnEnv) studentInShard(t *testing.T, shard int) string {
+func (e *learnEnv) studentInShard(t testing.TB, shard int) string {
 	t.Helper()
 	for {
 		id := uuid.NewString()
@@ -42,7 +42,7 @@ func (e *learnEnv) studentInShard(t *testing.T, shard int) string {
 
 // mark hands a swipe over as the write side does; queued reports that it
 // armed the shard's drain.
-func (e *learnEnv) mark(t *testing.T, rec domain.RecordedSwipe) (queued bool) {
+func (e *learnEnv) mark(t testing.TB, rec domain.RecordedSwipe) (queued bool) {
 	t.Helper()
 	n, err := handover.NewClient(e.rdb, handover.NewQueuer()).Queue(context.Background(), tasks.LearnMark(rec.StudentID, rec.Version))
 	require.NoError(t, err)
@@ -291,4 +291,59 @@ func histogram(t *testing.T, h prometheus.Histogram) (count, sum float64) {
 
 func (e *learnEnv) swipesFolded() float64 {
 	return promtest.ToFloat64(e.lm.Events.WithLabelValues("swipe"))
+}
+
+// The worker's cost per swipe when 64 students of one shard have swiped
+// once each since their last fold, on a 3,000-school catalogue, feeds
+// rebuilt into Redis: folded by one learn drain (one read statement, one
+// save statement, one Redis round trip for the feeds) against one
+// student:learn task per student (the path before drains). The swipes are
+// recorded and marked outside the timer.
+//
+//	go test ./internal/tasks -run XXX -bench 'LearnShard' -benchtime 20x
+func BenchmarkLearnShardDrained(b *testing.B)  { benchmarkShard(b, true) }
+func BenchmarkLearnShardOneByOne(b *testing.B) { benchmarkShard(b, false) }
+
+func benchmarkShard(b *testing.B, drained bool) {
+	const students = 64
+	e := newLearnEnvTB(b, 3000)
+	ctx := context.Background()
+	schools := e.catalog.Current().Schools
+	ids := make([]string, students)
+	for i := range ids {
+		ids[i] = e.studentInShard(b, 0)
+	}
+	round := 0
+	swipeAll := func() {
+		for i, id := range ids {
+			rec := e.swipe(b, id, schools[(round*students+i*7)%len(schools)].ID, []string{"right", "left"}[(round+i)%3%2])
+			if drained {
+				e.mark(b, rec)
+			}
+		}
+		round++
+	}
+	swipeAll() // the first folds start the learned states
+	if drained {
+		require.NoError(b, e.drain(ctx, 0))
+	} else {
+		for _, id := range ids {
+			require.NoError(b, e.learnErr(ctx, id))
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		swipeAll()
+		b.StartTimer()
+		if drained {
+			require.NoError(b, e.drain(ctx, 0))
+			continue
+		}
+		for _, id := range ids {
+			require.NoError(b, e.learnErr(ctx, id))
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*students), "ns/swipe")
 }

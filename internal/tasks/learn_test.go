@@ -40,7 +40,9 @@ type learnEnv struct {
 	now     time.Time // the handler's clock; zero: time.Now
 }
 
-func newLearnEnv(t *testing.T, schools int) *learnEnv {
+func newLearnEnv(t *testing.T, schools int) *learnEnv { return newLearnEnvTB(t, schools) }
+
+func newLearnEnvTB(t testing.TB, schools int) *learnEnv {
 	t.Helper()
 	e := &learnEnv{db: store.New(testutil.NewDB(t)), rdb: testutil.NewRedis(t, testutil.RedisDBTasks), reg: prometheus.NewRegistry()}
 	ctx := context.Background()
@@ -80,7 +82,7 @@ func (e *learnEnv) student(t *testing.T) string {
 }
 
 // swipe records a swipe as the write side does.
-func (e *learnEnv) swipe(t *testing.T, student, school, direction string, interaction ...string) domain.RecordedSwipe {
+func (e *learnEnv) swipe(t testing.TB, student, school, direction string, interaction ...string) domain.RecordedSwipe {
 	t.Helper()
 	kind := domain.InteractionSwipe
 	if len(interaction) > 0 {
