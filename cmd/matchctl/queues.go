@@ -47,9 +47,10 @@ func runQueues(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer closeDB()
-	outside, err := queueconsole.OutboxBacklog(st.OutboxBacklog)(ctx)
+	outside, err := queueconsole.Outsides(queueconsole.OutboxBacklog(st.OutboxBacklog),
+		queueconsole.LearnMarks(func(ctx context.Context) (int, error) { return tasks.LearnPending(ctx, rdb) }))(ctx)
 	if err != nil {
-		return fmt.Errorf("read the outbox: %w", err)
+		return fmt.Errorf("read the work outside asynq: %w", err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -53,6 +54,12 @@ func newQueuesEnv(t *testing.T) *queuesEnv {
 	_, err = conn.Exec(ctx, `INSERT INTO outbox (topic, payload) VALUES ('mystery.happened', '{}')`)
 	require.NoError(t, err)
 	require.NoError(t, conn.Close(ctx))
+	// Two students marked in their learn drains (two shards or one).
+	for range 2 {
+		id := uuid.NewString()
+		pending, _ := tasks.LearnDrainKeys(id)
+		require.NoError(t, rdb.ZAdd(ctx, pending, redis.Z{Score: 3, Member: id}).Err())
+	}
 
 	client := asynq.NewClientFromRedisClient(rdb)
 	add := func(id, typ, queue string, opts ...asynq.Option) {
@@ -99,6 +106,7 @@ func TestQueuesPrintsWhatTheInspectorCounts(t *testing.T) {
 	}
 	assert.Equal(t, []int{3, 0, 2, 0, 1}, []int{want[0].Pending, want[0].Active, want[0].Scheduled, want[0].Retry, want[0].Archived})
 	assert.Regexp(t, `(?m)^  outbox \(events not yet handed to asynq\) +1 +oldest `, out.String())
+	assert.Regexp(t, `(?m)^  learn drains \(students with swipes not yet folded\) +2`, out.String())
 
 	out.Reset()
 	require.Equal(t, 0, run(context.Background(), []string{"queues", "--json"}, q.getenv, &out, &errOut), errOut.String())
@@ -113,8 +121,10 @@ func TestQueuesPrintsWhatTheInspectorCounts(t *testing.T) {
 			assert.Equal(t, want[i].Of(s), got.Queues[i].Of(s), "%s %s", want[i].Queue, s)
 		}
 	}
-	require.Len(t, got.Outside, 1)
+	require.Len(t, got.Outside, 2)
 	assert.Equal(t, 1, got.Outside[0].Count)
+	assert.Equal(t, queueconsole.LearnMarksName, got.Outside[1].Name)
+	assert.Equal(t, 2, got.Outside[1].Count)
 
 	errOut.Reset()
 	assert.Equal(t, 2, run(context.Background(), []string{"queues", "extra"}, q.getenv, &out, &errOut))

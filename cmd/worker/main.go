@@ -270,8 +270,10 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	// OPS_ADMIN_TOKEN is set (queueconsole).
 	console := queueconsole.Handler(queueconsole.Config{
 		Inspector: asynq.NewInspectorFromRedisClient(rdb), Queues: tasks.Queues(),
-		Outside: queueconsole.OutboxBacklog(db.OutboxBacklog), AdminToken: cfg.OpsAdminToken,
-		Log: log.With("component", "queue_console"),
+		Outside: queueconsole.Outsides(queueconsole.OutboxBacklog(db.OutboxBacklog),
+			queueconsole.LearnMarks(func(ctx context.Context) (int, error) { return tasks.LearnPending(ctx, rdb) })),
+		AdminToken: cfg.OpsAdminToken,
+		Log:        log.With("component", "queue_console"),
 	})
 	opsMux := http.NewServeMux()
 	opsMux.Handle("/queues", console)

@@ -148,8 +148,10 @@ func TestQueueConsole(t *testing.T) {
 			assert.Equal(t, []int{2, 0, 1, 1, 2}, []int{crit.Pending, crit.Active, crit.Scheduled, crit.Retry, crit.Archived})
 			assert.Equal(t, []int{1, 0, 0, 1, 1}, []int{hooks.Pending, hooks.Active, hooks.Scheduled, hooks.Retry, hooks.Archived})
 			assert.True(t, crit.Paused)
-			require.Len(t, over.Outside, 1)
+			require.Len(t, over.Outside, 2)
 			assert.Equal(t, 1, over.Outside[0].Count)
+			assert.Equal(t, queueconsole.LearnMarksName, over.Outside[1].Name)
+			assert.Zero(t, over.Outside[1].Count)
 			assert.Equal(t, token != "", over.Admin)
 
 			// The HTML page shows the same.

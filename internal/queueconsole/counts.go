@@ -105,3 +105,34 @@ func OutboxBacklog(backlog func(context.Context) (int, time.Time, error)) Outsid
 		return []Outside{{Name: OutboxName, Count: n, Oldest: oldest}}, nil
 	}
 }
+
+// LearnMarksName names the students marked in the learn drains among the
+// work outside asynq.
+const LearnMarksName = "learn drains (students with swipes not yet folded)"
+
+// LearnMarks reads the students pending in the learn drains through count
+// (tasks.LearnPending).
+func LearnMarks(count func(context.Context) (int, error)) OutsideFunc {
+	return func(ctx context.Context) ([]Outside, error) {
+		n, err := count(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return []Outside{{Name: LearnMarksName, Count: n}}, nil
+	}
+}
+
+// Outsides reads each of fs in turn, in order.
+func Outsides(fs ...OutsideFunc) OutsideFunc {
+	return func(ctx context.Context) ([]Outside, error) {
+		var out []Outside
+		for _, f := range fs {
+			o, err := f(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, o...)
+		}
+		return out, nil
+	}
+}

@@ -114,6 +114,27 @@ func ForgetLearnMarks(ctx context.Context, rdb redis.UniversalClient, studentIDs
 	return nil
 }
 
+// LearnPending counts the students marked in every shard's learn drain
+// (one round trip).
+func LearnPending(ctx context.Context, rdb redis.UniversalClient) (int, error) {
+	cmds := make([]*redis.IntCmd, LearnShards)
+	_, err := rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for n := range LearnShards {
+			pending, _ := handover.DrainKeys(QueueCritical, learnDrainName(n))
+			cmds[n] = pipe.ZCard(ctx, pending)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count the learn drains' students: %w", err)
+	}
+	total := 0
+	for _, c := range cmds {
+		total += int(c.Val())
+	}
+	return total, nil
+}
+
 // LearnDrains gives the worker's drains their Redis.
 type LearnDrains struct {
 	rdb    redis.UniversalClient
