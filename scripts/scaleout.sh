@@ -12,7 +12,7 @@
 #     with a generated catalogue);
 #   - two API replicas (127.0.0.1:18201-18202, operations 18211-18212) and two worker replicas
 #     (operations 18221-18222), built by make build, behind a round-robin proxy on
-#     127.0.0.1:18200 (internal/scaleout/rrproxy);
+#     127.0.0.1:18200 (internal/tools/scaleout/rrproxy);
 #   - one webhook subscriber, 127.0.0.1:18230, which the end-to-end tests run (every replica
 #     is given its WEBHOOK_ENDPOINTS_FILE);
 # then runs the end-to-end tests of internal/e2e against the proxy: onboarding, category
@@ -195,7 +195,7 @@ mkdir -p "$dir/pids"
 
 log "building the binaries and the proxy"
 make --no-print-directory build >&2
-go build -o "$dir/rrproxy" ./internal/scaleout/rrproxy
+go build -o "$dir/rrproxy" ./internal/tools/scaleout/rrproxy
 go test -c -o "$dir/e2e.test" ./internal/e2e
 
 log "database $db_name, PgBouncer on 127.0.0.1:$pgb_port"

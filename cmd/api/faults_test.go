@@ -22,7 +22,7 @@ import (
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
-	"github.com/collegematch/matching/internal/testutil/faultproxy"
+	"github.com/collegematch/matching/internal/tools/faultproxy"
 )
 
 // faultAPI is the API run as cmd/api runs it, on a fresh database with a

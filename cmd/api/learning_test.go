@@ -18,12 +18,12 @@ import (
 	"github.com/collegematch/matching/internal/auth"
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog/bundled"
-	"github.com/collegematch/matching/internal/inspect"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
-	"github.com/collegematch/matching/internal/simulate/live"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
+	"github.com/collegematch/matching/internal/tools/inspect"
+	"github.com/collegematch/matching/internal/tools/simulate/live"
 )
 
 // startAPI runs the API (run) over a fresh database holding the bundled

@@ -16,7 +16,7 @@ import (
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
-	"github.com/collegematch/matching/internal/testutil/faultproxy"
+	"github.com/collegematch/matching/internal/tools/faultproxy"
 )
 
 // startOutageAPI runs the API as cmd/api runs it, with a catalogue, env

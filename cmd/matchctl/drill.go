@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/collegematch/matching/internal/auth"
-	"github.com/collegematch/matching/internal/drill"
+	"github.com/collegematch/matching/internal/tools/drill"
 )
 
 func init() {

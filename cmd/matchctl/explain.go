@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/collegematch/matching/internal/cache"
-	"github.com/collegematch/matching/internal/inspect"
 	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/tools/inspect"
 )
 
 // runExplain is `matchctl students explain`: see inspect.Explain.

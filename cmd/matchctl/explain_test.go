@@ -13,11 +13,11 @@ import (
 
 	"github.com/collegematch/matching/internal/catalog/bundled"
 	"github.com/collegematch/matching/internal/domain"
-	"github.com/collegematch/matching/internal/inspect"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
+	"github.com/collegematch/matching/internal/tools/inspect"
 )
 
 // explainEnv is a database with the bundled catalogue and one student who

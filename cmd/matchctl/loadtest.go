@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/collegematch/matching/internal/auth"
-	"github.com/collegematch/matching/internal/loadtest"
+	"github.com/collegematch/matching/internal/tools/loadtest"
 )
 
 func init() {

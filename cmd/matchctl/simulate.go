@@ -15,9 +15,9 @@ import (
 
 	"github.com/collegematch/matching/internal/auth"
 	"github.com/collegematch/matching/internal/catalog/bundled"
-	"github.com/collegematch/matching/internal/simulate"
-	"github.com/collegematch/matching/internal/simulate/live"
 	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/tools/simulate"
+	"github.com/collegematch/matching/internal/tools/simulate/live"
 )
 
 func init() {
@@ -111,7 +111,7 @@ func writeSVG(e env, path string, svg []byte) error {
 }
 
 // runSimulateLive drives a running service with the simulation's students
-// (internal/simulate/live) and prints what it answered.
+// (internal/tools/simulate/live) and prints what it answered.
 func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, noFeedback bool) error {
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {

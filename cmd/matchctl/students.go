@@ -17,9 +17,9 @@ import (
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/erasure"
-	"github.com/collegematch/matching/internal/inspect"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/tools/inspect"
 )
 
 func init() {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/testutil"
-	"github.com/collegematch/matching/internal/testutil/faultproxy"
+	"github.com/collegematch/matching/internal/tools/faultproxy"
 )
 
 // A Redis that answers every call 500 ms late in each direction (a second

@@ -68,7 +68,7 @@ const nWeights = pThreshold
 const KeyLikeThreshold = "like_threshold"
 
 // Tunables of the learner. They are properties of the service, the same
-// for every student; the learning-quality simulation (internal/simulate)
+// for every student; the learning-quality simulation (internal/tools/simulate)
 // is how they were chosen.
 const (
 	// likeSharpness is k: how sharply the like probability rises with the

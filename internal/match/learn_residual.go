@@ -159,7 +159,7 @@ func nearFeatures(d float64) (a, b, c float64) {
 
 // residualCentre and residualScale standardise the raw features: their
 // typical mean and spread over a catalogue of real schools for one student
-// (internal/simulate's families of students over the bundled catalogue),
+// (internal/tools/simulate's families of students over the bundled catalogue),
 // so that one prior variance means as much for every feature.
 var (
 	residualCentre = [nResidual]float64{0.311, 0.193, -0.076, -0.162, -0.016, -0.140, 0.126, -0.008, 0.097,

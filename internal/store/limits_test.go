@@ -16,7 +16,7 @@ import (
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/testutil"
-	"github.com/collegematch/matching/internal/testutil/faultproxy"
+	"github.com/collegematch/matching/internal/tools/faultproxy"
 )
 
 func show(t *testing.T, pool *pgxpool.Pool, setting string) string {

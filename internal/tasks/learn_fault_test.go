@@ -17,7 +17,7 @@ import (
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
-	"github.com/collegematch/matching/internal/testutil/faultproxy"
+	"github.com/collegematch/matching/internal/tools/faultproxy"
 )
 
 // A PostgreSQL that stops answering does not hold a learn task: the task

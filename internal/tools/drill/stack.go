@@ -19,7 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/collegematch/matching/internal/testutil/faultproxy"
+	"github.com/collegematch/matching/internal/tools/faultproxy"
 )
 
 // proc is one process the drill started: the API, the worker or Redis.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/match"
-	"github.com/collegematch/matching/internal/simulate"
+	"github.com/collegematch/matching/internal/tools/simulate"
 )
 
 func TestPopulationDrawsRunsStudentsOverAGivenCatalogue(t *testing.T) {

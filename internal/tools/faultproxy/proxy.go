@@ -1,7 +1,9 @@
-// Package faultproxy is a TCP proxy on 127.0.0.1 that tests and drills put
-// between the service and a dependency (PostgreSQL, Redis) to make that
-// dependency misbehave the way networks do: stop answering without closing
-// anything (a black hole), or answer late.
+// Package faultproxy is a TCP proxy on 127.0.0.1 that tests and the fault
+// drills (matchctl drill) put between the service and a dependency
+// (PostgreSQL, Redis) to make that dependency misbehave the way networks do:
+// stop answering without closing anything (a black hole), or answer late.
+// It is a tool: the service's binaries never import it, and it does not
+// import the testing package, so a drill can use it outside a test.
 //
 // A black hole is the hard case for a client: no error ever arrives, so only
 // the client's own deadlines end its calls. While the proxy is black-holed it
@@ -16,7 +18,6 @@ import (
 	"net"
 	"net/url"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -35,11 +36,19 @@ type Proxy struct {
 	accepts int
 }
 
+// TB is the part of testing.TB that ForURL uses, so that this package need
+// not import testing.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
 // ForURL starts a proxy to rawURL's host ("scheme://host:port/...") and
 // returns rawURL with the proxy's address in its place, for a client that
 // should reach the server through it; the proxy is closed when the test
 // ends.
-func ForURL(t testing.TB, rawURL string) (string, *Proxy) {
+func ForURL(t TB, rawURL string) (string, *Proxy) {
 	t.Helper()
 	u, err := url.Parse(rawURL)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/match"
-	"github.com/collegematch/matching/internal/simulate/live"
+	"github.com/collegematch/matching/internal/tools/simulate/live"
 )
 
 // The run against the real API, and its counters, is tested in cmd/api

@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/collegematch/matching/internal/scaleout"
+	"github.com/collegematch/matching/internal/tools/scaleout"
 )
 
 type list []string

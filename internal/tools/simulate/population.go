@@ -8,7 +8,7 @@ import (
 )
 
 // Population is the synthetic students of a Config drawn over a given
-// catalogue, to drive a running service with (internal/simulate/live):
+// catalogue, to drive a running service with (internal/tools/simulate/live):
 // each student has the profile it onboards with and decides its swipes
 // from its hidden utility, exactly as in Run. Archetypes are not used.
 type Population struct {

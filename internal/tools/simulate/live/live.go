@@ -1,5 +1,5 @@
 // Package live drives a running matching service with the synthetic
-// students of internal/simulate, through its public HTTP API, as a client
+// students of internal/tools/simulate, through its public HTTP API, as a client
 // app would: each student onboards with its profile, pages through
 // POST /continuous-feed, swipes each school it is served with POST /swipe
 // (liking it as the simulation's student would) and, when an answer sets
@@ -30,7 +30,7 @@ import (
 
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/match"
-	"github.com/collegematch/matching/internal/simulate"
+	"github.com/collegematch/matching/internal/tools/simulate"
 )
 
 // Config is one run against a service.
