@@ -238,7 +238,7 @@ func (c *Client) RegisterQueues(ctx context.Context, queues ...string) error {
 }
 
 // Leader elects one replica per pass of a periodic job with a Redis lock
-// that expires on its own (tasks.Leader).
+// that expires on its own.
 type Leader struct {
 	rdb redis.UniversalClient
 	id  string

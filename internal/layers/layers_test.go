@@ -32,6 +32,9 @@ var rules = map[string][]string{
 	// The read side: never the write side or a database client.
 	"internal/query": {"internal/active", "internal/cache", "internal/domain", "internal/match"},
 	"internal/tasks": {"internal/domain", "internal/handover", "internal/match"},
+	// Webhook delivery: queues and handles its tasks under the task
+	// contract, which knows nothing of it.
+	"internal/webhook": {"internal/buildinfo", "internal/domain", "internal/handover", "internal/tasks"},
 }
 
 // adapters are the packages only binaries (and tests) wire in.

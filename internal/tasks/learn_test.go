@@ -18,7 +18,6 @@ import (
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/domain"
-	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
@@ -52,9 +51,7 @@ func newLearnEnv(t *testing.T, schools int) *learnEnv {
 	e.feeds = cache.NewFeeds(e.rdb, 5*time.Minute)
 	e.queries = query.New(query.Config{Students: e.db, Feeds: e.feeds, Catalogs: e.catalog, Log: log,
 		Metrics: qm, Probes: cache.NewProbes(e.rdb, 5*time.Minute)})
-	relay := tasks.NewRelay(log, e.db, handover.NewClient(e.rdb, handover.NewQueuer()), nil,
-		tasks.NewRelayMetrics(e.reg), tasks.RelayConfig{})
-	e.handler = tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, Learning: e.db, Feeds: e.queries,
+	e.handler = tasks.NewHandler(tasks.Deps{Log: log, Learning: e.db, Feeds: e.queries,
 		Catalogs: e.catalog, LearnMetrics: tasks.NewLearnMetrics(e.reg),
 		Now: func() time.Time {
 			if e.now.IsZero() {

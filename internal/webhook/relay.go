@@ -1,4 +1,4 @@
-package tasks
+package webhook
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/handover"
+	"github.com/collegematch/matching/internal/tasks"
 )
 
 // OutboxSource is what the relay needs from the database (*store.Store,
@@ -44,7 +45,7 @@ type RelayConfig struct {
 	MaxBatches int           // batches per pass before the backlog is measured again; default 20
 	Timeout    time.Duration // to queue one batch's tasks; default 3 s
 	// FirstLease is how long a new delivery is leased to the task that
-	// makes its first attempt, which then needs no claim (FirstAttempt),
+	// makes its first attempt, which then needs no claim (tasks.FirstAttempt),
 	// when first attempts start on time; default 30 s. A task that starts
 	// later claims its attempt, and a task Redis lost is queued again by
 	// the monitor once the lease ended. While first attempts start late
@@ -91,7 +92,7 @@ func (c RelayConfig) withDefaults() RelayConfig {
 }
 
 // RelayTopics are the outbox topics this build publishes.
-func RelayTopics() []string { return []string{TopicSwipeRecorded} }
+func RelayTopics() []string { return []string{tasks.TopicSwipeRecorded} }
 
 // Relay publishes the outbox: it claims the rows the write side wrote with
 // its facts in batches, writes each event's webhook deliveries, one per
@@ -101,7 +102,7 @@ func RelayTopics() []string { return []string{TopicSwipeRecorded} }
 // only once their tasks are queued: a batch whose tasks cannot be queued
 // (Redis down) rolls back and is claimed again on the next pass, so nothing
 // is lost while Redis is away, and a delivery's row exists before its task.
-// A task Redis loses later is found again from its row (WebhookMonitor).
+// A task Redis loses later is found again from its row (Monitor).
 //
 // Concurrent relays, in one worker or in several replicas, take disjoint
 // batches (SKIP LOCKED). Within a batch rows go in id order; across
@@ -124,7 +125,7 @@ type Relay struct {
 // argument is required.
 func NewRelay(log *slog.Logger, src OutboxSource, q Queue, subs []domain.Subscription, m *RelayMetrics, cfg RelayConfig) *Relay {
 	if log == nil || src == nil || q == nil || m == nil {
-		panic("tasks.NewRelay: nil dependency")
+		panic("webhook.NewRelay: nil dependency")
 	}
 	cfg = cfg.withDefaults()
 	return &Relay{log: log, src: src, q: q, subs: slices.Clone(subs), m: m, cfg: cfg,
@@ -195,7 +196,7 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 					if d.Disabled {
 						continue
 					}
-					jobs = append(jobs, WebhookJob(ev.ID, d.Endpoint, 0, &FirstAttempt{DeliveryID: d.ID,
+					jobs = append(jobs, tasks.WebhookJob(ev.ID, d.Endpoint, 0, &tasks.FirstAttempt{DeliveryID: d.ID,
 						LeasedUntil: d.LeasedUntil.UnixMilli(), LeasedFor: lease.Milliseconds(), Topic: ev.Topic, Payload: ev.Payload,
 						CreatedAt: ev.CreatedAt}))
 				}
@@ -211,8 +212,8 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 		}
 		return 0, fmt.Errorf("relay the outbox: %w", err)
 	}
-	r.m.Relayed.WithLabelValues(TopicSwipeRecorded).Add(float64(claimed))
-	r.m.Tasks.WithLabelValues(TypeWebhookDeliver, "enqueued").Add(float64(len(jobs)))
+	r.m.Relayed.WithLabelValues(tasks.TopicSwipeRecorded).Add(float64(claimed))
+	r.m.Tasks.WithLabelValues(tasks.TypeWebhookDeliver, "enqueued").Add(float64(len(jobs)))
 	return claimed, nil
 }
 

@@ -1,4 +1,4 @@
-package tasks
+package webhook
 
 import (
 	"context"
@@ -15,17 +15,25 @@ type RetentionStore interface {
 	DeleteFinalWebhookDeliveries(ctx context.Context, olderThan time.Duration, limit int) (deliveries, attempts int, err error)
 }
 
-// MinWebhookRetention is the shortest time an ended delivery is kept: a
+// Leader lets one replica at a time run a periodic pass (a Redis lock that
+// lasts one interval; handover.Leader).
+type Leader interface {
+	// Lead reports whether this replica runs the pass named name now; the
+	// lead lasts ttl.
+	Lead(ctx context.Context, name string, ttl time.Duration) (bool, error)
+}
+
+// MinDeliveryRetention is the shortest time an ended delivery is kept: a
 // webhook task of the delivery that is still queued (a duplicate, a retry
 // of the 25.5 h schedule) must find the delivery's row, or it would
 // attempt the event again.
-const MinWebhookRetention = 48 * time.Hour
+const MinDeliveryRetention = 48 * time.Hour
 
 // RetentionConfig tunes the retention loop; zero fields take the defaults.
 type RetentionConfig struct {
 	// Deliveries is how long an ended delivery (succeeded, parked,
 	// disabled) and its attempts are kept (WEBHOOK_RETENTION); default 720
-	// h, at least MinWebhookRetention.
+	// h, at least MinDeliveryRetention.
 	Deliveries time.Duration
 	Interval   time.Duration // between passes; default 10 min
 	BatchSize  int           // deliveries per deleting statement; default 500
@@ -35,7 +43,7 @@ func (c RetentionConfig) withDefaults() RetentionConfig {
 	if c.Deliveries <= 0 {
 		c.Deliveries = 720 * time.Hour
 	}
-	c.Deliveries = max(c.Deliveries, MinWebhookRetention)
+	c.Deliveries = max(c.Deliveries, MinDeliveryRetention)
 	if c.Interval <= 0 {
 		c.Interval = 10 * time.Minute
 	}
@@ -67,7 +75,7 @@ type retentionMetrics struct {
 // NewRetention builds the loop; its collectors are registered on reg.
 func NewRetention(log *slog.Logger, store RetentionStore, leader Leader, reg prometheus.Registerer, cfg RetentionConfig) *Retention {
 	if log == nil || store == nil || leader == nil || reg == nil {
-		panic("tasks.NewRetention: nil dependency")
+		panic("webhook.NewRetention: nil dependency")
 	}
 	m := retentionMetrics{
 		deliveries: prometheus.NewCounter(prometheus.CounterOpts{
