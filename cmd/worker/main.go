@@ -249,7 +249,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		Log: log, Relay: relay, Store: db, Poster: webhook.NewSender(endpoints, opt.sender),
 		Metrics: webhookMetrics, Retry: opt.webhooks,
 	}).Register(mux)
-	monitor := webhook.NewMonitor(log.With("component", "webhook_monitor"), db, queue, webhookMetrics, opt.monitor)
+	monitor := webhook.NewMonitor(log.With("component", "webhook_monitor"), db, queue, leader, webhookMetrics, opt.monitor)
 
 	checks := []ops.Check{
 		{Name: "postgres", Check: db.Ping},

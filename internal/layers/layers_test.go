@@ -31,10 +31,13 @@ var rules = map[string][]string{
 	"internal/command": {"internal/cache", "internal/domain", "internal/handover", "internal/match", "internal/tasks"},
 	// The read side: never the write side or a database client.
 	"internal/query": {"internal/active", "internal/cache", "internal/domain", "internal/match"},
-	"internal/tasks": {"internal/domain", "internal/handover", "internal/match"},
+	"internal/tasks": {"internal/domain", "internal/handover", "internal/match", "internal/periodic"},
 	// Webhook delivery: queues and handles its tasks under the task
 	// contract, which knows nothing of it.
-	"internal/webhook": {"internal/buildinfo", "internal/domain", "internal/handover", "internal/tasks"},
+	"internal/webhook": {"internal/buildinfo", "internal/domain", "internal/handover", "internal/periodic", "internal/tasks"},
+	// Periodic jobs under a lease: the lease is an interface the leader
+	// lock satisfies.
+	"internal/periodic": {},
 }
 
 // adapters are the packages only binaries (and tests) wire in.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/collegematch/matching/internal/handover"
+	"github.com/collegematch/matching/internal/periodic"
 	"github.com/collegematch/matching/internal/tasks"
 )
 
@@ -27,17 +28,22 @@ type MonitorConfig struct {
 // pages, and the next pass goes on after the last one it saw (starting over
 // once it reaches the end), so a lost task behind a backlog of merely late
 // ones is found within a pass or a few.
+//
+// One replica at a time runs the passes (the webhook-monitor lease); the
+// others export a backlog of 0, so the fleet's max is the holder's.
 type Monitor struct {
 	log   *slog.Logger
 	store Store
 	q     Queue
 	m     *Metrics
 	cfg   MonitorConfig
+	job   *periodic.Runner
 	after int64 // the last delivery id the previous pass looked at; 0: from the start
 }
 
-// NewMonitor builds a monitor; every argument is required.
-func NewMonitor(log *slog.Logger, store Store, q Queue, m *Metrics, cfg MonitorConfig) *Monitor {
+// NewMonitor builds a monitor; lease may be nil (every replica runs the
+// passes), every other argument is required.
+func NewMonitor(log *slog.Logger, store Store, q Queue, lease periodic.Lease, m *Metrics, cfg MonitorConfig) *Monitor {
 	if log == nil || store == nil || q == nil || m == nil {
 		panic("webhook.NewMonitor: nil dependency")
 	}
@@ -53,34 +59,49 @@ func NewMonitor(log *slog.Logger, store Store, q Queue, m *Metrics, cfg MonitorC
 	if cfg.Pages <= 0 {
 		cfg.Pages = 20
 	}
-	return &Monitor{log: log, store: store, q: q, m: m, cfg: cfg}
+	return &Monitor{log: log, store: store, q: q, m: m, cfg: cfg,
+		job: periodic.New(periodic.Config{Name: "webhook-monitor", Interval: cfg.Interval, Lease: lease, Log: log})}
 }
 
 // Run measures and repairs at once and then every Interval until ctx ends.
 func (w *Monitor) Run(ctx context.Context) {
-	tick := time.NewTicker(w.cfg.Interval)
-	defer tick.Stop()
-	for {
+	w.job.Run(ctx, func(ctx context.Context) error {
 		w.Pass(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+		return nil // Pass logs what fails
+	})
 }
 
-// Pass measures the backlog once and looks at up to Pages pages of Batch
-// overdue deliveries, going on from where the previous pass stopped, and
-// re-queues those whose task is gone; it returns how many tasks it queued
-// again. Passes must not run concurrently.
+// Pass, when this replica holds the lease, measures the backlog once and
+// looks at up to Pages pages of Batch overdue deliveries, going on from
+// where the previous pass stopped, and re-queues those whose task is gone;
+// it returns how many tasks it queued again. Passes must not run
+// concurrently. While Redis does not answer (the lease cannot be read, and
+// nothing can be queued) it measures the backlog only, so that the backlog
+// shows while Redis is away.
 func (w *Monitor) Pass(ctx context.Context) int {
+	requeued := 0
+	ran, err := w.job.Do(ctx, func(ctx context.Context) error {
+		requeued = w.pass(ctx)
+		return nil
+	})
+	switch {
+	case !ran && err != nil:
+		w.measure(ctx)
+	case !ran:
+		w.m.Backlog.Set(0)
+		w.m.OldestPendingAge.Set(0)
+	}
+	return requeued
+}
+
+// measure sets the backlog gauges; false when the backlog could not be read.
+func (w *Monitor) measure(ctx context.Context) bool {
 	n, oldest, err := w.store.WebhookBacklog(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.WarnContext(ctx, "webhook backlog not measured", "err", err)
 		}
-		return 0
+		return false
 	}
 	w.m.Backlog.Set(float64(n))
 	age := 0.0
@@ -88,6 +109,13 @@ func (w *Monitor) Pass(ctx context.Context) int {
 		age = max(time.Since(oldest).Seconds(), 0)
 	}
 	w.m.OldestPendingAge.Set(age)
+	return true
+}
+
+func (w *Monitor) pass(ctx context.Context) int {
+	if !w.measure(ctx) {
+		return 0
+	}
 	requeued := 0
 	for range w.cfg.Pages {
 		n, more := w.page(ctx)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/handover"
+	"github.com/collegematch/matching/internal/periodic"
 	"github.com/collegematch/matching/internal/tasks"
 )
 
@@ -136,35 +137,23 @@ func NewRelay(log *slog.Logger, src OutboxSource, q Queue, subs []domain.Subscri
 // beside it, it prunes expired rows at once and then every PruneInterval.
 // A ticker in each worker drives it rather than a periodic task: the relay
 // exists for the times Redis is unavailable, when a task in Redis would
-// stop too.
+// stop too. Every replica relays (no lease): concurrent relays take
+// disjoint batches.
 func (r *Relay) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { r.runPrune(ctx) })
-
-	tick := time.NewTicker(r.cfg.Interval)
-	defer tick.Stop()
-	var failing error // log changes of state only
-	for {
-		n, err := r.Drain(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		switch {
-		case err != nil && failing == nil:
-			r.log.ErrorContext(ctx, "outbox relay failing; rows stay unpublished and are retried", "err", err)
-		case err == nil && failing != nil:
-			r.log.InfoContext(ctx, "outbox relay recovered", "relayed", n)
-		case n > 0:
-			r.log.DebugContext(ctx, "outbox rows relayed", "relayed", n)
-		}
-		failing = err
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	wg.Go(func() {
+		periodic.New(periodic.Config{Name: "outbox retention", Interval: r.cfg.PruneInterval, Log: r.log}).
+			Run(ctx, r.prunePass)
+	})
+	periodic.New(periodic.Config{Name: "outbox relay", Interval: r.cfg.Interval, Log: r.log}).
+		Run(ctx, func(ctx context.Context) error {
+			n, err := r.Drain(ctx)
+			if err == nil && n > 0 {
+				r.log.DebugContext(ctx, "outbox rows relayed", "relayed", n)
+			}
+			return err
+		})
 }
 
 // Drain relays batch after batch until a batch comes back short, fails or
@@ -235,28 +224,13 @@ func (r *Relay) measureBacklog(ctx context.Context) {
 	r.m.OldestAge.Set(age)
 }
 
-// runPrune calls Prune at once and then every PruneInterval until ctx ends.
-func (r *Relay) runPrune(ctx context.Context) {
-	tick := time.NewTicker(r.cfg.PruneInterval)
-	defer tick.Stop()
-	for {
-		n, err := r.Prune(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		switch {
-		case err != nil:
-			r.log.ErrorContext(ctx, "outbox retention failed; expired rows are kept until the next pass",
-				"deleted", n, "err", err)
-		case n > 0:
-			r.log.InfoContext(ctx, "expired outbox rows deleted", "deleted", n, "retention", r.cfg.Retention.String())
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+// prunePass is one pass of the outbox's retention: Prune, logged.
+func (r *Relay) prunePass(ctx context.Context) error {
+	n, err := r.Prune(ctx)
+	if err == nil && n > 0 {
+		r.log.InfoContext(ctx, "expired outbox rows deleted", "deleted", n, "retention", r.cfg.Retention.String())
 	}
+	return err
 }
 
 // Prune deletes the rows published more than Retention ago that no pending

@@ -193,6 +193,14 @@ func TestRelayWritesDeliveriesAndQueuesTheirFirstAttempts(t *testing.T) {
 	assert.Len(t, e.queued(t, tasks.QueueWebhooks, "pending"), 10)
 }
 
+// failingLease is a lease whose Redis is down.
+type failingLease struct{}
+
+func (failingLease) Hold(context.Context, string, time.Duration) (bool, error) {
+	return false, errors.New("dial tcp 127.0.0.1:6379: connection refused")
+}
+func (failingLease) Release(context.Context, string) error { return nil }
+
 // failingQueue is a queue whose Redis is down.
 type failingQueue struct{}
 
@@ -357,11 +365,23 @@ WHERE outbox_id = ANY($1)`, ids)
 	// process, and the flush forgot e.queue's.
 	q := handover.NewClient(e.rdb, handover.NewQueuer())
 
-	down := webhook.NewMonitor(testutil.Logger(t), e.db, failingQueue{}, m, cfg)
+	down := webhook.NewMonitor(testutil.Logger(t), e.db, failingQueue{}, nil, m, cfg)
 	assert.Equal(t, 0, down.Pass(ctx), "Redis is down: nothing queued")
 
-	mon := webhook.NewMonitor(testutil.Logger(t), e.db, q, m, cfg)
+	mon := webhook.NewMonitor(testutil.Logger(t), e.db, q, handover.NewLeader(e.rdb, "a"), m, cfg)
 	assert.Equal(t, 4, mon.Pass(ctx), "the first page of 4")
+	// Another replica's monitor makes no pass while this one holds the
+	// lease, and exports a backlog of 0 (the fleet's max is the holder's).
+	otherReg := prometheus.NewRegistry()
+	other := webhook.NewMonitor(testutil.Logger(t), e.db, q, handover.NewLeader(e.rdb, "b"), webhook.NewMetrics(otherReg), cfg)
+	assert.Equal(t, 0, other.Pass(ctx))
+	assert.Zero(t, value(t, otherReg, "matching_webhook_backlog"))
+	// Redis does not answer (the lease cannot be read): nothing is queued,
+	// and the backlog is measured all the same.
+	blindReg := prometheus.NewRegistry()
+	blind := webhook.NewMonitor(testutil.Logger(t), e.db, q, failingLease{}, webhook.NewMetrics(blindReg), cfg)
+	assert.Equal(t, 0, blind.Pass(ctx))
+	assert.Equal(t, 6.0, value(t, blindReg, "matching_webhook_backlog"))
 	assert.Equal(t, 2, mon.Pass(ctx), "the rest")
 	assert.Equal(t, 0, mon.Pass(ctx), "from the start again: every task exists now")
 	hooks := e.queued(t, tasks.QueueWebhooks, "pending")
@@ -381,7 +401,7 @@ WHERE outbox_id = ANY($1)`, ids)
 	// Redis empty again: a pass of several pages finds them all at once.
 	require.NoError(t, e.rdb.FlushDB(ctx).Err())
 	cfg.Pages = 3
-	assert.Equal(t, 6, webhook.NewMonitor(testutil.Logger(t), e.db, handover.NewClient(e.rdb, handover.NewQueuer()), m, cfg).Pass(ctx))
+	assert.Equal(t, 6, webhook.NewMonitor(testutil.Logger(t), e.db, handover.NewClient(e.rdb, handover.NewQueuer()), nil, m, cfg).Pass(ctx))
 
 	// A delivery that is due but not yet overdue is not the monitor's.
 	_, err = e.db.Pool().Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = now()`)
