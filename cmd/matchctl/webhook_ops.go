@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/collegematch/matching/internal/store"
-	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/webhook"
 )
 
@@ -82,7 +81,7 @@ func webhookEndpoints(ctx context.Context, e env, now time.Time) error {
 	}
 	slices.Sort(others)
 	for _, url := range others {
-		rows = append(rows, row{tasks.UnconfiguredEndpoint, url, states[url]})
+		rows = append(rows, row{webhook.UnconfiguredEndpoint, url, states[url]})
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(e.stdout, "no webhook endpoints")

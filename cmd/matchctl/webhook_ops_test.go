@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/webhook"
 )
 
 const (
@@ -219,7 +220,7 @@ func TestWebhooksEndpointsPingLogEnable(t *testing.T) {
 	code, out, errOut = e.runWithEndpoints(t, file, "webhooks", "log", "--event", strconv.FormatInt(okOutbox, 10))
 	require.Equal(t, 0, code, errOut)
 	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 3)
-	code, out, errOut = e.runWithEndpoints(t, file, "webhooks", "log", "--event", tasks.WebhookMessageID(failOutbox, crm))
+	code, out, errOut = e.runWithEndpoints(t, file, "webhooks", "log", "--event", webhook.MessageID(failOutbox, crm))
 	require.Equal(t, 0, code, errOut)
 	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 3)
 	code, out, errOut = e.runWithEndpoints(t, file, "webhooks", "log", "--student", e.student)

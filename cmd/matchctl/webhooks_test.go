@@ -14,6 +14,7 @@ import (
 
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/webhook"
 )
 
 // failedDelivery stores a swipe.recorded event written at eventAt and its
@@ -32,7 +33,7 @@ VALUES ('swipe.recorded', $1, '{"student_id":"x"}', $2, $2) RETURNING id`, e.stu
 		}
 		return tx.QueryRow(ctx, `INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, status, attempts, last_error)
 VALUES ($1, $2, $3, 'swipe.recorded', $4, 9, 'HTTP 502: bad gateway') RETURNING id`,
-			outboxID, url, tasks.WebhookMessageID(outboxID, url), status).Scan(&id)
+			outboxID, url, webhook.MessageID(outboxID, url), status).Scan(&id)
 	}))
 	if status == "disabled" {
 		_, err := pool.Exec(ctx, `INSERT INTO webhook_endpoint_state (endpoint_url, reason) VALUES ($1, '410') ON CONFLICT DO NOTHING`, url)
@@ -56,7 +57,7 @@ func TestWebhooksFailedAndReplay(t *testing.T) {
 	assert.Contains(t, out, "https://hooks.example.com/in")
 	assert.NotContains(t, out, "secret", "no credentials or query in the listing")
 	assert.NotContains(t, out, "pw@")
-	assert.Contains(t, out, tasks.WebhookMessageID(oldOutbox, url))
+	assert.Contains(t, out, webhook.MessageID(oldOutbox, url))
 	assert.Contains(t, out, "HTTP 502: bad gateway")
 	assert.Contains(t, out, "30h0m0s")
 	assert.Contains(t, out, "disabled")

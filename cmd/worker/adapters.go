@@ -49,30 +49,6 @@ func asynqLevel(l slog.Level) asynq.LogLevel {
 	}
 }
 
-// webhookSender lets webhook delivery send through internal/webhook.
-type webhookSender struct{ *webhook.Sender }
-
-// Name implements tasks.WebhookSender.
-func (s webhookSender) Name(url string) (string, bool) {
-	e, ok := s.Sender.Endpoint(url)
-	return e.Name, ok
-}
-
-// Send implements tasks.WebhookSender.
-func (s webhookSender) Send(ctx context.Context, url, id string, body []byte) tasks.WebhookResult {
-	r := s.Sender.Send(ctx, url, id, body)
-	out := tasks.WebhookResult{StatusCode: r.StatusCode, Latency: r.Latency, Err: r.Err, RetryAfter: r.RetryAfter}
-	switch r.Outcome {
-	case webhook.Delivered:
-		out.Outcome = tasks.WebhookDelivered
-	case webhook.Gone:
-		out.Outcome = tasks.WebhookGone
-	default:
-		out.Outcome = tasks.WebhookFailed
-	}
-	return out
-}
-
 // subscriptions lists the configured endpoints as the relay writes
 // deliveries for them.
 func subscriptions(eps []webhook.Endpoint) []domain.Subscription {

@@ -80,16 +80,16 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 type options struct {
 	shutdownTimeout time.Duration       // default shutdownTimeout
 	delayedCheck    time.Duration       // default delayedTaskCheckInterval
-	webhooks        tasks.WebhookConfig // retry schedule and jitter; default the decisions.md schedule
+	webhooks        webhook.RetryConfig // retry schedule and jitter; default the decisions.md schedule
 	sender          webhook.Config      // per-attempt timeout; default 10 s
-	monitor         tasks.WebhookMonitorConfig
+	monitor         webhook.MonitorConfig
 	sweep           tasks.LearnSweepConfig
-	relay           tasks.RelayConfig
+	relay           webhook.RelayConfig
 	queueMetrics    tasks.QueueMetricsConfig
 	// registered, when not nil, is handed the metrics registry once
 	// everything is registered on it (the test of docs/metrics.md).
 	registered func(*metrics.Registry)
-	retention  tasks.RetentionConfig // Deliveries comes from WEBHOOK_RETENTION
+	retention  webhook.RetentionConfig // Deliveries comes from WEBHOOK_RETENTION
 }
 
 func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- string, opt options) error {
@@ -147,7 +147,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	reg := metrics.NewRegistry()
 	metrics.NewDBPool(reg, pool.Stat)
 	taskMetrics := tasks.NewTaskMetrics(reg)
-	webhookMetrics := tasks.NewWebhookMetrics(reg)
+	webhookMetrics := webhook.NewMetrics(reg)
 	for _, e := range endpoints {
 		webhookMetrics.ForEndpoints(e.Name)
 	}
@@ -171,8 +171,8 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	// WEBHOOK_ENDPOINTS_FILE: it writes their deliveries and queues their
 	// first attempts, a batch at a time; it also deletes published rows
 	// after RelayConfig.Retention.
-	relay := tasks.NewRelay(log.With("component", "outbox_relay"), db, queue, subscriptions(endpoints),
-		tasks.NewRelayMetrics(reg), opt.relay)
+	relay := webhook.NewRelay(log.With("component", "outbox_relay"), db, queue, subscriptions(endpoints),
+		webhook.NewRelayMetrics(reg), opt.relay)
 	// The learn sweep queues again the learn tasks Redis lost; one replica
 	// at a time runs each pass.
 	host, _ := os.Hostname()
@@ -191,7 +191,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	// Retention deletes ended webhook deliveries after WEBHOOK_RETENTION
 	// (the relay deletes their events); one replica at a time.
 	opt.retention.Deliveries = cfg.WebhookRetention
-	retention := tasks.NewRetention(log.With("component", "retention"), db, leader, reg, opt.retention)
+	retention := webhook.NewRetention(log.With("component", "retention"), db, leader, reg, opt.retention)
 
 	// Two task servers share the Redis client: the main slots serve
 	// learning and the relay task (and webhook tasks queued by older
@@ -204,7 +204,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		switch {
 		case retried >= maxRetry || errors.Is(err, asynq.SkipRetry):
 			level = slog.LevelError // no attempt left: the task is archived
-		case errors.Is(err, tasks.ErrNotDue):
+		case errors.Is(err, webhook.ErrNotDue):
 			level = slog.LevelDebug // a duplicate waiting for its delivery's turn
 		}
 		log.Log(ctx, level, "task failed", "task_type", t.Type(), "task_id", id,
@@ -215,7 +215,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 			Concurrency:     slots,
 			Queues:          queues,
 			ShutdownTimeout: opt.shutdownTimeout,
-			// webhook:deliver retries on its own schedule (tasks.WebhookSchedule,
+			// webhook:deliver retries on its own schedule (webhook.Schedule,
 			// or a Retry-After the subscriber sent); other types on asynq's.
 			RetryDelayFunc:           opt.webhooks.RetryDelayFunc(),
 			TaskCheckInterval:        taskCheckInterval,
@@ -243,13 +243,14 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		})
 	})
 	tasks.NewHandler(tasks.Deps{
-		Log: log, Relay: relay,
-		LearnDrains: tasks.NewLearnDrains(rdb), Learning: db, Feeds: feeds, Catalogs: catalog,
+		Log: log, LearnDrains: tasks.NewLearnDrains(rdb), Learning: db, Feeds: feeds, Catalogs: catalog,
 		LearnMetrics: tasks.NewLearnMetrics(reg),
-		WebhookStore: db, WebhookSender: webhookSender{webhook.NewSender(endpoints, opt.sender)},
-		WebhookMetrics: webhookMetrics, WebhookConfig: opt.webhooks,
 	}).Register(mux)
-	monitor := tasks.NewWebhookMonitor(log.With("component", "webhook_monitor"), db, queue, webhookMetrics, opt.monitor)
+	webhook.NewHandler(webhook.Deps{
+		Log: log, Relay: relay, Store: db, Poster: webhook.NewSender(endpoints, opt.sender),
+		Metrics: webhookMetrics, Retry: opt.webhooks,
+	}).Register(mux)
+	monitor := webhook.NewMonitor(log.With("component", "webhook_monitor"), db, queue, leader, webhookMetrics, opt.monitor)
 
 	checks := []ops.Check{
 		{Name: "postgres", Check: db.Ping},

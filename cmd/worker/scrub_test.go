@@ -21,6 +21,7 @@ import (
 
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/webhook"
 )
 
 // What a failed delivery records keeps no secret of the endpoint's URL and
@@ -52,7 +53,7 @@ func TestWebhookErrorsKeepNoSecrets(t *testing.T) {
 	w := newHookWorld(t, 20, 1, "")
 	w.env["WEBHOOK_ENDPOINTS_FILE"] = rawEndpointsFile(t, refused, failing)
 	wk := startWith(t, w.env, options{delayedCheck: 100 * time.Millisecond,
-		webhooks: tasks.WebhookConfig{Schedule: []time.Duration{2 * time.Second}, Attempts: 2, Jitter: -1}})
+		webhooks: webhook.RetryConfig{Schedule: []time.Duration{2 * time.Second}, Attempts: 2, Jitter: -1}})
 
 	// A task whose payload cannot be used is archived with its error; the
 	// payload names an endpoint with its token.

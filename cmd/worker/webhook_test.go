@@ -344,7 +344,7 @@ func TestWebhookDeliveryRetriesAndSignatures(t *testing.T) {
 	first := ok.requests()[0]
 	assert.True(t, first.Signed, "the signature verifies independently")
 	assert.Equal(t, first.ID, first.BodyID, "body id is the webhook-id")
-	assert.Equal(t, tasks.WebhookMessageID(outboxID, eps[0].url()), first.ID)
+	assert.Equal(t, webhook.MessageID(outboxID, eps[0].url()), first.ID)
 	assert.Equal(t, "swipe.recorded", first.Event)
 	assert.Equal(t, w.students[0], first.Data["student_id"])
 	assert.Equal(t, w.schools[3], first.Data["school_id"])
@@ -491,7 +491,7 @@ func TestWebhookParkedAfterTheLastAttempt(t *testing.T) {
 	eps := []endpointEntry{{rc, "/down", true}}
 	w := newHookWorld(t, 20, 1, "", eps...)
 	startWith(t, w.env, options{delayedCheck: 100 * time.Millisecond,
-		webhooks: tasks.WebhookConfig{Schedule: []time.Duration{50 * time.Millisecond}}})
+		webhooks: webhook.RetryConfig{Schedule: []time.Duration{50 * time.Millisecond}}})
 	id := w.swipe(t, 0, 1)
 	d := w.waitStatus(t, id, eps[0].url(), domain.DeliveryParked, 20*time.Second)
 	assert.Equal(t, 9, d.Attempts)
@@ -798,8 +798,8 @@ func TestWebhookRedisRestartMidBacklog(t *testing.T) {
 	// Overdue deliveries are looked for every 200 ms, and queued again once
 	// their task is a second late (production: every 10 s, a minute late);
 	// a new delivery is leased to its first attempt for 2 s (production 30 s).
-	startWith(t, w.env, options{monitor: tasks.WebhookMonitorConfig{Interval: 200 * time.Millisecond, Overdue: time.Second},
-		relay: tasks.RelayConfig{FirstLease: 2 * time.Second}})
+	startWith(t, w.env, options{monitor: webhook.MonitorConfig{Interval: 200 * time.Millisecond, Overdue: time.Second},
+		relay: webhook.RelayConfig{FirstLease: 2 * time.Second}})
 
 	var ids []int64
 	for i := range 150 {

@@ -248,8 +248,8 @@ func (c *Client) RegisterQueues(ctx context.Context, queues ...string) error {
 	return nil
 }
 
-// Leader elects one replica per pass of a periodic job with a Redis lock
-// that expires on its own (tasks.Leader).
+// Leader keeps one replica in charge of a periodic job with a Redis lock
+// that expires on its own unless renewed (periodic.Lease).
 type Leader struct {
 	rdb redis.UniversalClient
 	id  string
@@ -258,11 +258,6 @@ type Leader struct {
 // NewLeader makes a Leader; id names this replica in the lock's value.
 func NewLeader(rdb redis.UniversalClient, id string) *Leader {
 	return &Leader{rdb: rdb, id: id}
-}
-
-// Lead takes the lock named name for ttl when nobody holds it.
-func (l *Leader) Lead(ctx context.Context, name string, ttl time.Duration) (bool, error) {
-	return l.rdb.SetNX(ctx, "lead:"+name, l.id, ttl).Result()
 }
 
 // hold takes the lock (KEYS[1]) for ARGV[1] ms when nobody holds it, or
@@ -281,10 +276,9 @@ if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) 
 return 0`)
 
 // Hold takes the lock named name for ttl when nobody holds it, or extends it
-// by ttl when this replica holds it: unlike Lead's one lead per pass, the
-// lock stays with one replica for as long as it calls Hold within ttl, and
-// passes to another only when it stops (a job whose output should come from
-// one replica at a time, such as the queue metrics).
+// by ttl when this replica holds it: the lock stays with one replica for as
+// long as it calls Hold within ttl, and passes to another only when it
+// stops.
 func (l *Leader) Hold(ctx context.Context, name string, ttl time.Duration) (bool, error) {
 	n, err := hold.Run(ctx, l.rdb, []string{"lead:" + name}, ttl.Milliseconds(), l.id).Int()
 	return n == 1, err

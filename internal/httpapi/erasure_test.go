@@ -15,7 +15,6 @@ import (
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/erasure"
-	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/tasks"
@@ -30,9 +29,7 @@ func (a *testAPI) learner(t *testing.T) func(student string) {
 	reg := prometheus.NewRegistry()
 	queries := query.New(query.Config{Students: a.Store, Feeds: cache.NewFeeds(a.Redis, 5*time.Minute), Catalogs: a.Catalog,
 		Log: log, Metrics: query.NewMetrics(reg), Probes: cache.NewProbes(a.Redis, 5*time.Minute)})
-	relay := tasks.NewRelay(log, a.Store, handover.NewClient(a.Redis, handover.NewQueuer()), nil, tasks.NewRelayMetrics(reg),
-		tasks.RelayConfig{})
-	h := tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, LearnDrains: tasks.NewLearnDrains(a.Redis), Learning: a.Store, Feeds: queries, Catalogs: a.Catalog,
+	h := tasks.NewHandler(tasks.Deps{Log: log, LearnDrains: tasks.NewLearnDrains(a.Redis), Learning: a.Store, Feeds: queries, Catalogs: a.Catalog,
 		LearnMetrics: tasks.NewLearnMetrics(reg)})
 	return func(student string) {
 		t.Helper()

@@ -21,6 +21,7 @@ import (
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
+	"github.com/collegematch/matching/internal/webhook"
 )
 
 // keyRule is what the service promises of one kind of Redis key.
@@ -119,11 +120,11 @@ func TestRedisKeysHaveTTLsAndCaps(t *testing.T) {
 	// The worker: its relay hands over whatever the API did not, and its
 	// learner folds every student's swipes and feedback in and rebuilds
 	// their feeds into Redis, as cmd/worker wires them.
-	relay := tasks.NewRelay(testutil.Logger(t), api.Store, handover.NewClient(rdb, handover.NewQueuer()), nil,
-		tasks.NewRelayMetrics(prometheus.NewRegistry()), tasks.RelayConfig{})
+	relay := webhook.NewRelay(testutil.Logger(t), api.Store, handover.NewClient(rdb, handover.NewQueuer()), nil,
+		webhook.NewRelayMetrics(prometheus.NewRegistry()), webhook.RelayConfig{})
 	_, err := relay.Drain(ctx)
 	require.NoError(t, err)
-	worker := tasks.NewHandler(tasks.Deps{Log: testutil.Logger(t), Relay: relay, LearnDrains: tasks.NewLearnDrains(rdb), Learning: api.Store,
+	worker := tasks.NewHandler(tasks.Deps{Log: testutil.Logger(t), LearnDrains: tasks.NewLearnDrains(rdb), Learning: api.Store,
 		Feeds: queries, Catalogs: api.Catalog, LearnMetrics: tasks.NewLearnMetrics(prometheus.NewRegistry())})
 	for _, s := range students {
 		task, err := tasks.NewStudentLearnTask(s.id, 0)

@@ -12,10 +12,11 @@ import (
 
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/webhook"
 )
 
 // The document's swipe.recorded webhook describes the bodies the workers
-// send (tasks.WebhookBody), an erased student's included, and refuses what
+// send (webhook.Body), an erased student's included, and refuses what
 // they never send.
 func TestOpenAPIWebhookSwipeRecorded(t *testing.T) {
 	doc := loadOpenAPI(t)
@@ -34,7 +35,7 @@ func TestOpenAPIWebhookSwipeRecorded(t *testing.T) {
 		"swipe":          `{"student_id":"` + student + `","school_id":"` + school + `","direction":"left","timestamp":"2026-05-01T13:00:00.25+01:00","swipe_id":9}`,
 		"erased student": `{"student_id":"` + student + `","school_id":"` + school + `","swipe_id":9}`,
 	} {
-		body, err := tasks.WebhookBody(tasks.WebhookMessageID(1842, "https://a.example/h"),
+		body, err := webhook.Body(webhook.MessageID(1842, "https://a.example/h"),
 			domain.WebhookEvent{Topic: tasks.TopicSwipeRecorded, Payload: []byte(payload), CreatedAt: created})
 		require.NoError(t, err)
 		assert.NoError(t, check(body), "%s: %s", name, body)
@@ -45,5 +46,5 @@ func TestOpenAPIWebhookSwipeRecorded(t *testing.T) {
 		`","timestamp":"2026-05-01T12:00:00.000Z"}}`)), "another event")
 
 	id := item.Post.Parameters.GetByInAndName("header", "webhook-id").Schema.Value
-	assert.NoError(t, id.VisitJSON(tasks.WebhookMessageID(1842, "https://a.example/h")))
+	assert.NoError(t, id.VisitJSON(webhook.MessageID(1842, "https://a.example/h")))
 }

@@ -85,11 +85,12 @@ var table = []string{
 	"internal/memlimit foundation:",
 	"internal/metrics foundation: internal/buildinfo",
 	"internal/ops edge:",
+	"internal/periodic foundation:",
 	"internal/query application: internal/active internal/cache internal/domain internal/match",
 	"internal/queueconsole edge: internal/domain",
 	"internal/ratelimit adapter: internal/breaker internal/config",
 	"internal/store adapter: internal/domain migrations",
-	"internal/tasks application: internal/domain internal/handover internal/match",
+	"internal/tasks application: internal/domain internal/handover internal/match internal/periodic",
 	"internal/testutil test: internal/metrics internal/store migrations",
 	"internal/testutil/benchcpu test:",
 	"internal/tools/drill tool: internal/tools/faultproxy internal/webhook",
@@ -100,7 +101,7 @@ var table = []string{
 	"internal/tools/scaleout/rrproxy tool: internal/tools/scaleout",
 	"internal/tools/simulate tool: internal/catalog internal/domain internal/match",
 	"internal/tools/simulate/live tool: internal/domain internal/match internal/tools/simulate",
-	"internal/webhook adapter: internal/buildinfo internal/domain",
+	"internal/webhook application: internal/buildinfo internal/domain internal/handover internal/periodic internal/tasks",
 	"migrations foundation:",
 }
 

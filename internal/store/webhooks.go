@@ -563,7 +563,7 @@ func scanAttemptEntry(r pgx.CollectableRow) (WebhookAttemptEntry, error) {
 }
 
 // webhookIDOutbox reads the event's id from a delivery's webhook-id,
-// msg_<outbox id>_<endpoint key> (tasks.WebhookMessageID).
+// msg_<outbox id>_<endpoint key> (webhook.MessageID).
 func webhookIDOutbox(webhookID string) (int64, bool) {
 	rest, ok := strings.CutPrefix(webhookID, "msg_")
 	if !ok {

@@ -15,7 +15,6 @@ import (
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/domain"
-	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
@@ -44,9 +43,7 @@ func TestLearnTaskRetriedWhenPostgresRefusesWrites(t *testing.T) {
 	e.feeds = cache.NewFeeds(e.rdb, 5*time.Minute)
 	e.queries = query.New(query.Config{Students: e.db, Feeds: e.feeds, Catalogs: e.catalog, Log: log,
 		Metrics: query.NewMetrics(e.reg), Probes: cache.NewProbes(e.rdb, 5*time.Minute)})
-	relay := tasks.NewRelay(log, e.db, handover.NewClient(e.rdb, handover.NewQueuer()), nil,
-		tasks.NewRelayMetrics(e.reg), tasks.RelayConfig{})
-	e.handler = tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, LearnDrains: tasks.NewLearnDrains(e.rdb), Learning: e.db, Feeds: e.queries,
+	e.handler = tasks.NewHandler(tasks.Deps{Log: log, LearnDrains: tasks.NewLearnDrains(e.rdb), Learning: e.db, Feeds: e.queries,
 		Catalogs: e.catalog, LearnMetrics: tasks.NewLearnMetrics(e.reg)})
 
 	student := e.student(t)

@@ -18,7 +18,6 @@ import (
 	"github.com/collegematch/matching/internal/cache"
 	"github.com/collegematch/matching/internal/catalog"
 	"github.com/collegematch/matching/internal/domain"
-	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/match"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
@@ -55,10 +54,8 @@ func newLearnEnvTB(t testing.TB, schools int) *learnEnv {
 	e.feeds = cache.NewFeeds(e.rdb, 5*time.Minute)
 	e.queries = query.New(query.Config{Students: e.db, Feeds: e.feeds, Catalogs: e.catalog, Log: log,
 		Metrics: qm, Probes: cache.NewProbes(e.rdb, 5*time.Minute)})
-	relay := tasks.NewRelay(log, e.db, handover.NewClient(e.rdb, handover.NewQueuer()), nil,
-		tasks.NewRelayMetrics(e.reg), tasks.RelayConfig{})
 	e.lm = tasks.NewLearnMetrics(e.reg)
-	e.handler = tasks.NewHandler(tasks.Deps{Log: log, Relay: relay, LearnDrains: tasks.NewLearnDrains(e.rdb), Learning: e.db, Feeds: e.queries,
+	e.handler = tasks.NewHandler(tasks.Deps{Log: log, LearnDrains: tasks.NewLearnDrains(e.rdb), Learning: e.db, Feeds: e.queries,
 		Catalogs: e.catalog, LearnMetrics: e.lm,
 		Now: func() time.Time {
 			if e.now.IsZero() {

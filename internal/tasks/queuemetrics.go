@@ -9,17 +9,9 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
-)
 
-// Lease keeps one replica in charge of a job for as long as it renews the
-// lease in time (handover.Leader's Hold and Release).
-type Lease interface {
-	// Hold takes the lease named name for ttl, or extends it when this
-	// replica holds it; false when another replica does.
-	Hold(ctx context.Context, name string, ttl time.Duration) (bool, error)
-	// Release gives the lease up when this replica holds it.
-	Release(ctx context.Context, name string) error
-}
+	"github.com/collegematch/matching/internal/periodic"
+)
 
 // QueueInspector reads a queue's state (*asynq.Inspector).
 type QueueInspector interface {
@@ -86,7 +78,7 @@ type QueueMetrics struct {
 	log    *slog.Logger
 	in     QueueInspector
 	reg    QueueRegistry
-	lease  Lease
+	job    *periodic.Runner
 	queues []string
 	cfg    QueueMetricsConfig
 	errors prometheus.Counter
@@ -100,13 +92,15 @@ type QueueMetrics struct {
 
 // NewQueueMetrics builds the exporter of queues and registers it on reg;
 // Run reads the queues.
-func NewQueueMetrics(log *slog.Logger, in QueueInspector, registry QueueRegistry, lease Lease, queues []string,
+func NewQueueMetrics(log *slog.Logger, in QueueInspector, registry QueueRegistry, lease periodic.Lease, queues []string,
 	reg prometheus.Registerer, cfg QueueMetricsConfig) *QueueMetrics {
 	if log == nil || in == nil || registry == nil || lease == nil || reg == nil {
 		panic("tasks.NewQueueMetrics: nil dependency")
 	}
 	q := []string{"queue"}
-	m := &QueueMetrics{log: log, in: in, reg: registry, lease: lease, queues: slices.Sorted(slices.Values(queues)), cfg: cfg.withDefaults(),
+	cfg = cfg.withDefaults()
+	m := &QueueMetrics{log: log, in: in, reg: registry, queues: slices.Sorted(slices.Values(queues)), cfg: cfg,
+		job: periodic.New(periodic.Config{Name: queueMetricsLease, Interval: cfg.Interval, TTL: cfg.TTL, Lease: lease, Log: log}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "matching_queue_metrics_errors_total",
 			Help: "Failed reads of the queues' state by the replica exporting the queue metrics.",
@@ -171,38 +165,30 @@ func b2f(b bool) float64 {
 // Run reads the queues at once and then every Interval until ctx ends, then
 // gives the lease up so another replica takes over at its next read.
 func (m *QueueMetrics) Run(ctx context.Context) {
-	tick := time.NewTicker(m.cfg.Interval)
-	defer tick.Stop()
-	for {
+	m.job.Run(ctx, func(ctx context.Context) error {
 		m.Pass(ctx)
-		select {
-		case <-ctx.Done():
-			m.set(false, nil)
-			rctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			if err := m.lease.Release(rctx, queueMetricsLease); err != nil {
-				m.log.Debug("queue metrics lease not released; it expires on its own", "err", err)
-			}
-			return
-		case <-tick.C:
-		}
-	}
+		return nil // Pass logs and counts its failures
+	})
+	m.set(false, nil)
 }
 
 // Pass renews (or takes) the lease and, when this replica holds it, reads
 // every queue; it reports whether this replica exports the queues now.
 func (m *QueueMetrics) Pass(ctx context.Context) bool {
-	lead, err := m.lease.Hold(ctx, queueMetricsLease, m.cfg.TTL)
-	if err != nil || !lead {
+	var infos []asynq.QueueInfo
+	lead, err := m.job.Do(ctx, func(ctx context.Context) (err error) {
+		infos, err = m.read(ctx)
+		return err
+	})
+	switch {
+	case !lead:
 		if err != nil && ctx.Err() == nil {
 			m.errors.Inc()
 			m.log.DebugContext(ctx, "queue metrics lease not held", "err", err)
 		}
 		m.set(false, nil)
 		return false
-	}
-	infos, err := m.read(ctx)
-	if err != nil {
+	case err != nil:
 		m.errors.Inc()
 		m.log.WarnContext(ctx, "queues not read; queue metrics left out until the next read", "err", err)
 		m.set(true, nil)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/handover"
+	"github.com/collegematch/matching/internal/periodic"
 )
 
 // LearnDebts is what the learn sweep reads from the database (*store.Store
@@ -24,15 +25,6 @@ type LearnDebts interface {
 	// more than settled ago, except the events recorded within holdBack
 	// that their learned state still lacks.
 	AdvanceLearnSweep(ctx context.Context, cur domain.SweepCursor, settled, holdBack time.Duration) (domain.SweepCursor, error)
-}
-
-// Leader lets one replica at a time run a periodic pass (a Redis lock that
-// lasts one interval): with N worker replicas the sweep's work does not
-// grow N-fold.
-type Leader interface {
-	// Lead reports whether this replica runs the pass named name now; the
-	// lead lasts ttl.
-	Lead(ctx context.Context, name string, ttl time.Duration) (bool, error)
 }
 
 // LearnSweepConfig tunes the sweep; zero fields take the defaults.
@@ -85,12 +77,14 @@ func (c LearnSweepConfig) withDefaults() LearnSweepConfig {
 // that waited in them. The cursor moves past an unlearned event only once
 // it is HoldBack old (a student whose task fails for good must not pin it
 // forever; such a student's next swipe queues a task that folds
-// everything). One replica runs each pass (Leader).
+// everything). One replica at a time runs the passes (the learn-sweep
+// lease, periodic.Lease): with N worker replicas the sweep's work does not
+// grow N-fold.
 type LearnSweep struct {
 	log    *slog.Logger
 	debts  LearnDebts
 	q      Queue
-	leader Leader
+	job    *periodic.Runner
 	cfg    LearnSweepConfig
 	queued prometheus.Counter
 	passes *prometheus.CounterVec
@@ -109,11 +103,13 @@ type LearnSweep struct {
 const sweepIDSuffix = ":sweep"
 
 // NewLearnSweep builds the sweep; its collectors are registered on reg.
-func NewLearnSweep(log *slog.Logger, debts LearnDebts, q Queue, leader Leader, reg prometheus.Registerer, cfg LearnSweepConfig) *LearnSweep {
-	if log == nil || debts == nil || q == nil || leader == nil || reg == nil {
+func NewLearnSweep(log *slog.Logger, debts LearnDebts, q Queue, lease periodic.Lease, reg prometheus.Registerer, cfg LearnSweepConfig) *LearnSweep {
+	if log == nil || debts == nil || q == nil || lease == nil || reg == nil {
 		panic("tasks.NewLearnSweep: nil dependency")
 	}
-	s := &LearnSweep{log: log, debts: debts, q: q, leader: leader, cfg: cfg.withDefaults(),
+	cfg = cfg.withDefaults()
+	s := &LearnSweep{log: log, debts: debts, q: q, cfg: cfg,
+		job: periodic.New(periodic.Config{Name: "learn-sweep", Interval: cfg.Interval, Lease: lease, Log: log}),
 		queued: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "matching_learn_requeued_total",
 			Help: "student:learn tasks queued again by the learn sweep for events their learned state lacked (the task was lost).",
@@ -132,33 +128,24 @@ func NewLearnSweep(log *slog.Logger, debts LearnDebts, q Queue, leader Leader, r
 
 // Run passes at once and then every Interval until ctx ends.
 func (s *LearnSweep) Run(ctx context.Context) {
-	tick := time.NewTicker(s.cfg.Interval)
-	defer tick.Stop()
-	for {
-		if _, err := s.Pass(ctx); err != nil && ctx.Err() == nil {
-			s.log.WarnContext(ctx, "learn sweep failed; the next pass tries again", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	s.job.Run(ctx, func(ctx context.Context) error {
+		_, err := s.Pass(ctx)
+		return err
+	})
 }
 
-// Pass runs one pass when this replica leads, and returns how many tasks it
-// queued again.
+// Pass runs one pass when this replica holds the lease, and returns how
+// many tasks it queued again.
 func (s *LearnSweep) Pass(ctx context.Context) (int, error) {
-	lead, err := s.leader.Lead(ctx, "learn-sweep", s.cfg.Interval*9/10)
-	if err != nil {
-		s.passes.WithLabelValues("error").Inc()
-		return 0, err // without Redis nothing can be queued anyway
-	}
-	if !lead {
+	n := 0
+	lead, err := s.job.Do(ctx, func(ctx context.Context) (err error) {
+		n, err = s.pass(ctx)
+		return err
+	})
+	if !lead && err == nil {
 		s.passes.WithLabelValues("skipped").Inc()
 		return 0, nil
 	}
-	n, err := s.pass(ctx)
 	if err != nil {
 		s.passes.WithLabelValues("error").Inc()
 		return n, err

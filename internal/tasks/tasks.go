@@ -1,10 +1,12 @@
-// Package tasks is the asynq contract of the service and the worker's task
-// handlers: queue names, task types, payloads (ids, never data: a handler
+// Package tasks is the asynq contract of the service and the worker's
+// learning: queue names, task types, payloads (ids, never data: a handler
 // re-reads the source of truth), one constructor per type that sets its
-// default options, the outbox router and relay, and Handler.Register.
+// default options, the student:learn handler, the learn sweep and
+// Handler.Register. Webhook delivery (internal/webhook) queues and handles
+// its task types under this contract.
 //
-// Adapters (store, cache, webhook sender) are injected by cmd/worker through
-// the small interfaces declared here.
+// Adapters (store, cache) are injected by cmd/worker through the small
+// interfaces declared here.
 package tasks
 
 import (
@@ -21,6 +23,11 @@ import (
 
 	"github.com/collegematch/matching/internal/handover"
 )
+
+// Queue hands jobs to the worker fleet in one round trip (handover.Client).
+type Queue interface {
+	Queue(ctx context.Context, jobs ...handover.Job) (queued int, err error)
+}
 
 // Queues, in the order the worker favours them (see QueuePriorities).
 const (
@@ -75,6 +82,17 @@ func OutboxTaskID(outboxID int64, taskType string, key ...string) string {
 func EndpointKey(endpointURL string) string {
 	sum := sha256.Sum256([]byte(endpointURL))
 	return hex.EncodeToString(sum[:8])
+}
+
+// WebhookTaskID is the task id of the delivery of outbox row outboxID to
+// endpointURL: OutboxTaskID with the EndpointKey, and for the n-th replay
+// by an operator a "replay-n" suffix, so a replay is not refused as a
+// duplicate of the original task.
+func WebhookTaskID(outboxID int64, endpointURL string, replay int) string {
+	if replay > 0 {
+		return OutboxTaskID(outboxID, TypeWebhookDeliver, EndpointKey(endpointURL), "replay-"+strconv.Itoa(replay))
+	}
+	return OutboxTaskID(outboxID, TypeWebhookDeliver, EndpointKey(endpointURL))
 }
 
 // StudentLearnPayload asks for a student's new swipes and feedback to be
@@ -141,12 +159,6 @@ type FirstAttempt struct {
 	CreatedAt   time.Time       `json:"created_at"`
 }
 
-// firstRun reports whether the task runs for the first time (not a retry).
-func firstRun(ctx context.Context) bool {
-	n, ok := asynq.GetRetryCount(ctx)
-	return !ok || n == 0
-}
-
 // webhookMaxRetry is the queue's retry limit for webhook:deliver: in effect
 // none. The handler parks a delivery after the 9 attempts of the schedule,
 // counted in its row (WebhookDelivery.Round), and the queue's own count
@@ -158,7 +170,7 @@ const webhookMaxRetry = math.MaxInt32
 // WebhookJob is the webhook:deliver job of the delivery of outbox row
 // outboxID to endpoint, for its replays-th replay (WebhookTaskID); first is
 // set on a new delivery's first attempt (the relay's). Its retries follow
-// the schedule (WebhookSchedule, applied through RetryIn by the handler and
+// the schedule (webhook.Schedule, applied through webhook.RetryIn by the handler and
 // the worker's RetryDelayFunc), and the handler parks the delivery after
 // the last attempt. A completed task is not kept: the delivery's row says
 // it is done, so a second task for it makes no attempt.

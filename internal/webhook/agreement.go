@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/collegematch/matching/internal/periodic"
 )
 
 // Fingerprint identifies a subscriber list by what decides its deliveries:
@@ -117,21 +119,14 @@ func (a *Agreement) Check(ctx context.Context) (map[string]string, error) {
 }
 
 // Run checks now and then every interval until ctx ends, then withdraws
-// this process's fingerprint.
+// this process's fingerprint. Every process runs it (no lease).
 func (a *Agreement) Run(ctx context.Context, interval time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		if _, err := a.Check(ctx); err != nil && ctx.Err() == nil {
-			a.log.WarnContext(ctx, "cannot compare the webhook subscriber list with the fleet's", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			_ = a.peers.Withdraw(wctx)
-			cancel()
-			return
-		case <-tick.C:
-		}
-	}
+	periodic.New(periodic.Config{Name: "webhook subscriber agreement", Interval: interval, Log: a.log}).
+		Run(ctx, func(ctx context.Context) error {
+			_, err := a.Check(ctx)
+			return err
+		})
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	_ = a.peers.Withdraw(wctx)
+	cancel()
 }

@@ -253,3 +253,10 @@ func ParseRetryAfter(v string, now time.Time, limit time.Duration) time.Duration
 	}
 	return min(max(d, 0), limit)
 }
+
+// Name returns the name of the configured endpoint with this URL (the
+// endpoint label of the metrics); ok is false when it is not configured.
+func (s *Sender) Name(url string) (name string, ok bool) {
+	e, ok := s.endpoints[url]
+	return e.Name, ok
+}

@@ -1,4 +1,4 @@
-package tasks_test
+package webhook_test
 
 import (
 	"context"
@@ -15,29 +15,30 @@ import (
 
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/webhook"
 )
 
 func TestWebhookScheduleIsTheDecisionsSchedule(t *testing.T) {
 	want := []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 15 * time.Minute,
 		time.Hour, 4 * time.Hour, 10 * time.Hour, 10 * time.Hour}
-	assert.Equal(t, want, tasks.WebhookSchedule)
+	assert.Equal(t, want, webhook.Schedule)
 	var total time.Duration
 	for _, d := range want {
 		total += d
 	}
 	assert.InDelta(t, 25.5, total.Hours(), 0.25, "about 25.5 h")
-	assert.Equal(t, 8, tasks.WebhookConfig{}.MaxRetry(), "9 attempts")
+	assert.Equal(t, 8, webhook.RetryConfig{}.MaxRetry(), "9 attempts")
 	job := tasks.WebhookJob(1, "https://a.example", 0, nil)
 	assert.Equal(t, tasks.QueueWebhooks, job.Queue)
 	assert.Zero(t, job.Retention, "a finished delivery's row says it is done")
 
 	for n, d := range want {
-		lo := tasks.WebhookConfig{Rand: func() float64 { return 0 }}.Delay(n)
-		hi := tasks.WebhookConfig{Rand: func() float64 { return 0.999999 }}.Delay(n)
+		lo := webhook.RetryConfig{Rand: func() float64 { return 0 }}.Delay(n)
+		hi := webhook.RetryConfig{Rand: func() float64 { return 0.999999 }}.Delay(n)
 		assert.InDelta(t, float64(d)*0.8, float64(lo), float64(time.Millisecond), "step %d low", n)
 		assert.InDelta(t, float64(d)*1.2, float64(hi), float64(d)/1e5, "step %d high", n)
 		for range 100 {
-			got := tasks.WebhookConfig{}.Delay(n)
+			got := webhook.RetryConfig{}.Delay(n)
 			assert.GreaterOrEqual(t, got, time.Duration(float64(d)*0.8))
 			assert.LessOrEqual(t, got, time.Duration(float64(d)*1.2))
 		}
@@ -45,9 +46,9 @@ func TestWebhookScheduleIsTheDecisionsSchedule(t *testing.T) {
 }
 
 func TestRetryDelayFunc(t *testing.T) {
-	f := tasks.WebhookConfig{Rand: func() float64 { return 0.5 }}.RetryDelayFunc()
+	f := webhook.RetryConfig{Rand: func() float64 { return 0.5 }}.RetryDelayFunc()
 	hook := asynq.NewTask(tasks.TypeWebhookDeliver, nil)
-	assert.Equal(t, 42*time.Second, f(0, &tasks.RetryIn{Delay: 42 * time.Second, Err: errors.New("x")}, hook), "the handler's delay")
+	assert.Equal(t, 42*time.Second, f(0, &webhook.RetryIn{Delay: 42 * time.Second, Err: errors.New("x")}, hook), "the handler's delay")
 	// A failure on the database used up no attempt: a short backoff, not
 	// the schedule.
 	assert.Equal(t, 2*time.Second, f(1, errors.New("db down"), hook))
@@ -58,39 +59,39 @@ func TestRetryDelayFunc(t *testing.T) {
 
 func TestStoreRetryDelay(t *testing.T) {
 	mid := func() float64 { return 0.5 }
-	assert.Equal(t, time.Second, tasks.StoreRetryDelay(0, mid))
-	assert.Equal(t, 32*time.Second, tasks.StoreRetryDelay(5, mid))
-	assert.Equal(t, time.Minute, tasks.StoreRetryDelay(6, mid))
-	assert.Equal(t, 48*time.Second, tasks.StoreRetryDelay(100, func() float64 { return 0 }), "-20 %")
-	assert.Equal(t, 72*time.Second, tasks.StoreRetryDelay(100, func() float64 { return 1 }), "+20 %")
+	assert.Equal(t, time.Second, webhook.StoreRetryDelay(0, mid))
+	assert.Equal(t, 32*time.Second, webhook.StoreRetryDelay(5, mid))
+	assert.Equal(t, time.Minute, webhook.StoreRetryDelay(6, mid))
+	assert.Equal(t, 48*time.Second, webhook.StoreRetryDelay(100, func() float64 { return 0 }), "-20 %")
+	assert.Equal(t, 72*time.Second, webhook.StoreRetryDelay(100, func() float64 { return 1 }), "+20 %")
 }
 
 func TestWebhookBody(t *testing.T) {
 	created := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	b, err := tasks.WebhookBody("msg_1_ab", domain.WebhookEvent{Topic: tasks.TopicSwipeRecorded, CreatedAt: created,
+	b, err := webhook.Body("msg_1_ab", domain.WebhookEvent{Topic: tasks.TopicSwipeRecorded, CreatedAt: created,
 		Payload: []byte(`{"student_id":"s1","school_id":"c1","direction":"left","timestamp":"2026-05-01T13:00:00.250+01:00","swipe_id":9}`)})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"id":"msg_1_ab","event":"swipe.recorded","data":{"student_id":"s1","school_id":"c1","direction":"left","timestamp":"2026-05-01T12:00:00.250Z"}}`, string(b))
 
 	// An erased student's event keeps its ids: the event time stands in.
-	b, err = tasks.WebhookBody("msg_1_ab", domain.WebhookEvent{Topic: tasks.TopicSwipeRecorded, CreatedAt: created,
+	b, err = webhook.Body("msg_1_ab", domain.WebhookEvent{Topic: tasks.TopicSwipeRecorded, CreatedAt: created,
 		Payload: []byte(`{"student_id":"s1","school_id":"c1","swipe_id":9}`)})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"id":"msg_1_ab","event":"swipe.recorded","data":{"student_id":"s1","school_id":"c1","timestamp":"2026-05-01T12:00:00.000Z"}}`, string(b))
 
-	_, err = tasks.WebhookBody("m", domain.WebhookEvent{Topic: tasks.TopicSwipeRecorded, Payload: []byte(`nope`)})
+	_, err = webhook.Body("m", domain.WebhookEvent{Topic: tasks.TopicSwipeRecorded, Payload: []byte(`nope`)})
 	assert.Error(t, err)
-	assert.Equal(t, "msg_12_"+tasks.EndpointKey("https://a"), tasks.WebhookMessageID(12, "https://a"))
+	assert.Equal(t, "msg_12_"+tasks.EndpointKey("https://a"), webhook.MessageID(12, "https://a"))
 }
 
 func TestRetryAtFallsOnAWholeSecondNoSooner(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 300_000_000, time.UTC)
-	d := tasks.RetryAt(now, 4200*time.Millisecond)
+	d := webhook.RetryAt(now, 4200*time.Millisecond)
 	assert.Equal(t, 4700*time.Millisecond, d, "12:00:04.500 rounds up to 12:00:05")
-	assert.Equal(t, 2*time.Second, tasks.RetryAt(now.Truncate(time.Second), 2*time.Second), "already whole")
+	assert.Equal(t, 2*time.Second, webhook.RetryAt(now.Truncate(time.Second), 2*time.Second), "already whole")
 }
 
-// hookStore is a WebhookStore over one delivery row, for the handler's
+// hookStore is a Store over one delivery row, for the handler's
 // decisions; the real store is exercised by cmd/worker's tests.
 type hookStore struct {
 	d        domain.WebhookDelivery
@@ -144,8 +145,8 @@ func (s *hookStore) StaleWebhookDeliveries(context.Context, time.Duration, int64
 type failingSender struct{ retryAfter time.Duration }
 
 func (failingSender) Name(string) (string, bool) { return "test", true }
-func (f failingSender) Send(context.Context, string, string, []byte) tasks.WebhookResult {
-	return tasks.WebhookResult{Outcome: tasks.WebhookFailed, StatusCode: 503, Err: errors.New("HTTP 503"), RetryAfter: f.retryAfter}
+func (f failingSender) Send(context.Context, string, string, []byte) webhook.Result {
+	return webhook.Result{Outcome: webhook.Failed, StatusCode: 503, Err: errors.New("HTTP 503"), RetryAfter: f.retryAfter}
 }
 
 // The schedule and parking go by the attempts in the delivery's row, not by
@@ -154,10 +155,10 @@ func (f failingSender) Send(context.Context, string, string, []byte) tasks.Webho
 // replayed delivery gets 9 attempts again.
 func TestWebhookAttemptsCountedFromTheRow(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	run := func(d domain.WebhookDelivery, sender tasks.WebhookSender) (*hookStore, error) {
+	run := func(d domain.WebhookDelivery, sender webhook.Poster) (*hookStore, error) {
 		st := &hookStore{d: d}
 		job := tasks.WebhookJob(1, "https://a.example/hook", 0, nil)
-		return st, webhookHandler(st, sender, now).HandleWebhookDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload))
+		return st, webhookHandler(st, sender, now).HandleDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload))
 	}
 	ev := domain.WebhookEvent{Topic: tasks.TopicSwipeRecorded, CreatedAt: now,
 		Payload: []byte(`{"student_id":"s","school_id":"c","direction":"left","timestamp":"2026-05-01T12:00:00Z"}`)}
@@ -167,7 +168,7 @@ func TestWebhookAttemptsCountedFromTheRow(t *testing.T) {
 	assert.Equal(t, []string{domain.DeliveryParked}, st.statuses)
 
 	st, err = run(domain.WebhookDelivery{ID: 1, Status: domain.DeliveryPending, Attempts: 10, RoundStart: 9, Claimed: true, Event: ev}, failingSender{})
-	var ri *tasks.RetryIn
+	var ri *webhook.RetryIn
 	require.ErrorAs(t, err, &ri, "the second attempt after a replay is retried")
 	assert.Equal(t, 30*time.Second, ri.Delay, "after the round's second attempt, the schedule's second step")
 	assert.Equal(t, []string{domain.DeliveryPending}, st.statuses)
@@ -181,7 +182,7 @@ func TestWebhookAttemptsCountedFromTheRow(t *testing.T) {
 	// attempt; the task comes back when the delivery is due.
 	st, err = run(domain.WebhookDelivery{ID: 1, Status: domain.DeliveryPending, Attempts: 3, NextAttemptAt: now.Add(40 * time.Second),
 		Event: ev}, panicSender{})
-	require.ErrorIs(t, err, tasks.ErrNotDue)
+	require.ErrorIs(t, err, webhook.ErrNotDue)
 	require.ErrorAs(t, err, &ri)
 	assert.GreaterOrEqual(t, ri.Delay, 39*time.Second)
 	assert.LessOrEqual(t, ri.Delay, 41*time.Second)
@@ -197,22 +198,22 @@ func TestWebhookAttemptsCountedFromTheRow(t *testing.T) {
 type panicSender struct{}
 
 func (panicSender) Name(string) (string, bool) { return "test", true }
-func (panicSender) Send(context.Context, string, string, []byte) tasks.WebhookResult {
+func (panicSender) Send(context.Context, string, string, []byte) webhook.Result {
 	panic("no attempt may be made")
 }
 
-func webhookHandler(st tasks.WebhookStore, sender tasks.WebhookSender, now time.Time) *tasks.Handler {
-	return tasks.NewHandler(tasks.Deps{Log: slog.New(slog.DiscardHandler), Relay: &tasks.Relay{},
-		WebhookStore: st, WebhookSender: sender, WebhookMetrics: tasks.NewWebhookMetrics(prometheus.NewRegistry()),
-		WebhookConfig: tasks.WebhookConfig{Rand: func() float64 { return 0.5 }, Now: func() time.Time { return now }}})
+func webhookHandler(st webhook.Store, sender webhook.Poster, now time.Time) *webhook.Handler {
+	return webhook.NewHandler(webhook.Deps{Log: slog.New(slog.DiscardHandler), Relay: &webhook.Relay{},
+		Store: st, Poster: sender, Metrics: webhook.NewMetrics(prometheus.NewRegistry()),
+		Retry: webhook.RetryConfig{Rand: func() float64 { return 0.5 }, Now: func() time.Time { return now }}})
 }
 
 type okSender struct{ sent int }
 
 func (*okSender) Name(string) (string, bool) { return "test", true }
-func (s *okSender) Send(context.Context, string, string, []byte) tasks.WebhookResult {
+func (s *okSender) Send(context.Context, string, string, []byte) webhook.Result {
 	s.sent++
-	return tasks.WebhookResult{Outcome: tasks.WebhookDelivered, StatusCode: 204}
+	return webhook.Result{Outcome: webhook.Delivered, StatusCode: 204}
 }
 
 // A new delivery's first attempt, queued by the relay with the event and a
@@ -226,7 +227,7 @@ func TestFirstAttemptNeedsNoRead(t *testing.T) {
 	job := tasks.WebhookJob(7, "https://a.example/hook", 0, first)
 	st := &hookStore{missing: 2} // the task ran before the relay's commit
 	sender := &okSender{}
-	require.NoError(t, webhookHandler(st, sender, now).HandleWebhookDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload)))
+	require.NoError(t, webhookHandler(st, sender, now).HandleDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload)))
 	assert.Zero(t, st.begun, "no claim read")
 	assert.Equal(t, []int64{42}, st.ids)
 	assert.Equal(t, []string{domain.DeliverySucceeded}, st.statuses)
@@ -235,7 +236,7 @@ func TestFirstAttemptNeedsNoRead(t *testing.T) {
 	// The lease ran out while the task waited in the queue: claim first.
 	late := &hookStore{d: domain.WebhookDelivery{ID: 42, Status: domain.DeliveryPending, Claimed: true,
 		Event: domain.WebhookEvent{Topic: first.Topic, Payload: first.Payload, CreatedAt: now}}}
-	require.NoError(t, webhookHandler(late, &okSender{}, now.Add(2*time.Minute)).HandleWebhookDeliver(context.Background(),
+	require.NoError(t, webhookHandler(late, &okSender{}, now.Add(2*time.Minute)).HandleDeliver(context.Background(),
 		asynq.NewTask(job.Type, job.Payload)))
 	assert.Equal(t, 1, late.begun)
 }
@@ -245,9 +246,9 @@ func TestFirstAttemptNeedsNoRead(t *testing.T) {
 type erasingSender struct{ st *hookStore }
 
 func (erasingSender) Name(string) (string, bool) { return "test", true }
-func (e erasingSender) Send(context.Context, string, string, []byte) tasks.WebhookResult {
+func (e erasingSender) Send(context.Context, string, string, []byte) webhook.Result {
 	e.st.gone = true
-	return tasks.WebhookResult{Outcome: tasks.WebhookFailed, StatusCode: 503, Err: errors.New("HTTP 503")}
+	return webhook.Result{Outcome: webhook.Failed, StatusCode: 503, Err: errors.New("HTTP 503")}
 }
 
 // No attempt about an erased student's event starts: a first attempt that
@@ -264,31 +265,31 @@ func TestNoAttemptAboutAnErasedEvent(t *testing.T) {
 	job := tasks.WebhookJob(7, "https://a.example/hook", 0, first)
 
 	st := &hookStore{gone: true}
-	err := webhookHandler(st, panicSender{}, now).HandleWebhookDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload))
+	err := webhookHandler(st, panicSender{}, now).HandleDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload))
 	require.NoError(t, err, "the task ends: it is not retried nor archived")
 	assert.Equal(t, 1, st.checked, "one existence check before the attempt")
 	assert.Zero(t, st.begun, "still no claim read")
 
 	retry := tasks.WebhookJob(7, "https://a.example/hook", 0, nil)
 	st = &hookStore{gone: true}
-	err = webhookHandler(st, panicSender{}, now).HandleWebhookDeliver(context.Background(), asynq.NewTask(retry.Type, retry.Payload))
+	err = webhookHandler(st, panicSender{}, now).HandleDeliver(context.Background(), asynq.NewTask(retry.Type, retry.Payload))
 	require.NoError(t, err)
 	assert.NotErrorIs(t, err, asynq.SkipRetry, "SkipRetry would archive the task with its payload")
 	assert.Equal(t, 1, st.begun)
 
 	// Erased while the attempt was on the wire: not recorded, no retry.
 	st = &hookStore{}
-	err = webhookHandler(st, erasingSender{st}, now).HandleWebhookDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload))
+	err = webhookHandler(st, erasingSender{st}, now).HandleDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload))
 	require.NoError(t, err, "no retry of an attempt whose event is gone")
 	assert.Empty(t, st.statuses)
 }
 
-// namedSender delivers to the endpoints it names.
+// namedSender delivers to the hookURLs it names.
 type namedSender map[string]string
 
 func (s namedSender) Name(url string) (string, bool) { n, ok := s[url]; return n, ok }
-func (namedSender) Send(context.Context, string, string, []byte) tasks.WebhookResult {
-	return tasks.WebhookResult{Outcome: tasks.WebhookDelivered, StatusCode: 200, Latency: time.Millisecond}
+func (namedSender) Send(context.Context, string, string, []byte) webhook.Result {
+	return webhook.Result{Outcome: webhook.Delivered, StatusCode: 200, Latency: time.Millisecond}
 }
 
 // The webhook metrics carry the endpoint's name, never its URL (which may
@@ -297,12 +298,12 @@ func (namedSender) Send(context.Context, string, string, []byte) tasks.WebhookRe
 func TestWebhookMetricsLabelledByEndpointName(t *testing.T) {
 	const url = "https://hooks.example.com/in?token=SECRET"
 	reg := prometheus.NewRegistry()
-	m := tasks.NewWebhookMetrics(reg).ForEndpoints("crm")
+	m := webhook.NewMetrics(reg).ForEndpoints("crm")
 	now := time.Now()
-	h := func(st tasks.WebhookStore) *tasks.Handler {
-		return tasks.NewHandler(tasks.Deps{Log: slog.New(slog.DiscardHandler), Relay: &tasks.Relay{},
-			WebhookStore: st, WebhookSender: namedSender{url: "crm"}, WebhookMetrics: m,
-			WebhookConfig: tasks.WebhookConfig{Now: func() time.Time { return now }}})
+	h := func(st webhook.Store) *webhook.Handler {
+		return webhook.NewHandler(webhook.Deps{Log: slog.New(slog.DiscardHandler), Relay: &webhook.Relay{},
+			Store: st, Poster: namedSender{url: "crm"}, Metrics: m,
+			Retry: webhook.RetryConfig{Now: func() time.Time { return now }}})
 	}
 	pending := func() *hookStore {
 		return &hookStore{d: domain.WebhookDelivery{ID: 1, Status: domain.DeliveryPending, Claimed: true,
@@ -311,11 +312,11 @@ func TestWebhookMetricsLabelledByEndpointName(t *testing.T) {
 	}
 	for _, u := range []string{url, "https://removed.example.com/hook?token=SECRET"} {
 		job := tasks.WebhookJob(7, u, 0, nil)
-		require.NoError(t, h(pending()).HandleWebhookDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload)))
+		require.NoError(t, h(pending()).HandleDeliver(context.Background(), asynq.NewTask(job.Type, job.Payload)))
 	}
 	assert.Equal(t, 1.0, promtest.ToFloat64(m.Attempts.WithLabelValues("delivered", "crm")))
 	assert.Equal(t, 1.0, promtest.ToFloat64(m.Deliveries.WithLabelValues(domain.DeliverySucceeded, "crm")))
-	assert.Equal(t, 1.0, promtest.ToFloat64(m.Deliveries.WithLabelValues(domain.DeliveryDisabled, tasks.UnconfiguredEndpoint)))
+	assert.Equal(t, 1.0, promtest.ToFloat64(m.Deliveries.WithLabelValues(domain.DeliveryDisabled, webhook.UnconfiguredEndpoint)))
 	assert.Zero(t, promtest.ToFloat64(m.Attempts.WithLabelValues("failed", "crm")), "present from the start")
 
 	families, err := reg.Gather()
@@ -331,5 +332,5 @@ func TestWebhookMetricsLabelledByEndpointName(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, map[string]bool{"crm": true, tasks.UnconfiguredEndpoint: true}, values)
+	assert.Equal(t, map[string]bool{"crm": true, webhook.UnconfiguredEndpoint: true}, values)
 }

@@ -1,4 +1,4 @@
-package tasks
+package webhook
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/collegematch/matching/internal/periodic"
 )
 
 // RetentionStore is what the retention loop deletes with (*store.Store).
@@ -15,17 +17,17 @@ type RetentionStore interface {
 	DeleteFinalWebhookDeliveries(ctx context.Context, olderThan time.Duration, limit int) (deliveries, attempts int, err error)
 }
 
-// MinWebhookRetention is the shortest time an ended delivery is kept: a
+// MinDeliveryRetention is the shortest time an ended delivery is kept: a
 // webhook task of the delivery that is still queued (a duplicate, a retry
 // of the 25.5 h schedule) must find the delivery's row, or it would
 // attempt the event again.
-const MinWebhookRetention = 48 * time.Hour
+const MinDeliveryRetention = 48 * time.Hour
 
 // RetentionConfig tunes the retention loop; zero fields take the defaults.
 type RetentionConfig struct {
 	// Deliveries is how long an ended delivery (succeeded, parked,
 	// disabled) and its attempts are kept (WEBHOOK_RETENTION); default 720
-	// h, at least MinWebhookRetention.
+	// h, at least MinDeliveryRetention.
 	Deliveries time.Duration
 	Interval   time.Duration // between passes; default 10 min
 	BatchSize  int           // deliveries per deleting statement; default 500
@@ -35,7 +37,7 @@ func (c RetentionConfig) withDefaults() RetentionConfig {
 	if c.Deliveries <= 0 {
 		c.Deliveries = 720 * time.Hour
 	}
-	c.Deliveries = max(c.Deliveries, MinWebhookRetention)
+	c.Deliveries = max(c.Deliveries, MinDeliveryRetention)
 	if c.Interval <= 0 {
 		c.Interval = 10 * time.Minute
 	}
@@ -50,13 +52,13 @@ func (c RetentionConfig) withDefaults() RetentionConfig {
 // they ended. The events they referred to then go with the outbox's own
 // retention (the relay's Prune: published rows after 7 days once no
 // delivery that may still be sent refers to them). One replica runs each
-// pass (Leader), so N replicas do not scan N times.
+// pass (the retention lease), so N replicas do not scan N times.
 type Retention struct {
-	log    *slog.Logger
-	store  RetentionStore
-	leader Leader
-	cfg    RetentionConfig
-	m      retentionMetrics
+	log   *slog.Logger
+	store RetentionStore
+	job   *periodic.Runner
+	cfg   RetentionConfig
+	m     retentionMetrics
 }
 
 type retentionMetrics struct {
@@ -65,9 +67,9 @@ type retentionMetrics struct {
 }
 
 // NewRetention builds the loop; its collectors are registered on reg.
-func NewRetention(log *slog.Logger, store RetentionStore, leader Leader, reg prometheus.Registerer, cfg RetentionConfig) *Retention {
-	if log == nil || store == nil || leader == nil || reg == nil {
-		panic("tasks.NewRetention: nil dependency")
+func NewRetention(log *slog.Logger, store RetentionStore, lease periodic.Lease, reg prometheus.Registerer, cfg RetentionConfig) *Retention {
+	if log == nil || store == nil || lease == nil || reg == nil {
+		panic("webhook.NewRetention: nil dependency")
 	}
 	m := retentionMetrics{
 		deliveries: prometheus.NewCounter(prometheus.CounterOpts{
@@ -87,56 +89,54 @@ func NewRetention(log *slog.Logger, store RetentionStore, leader Leader, reg pro
 		m.passes.WithLabelValues(r)
 	}
 	reg.MustRegister(m.deliveries, m.attempts, m.passes)
-	return &Retention{log: log, store: store, leader: leader, cfg: cfg.withDefaults(), m: m}
+	cfg = cfg.withDefaults()
+	return &Retention{log: log, store: store, cfg: cfg, m: m,
+		job: periodic.New(periodic.Config{Name: "retention", Interval: cfg.Interval, Lease: lease, Log: log})}
 }
 
 // Run passes at once and then every Interval until ctx ends.
 func (r *Retention) Run(ctx context.Context) {
-	tick := time.NewTicker(r.cfg.Interval)
-	defer tick.Stop()
-	for {
+	r.job.Run(ctx, func(ctx context.Context) error {
 		deliveries, err := r.Pass(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			r.log.WarnContext(ctx, "retention pass failed; the next pass tries again", "deleted_deliveries", deliveries, "err", err)
-		case deliveries > 0:
+		if err == nil && deliveries > 0 {
 			r.log.InfoContext(ctx, "ended webhook deliveries deleted", "deliveries", deliveries,
 				"retention", r.cfg.Deliveries.String())
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+		return err
+	})
 }
 
-// Pass runs one pass when this replica leads: it deletes ended deliveries
-// past the retention, BatchSize per statement, until a statement finds
-// fewer, and returns how many deliveries it deleted.
+// Pass runs one pass when this replica holds the lease: it deletes ended
+// deliveries past the retention, BatchSize per statement, until a
+// statement finds fewer, and returns how many deliveries it deleted.
 func (r *Retention) Pass(ctx context.Context) (deliveries int, err error) {
-	lead, err := r.leader.Lead(ctx, "retention", r.cfg.Interval*9/10)
-	if err != nil {
-		r.m.passes.WithLabelValues("error").Inc()
-		return 0, err
-	}
-	if !lead {
+	lead, err := r.job.Do(ctx, func(ctx context.Context) (err error) {
+		deliveries, err = r.pass(ctx)
+		return err
+	})
+	switch {
+	case ctx.Err() != nil:
+		// Stopped: not a pass.
+	case !lead && err == nil:
 		r.m.passes.WithLabelValues("skipped").Inc()
-		return 0, nil
+	case err != nil:
+		r.m.passes.WithLabelValues("error").Inc()
+	default:
+		r.m.passes.WithLabelValues("ok").Inc()
 	}
+	return deliveries, err
+}
+
+func (r *Retention) pass(ctx context.Context) (deliveries int, err error) {
 	for ctx.Err() == nil {
 		d, a, err := r.store.DeleteFinalWebhookDeliveries(ctx, r.cfg.Deliveries, r.cfg.BatchSize)
 		deliveries += d
 		r.m.deliveries.Add(float64(d))
 		r.m.attempts.Add(float64(a))
 		if err != nil {
-			r.m.passes.WithLabelValues("error").Inc()
 			return deliveries, err
 		}
 		if d < r.cfg.BatchSize {
-			r.m.passes.WithLabelValues("ok").Inc()
 			return deliveries, nil
 		}
 	}

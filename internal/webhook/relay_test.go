@@ -1,4 +1,4 @@
-package tasks_test
+package webhook_test
 
 import (
 	"context"
@@ -20,16 +20,17 @@ import (
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
+	"github.com/collegematch/matching/internal/webhook"
 )
 
 // The relay runs against a fresh PostgreSQL database and this package's
 // Redis DB, which every test flushes: these tests do not run in parallel.
 
-var endpoints = []string{"https://a.example/hook", "https://b.example/hook"}
+var hookURLs = []string{"https://a.example/hook", "https://b.example/hook"}
 
 func subscriptions() []domain.Subscription {
-	out := make([]domain.Subscription, len(endpoints))
-	for i, ep := range endpoints {
+	out := make([]domain.Subscription, len(hookURLs))
+	for i, ep := range hookURLs {
 		out[i] = domain.Subscription{URL: ep, Key: tasks.EndpointKey(ep), Events: []string{tasks.TopicSwipeRecorded}}
 	}
 	return out
@@ -41,12 +42,12 @@ type env struct {
 	queue   *handover.Client
 	insp    *asynq.Inspector
 	reg     *prometheus.Registry
-	metrics *tasks.RelayMetrics
+	metrics *webhook.RelayMetrics
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	rdb := testutil.NewRedis(t, testutil.RedisDBTasks)
+	rdb := testutil.NewRedis(t, testutil.RedisDBWebhook)
 	e := &env{
 		db:    store.New(testutil.NewDB(t)),
 		rdb:   rdb,
@@ -54,12 +55,12 @@ func newEnv(t *testing.T) *env {
 		insp:  asynq.NewInspectorFromRedisClient(rdb),
 		reg:   prometheus.NewRegistry(),
 	}
-	e.metrics = tasks.NewRelayMetrics(e.reg)
+	e.metrics = webhook.NewRelayMetrics(e.reg)
 	return e
 }
 
-func (e *env) relay(t *testing.T, q tasks.Queue, cfg tasks.RelayConfig) *tasks.Relay {
-	return tasks.NewRelay(testutil.Logger(t), e.db, q, subscriptions(), e.metrics, cfg)
+func (e *env) relay(t *testing.T, q webhook.Queue, cfg webhook.RelayConfig) *webhook.Relay {
+	return webhook.NewRelay(testutil.Logger(t), e.db, q, subscriptions(), e.metrics, cfg)
 }
 
 type event struct {
@@ -159,7 +160,7 @@ func TestRelayWritesDeliveriesAndQueuesTheirFirstAttempts(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	ids := e.write(t, swipes(5)...)
-	n, err := e.relay(t, e.queue, tasks.RelayConfig{BatchSize: 2}).Drain(ctx)
+	n, err := e.relay(t, e.queue, webhook.RelayConfig{BatchSize: 2}).Drain(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 5, n)
 	assert.Empty(t, e.unpublished(t))
@@ -167,7 +168,7 @@ func TestRelayWritesDeliveriesAndQueuesTheirFirstAttempts(t *testing.T) {
 	hooks := e.queued(t, tasks.QueueWebhooks, "pending")
 	require.Len(t, hooks, 10)
 	for _, id := range ids {
-		for _, ep := range endpoints {
+		for _, ep := range hookURLs {
 			ti, ok := hooks[tasks.WebhookTaskID(id, ep, 0)]
 			require.True(t, ok, "event %d to %s", id, ep)
 			var p tasks.WebhookDeliverPayload
@@ -186,11 +187,19 @@ func TestRelayWritesDeliveriesAndQueuesTheirFirstAttempts(t *testing.T) {
 	assert.Zero(t, value(t, e.reg, "matching_outbox_backlog"))
 
 	// Again: nothing left to publish.
-	n, err = e.relay(t, e.queue, tasks.RelayConfig{}).Drain(ctx)
+	n, err = e.relay(t, e.queue, webhook.RelayConfig{}).Drain(ctx)
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	assert.Len(t, e.queued(t, tasks.QueueWebhooks, "pending"), 10)
 }
+
+// failingLease is a lease whose Redis is down.
+type failingLease struct{}
+
+func (failingLease) Hold(context.Context, string, time.Duration) (bool, error) {
+	return false, errors.New("dial tcp 127.0.0.1:6379: connection refused")
+}
+func (failingLease) Release(context.Context, string) error { return nil }
 
 // failingQueue is a queue whose Redis is down.
 type failingQueue struct{}
@@ -205,7 +214,7 @@ func TestRelayKeepsRowsWhileRedisIsDown(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	ids := e.write(t, swipes(3)...)
-	_, err := e.relay(t, failingQueue{}, tasks.RelayConfig{}).Drain(ctx)
+	_, err := e.relay(t, failingQueue{}, webhook.RelayConfig{}).Drain(ctx)
 	require.Error(t, err)
 	assert.Equal(t, ids, e.unpublished(t))
 	var deliveries int
@@ -214,7 +223,7 @@ func TestRelayKeepsRowsWhileRedisIsDown(t *testing.T) {
 	assert.Equal(t, 1.0, value(t, e.reg, "matching_outbox_relay_errors_total", "stage", "relay"))
 	assert.Equal(t, 3.0, value(t, e.reg, "matching_outbox_backlog"))
 
-	n, err := e.relay(t, e.queue, tasks.RelayConfig{}).Drain(ctx)
+	n, err := e.relay(t, e.queue, webhook.RelayConfig{}).Drain(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 3, n)
 	assert.Len(t, e.queued(t, tasks.QueueWebhooks, "pending"), 6)
@@ -256,12 +265,12 @@ func TestRelayPrunesOnlyExpiredUnreferencedPublishedRows(t *testing.T) {
 	// ids[8] is new and unpublished. A delivery record still needs ids[5].
 	_, err := e.db.Pool().Exec(ctx, `
 INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event)
-VALUES ($1, $2, 'msg_1', 'swipe.recorded')`, ids[5], endpoints[0])
+VALUES ($1, $2, 'msg_1', 'swipe.recorded')`, ids[5], hookURLs[0])
 	require.NoError(t, err)
 
 	// Default retention (7 days), two rows per statement: five rows in three
 	// statements.
-	relay := e.relay(t, e.queue, tasks.RelayConfig{PruneBatchSize: 2})
+	relay := e.relay(t, e.queue, webhook.RelayConfig{PruneBatchSize: 2})
 	deleted, err := relay.Prune(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 5, deleted)
@@ -273,7 +282,7 @@ VALUES ($1, $2, 'msg_1', 'swipe.recorded')`, ids[5], endpoints[0])
 	e.setAge(t, 4*day, &a, ids[8])
 	fresh := e.write(t, swipes(1)...)
 	e.setAge(t, 2*day, &b, fresh...)
-	deleted, err = e.relay(t, e.queue, tasks.RelayConfig{Retention: time.Minute}).Prune(ctx)
+	deleted, err = e.relay(t, e.queue, webhook.RelayConfig{Retention: time.Minute}).Prune(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 2, deleted, "the rows published 6 and 3 days ago, not the one published a day ago")
 	assert.Equal(t, []int64{ids[5], ids[7], fresh[0]}, e.outboxIDs(t))
@@ -292,14 +301,14 @@ func TestRelayRunDrainsAtStartAndOnEveryTickAndPrunes(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.relay(t, e.queue, tasks.RelayConfig{Interval: 50 * time.Millisecond, PruneInterval: time.Hour}).Run(ctx)
+		e.relay(t, e.queue, webhook.RelayConfig{Interval: 50 * time.Millisecond, PruneInterval: time.Hour}).Run(ctx)
 	}()
 	require.Eventually(t, func() bool { return len(e.unpublished(t)) == 0 }, 5*time.Second, 20*time.Millisecond)
 	require.Eventually(t, func() bool { return len(e.outboxIDs(t)) == 2 }, 5*time.Second, 20*time.Millisecond,
 		"the expired row is pruned at start")
 	later := e.write(t, swipes(1)...)
 	require.Eventually(t, func() bool { return len(e.unpublished(t)) == 0 }, 5*time.Second, 20*time.Millisecond)
-	assert.Contains(t, e.queued(t, tasks.QueueWebhooks, "pending"), tasks.WebhookTaskID(later[0], endpoints[0], 0))
+	assert.Contains(t, e.queued(t, tasks.QueueWebhooks, "pending"), tasks.WebhookTaskID(later[0], hookURLs[0], 0))
 	cancel()
 	select {
 	case <-done:
@@ -313,11 +322,11 @@ func TestHandlerRegistersTheRelayTask(t *testing.T) {
 	e := newEnv(t)
 	ids := e.write(t, swipes(2)...)
 	mux := asynq.NewServeMux()
-	tasks.NewHandler(tasks.Deps{Log: testutil.Logger(t), Relay: e.relay(t, e.queue, tasks.RelayConfig{})}).Register(mux)
+	webhook.NewHandler(webhook.Deps{Log: testutil.Logger(t), Relay: e.relay(t, e.queue, webhook.RelayConfig{})}).Register(mux)
 
 	require.NoError(t, mux.ProcessTask(ctx, tasks.NewOutboxRelayTask()))
 	assert.Empty(t, e.unpublished(t))
-	assert.Contains(t, e.queued(t, tasks.QueueWebhooks, "pending"), tasks.WebhookTaskID(ids[0], endpoints[0], 0))
+	assert.Contains(t, e.queued(t, tasks.QueueWebhooks, "pending"), tasks.WebhookTaskID(ids[0], hookURLs[0], 0))
 
 	// Handlers not wired are not registered.
 	learn, err := tasks.NewStudentLearnTask(uuid.NewString(), 0)
@@ -327,7 +336,7 @@ func TestHandlerRegistersTheRelayTask(t *testing.T) {
 	// A failing pass fails the task, so asynq reports it.
 	e.write(t, swipes(1)...)
 	broken := asynq.NewServeMux()
-	tasks.NewHandler(tasks.Deps{Log: testutil.Logger(t), Relay: e.relay(t, failingQueue{}, tasks.RelayConfig{})}).Register(broken)
+	webhook.NewHandler(webhook.Deps{Log: testutil.Logger(t), Relay: e.relay(t, failingQueue{}, webhook.RelayConfig{})}).Register(broken)
 	assert.Error(t, broken.ProcessTask(ctx, tasks.NewOutboxRelayTask()))
 	assert.Len(t, e.unpublished(t), 1)
 }
@@ -341,7 +350,7 @@ func TestWebhookMonitorQueuesLostDeliveriesAgain(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	ids := e.write(t, swipes(3)...) // 6 deliveries
-	_, err := e.relay(t, e.queue, tasks.RelayConfig{}).Drain(ctx)
+	_, err := e.relay(t, e.queue, webhook.RelayConfig{}).Drain(ctx)
 	require.NoError(t, err)
 	require.Len(t, e.queued(t, tasks.QueueWebhooks, "pending"), 6)
 	require.NoError(t, e.rdb.FlushDB(ctx).Err(), "Redis comes back empty")
@@ -350,23 +359,35 @@ WHERE outbox_id = ANY($1)`, ids)
 	require.NoError(t, err)
 
 	reg := prometheus.NewRegistry()
-	m := tasks.NewWebhookMetrics(reg)
-	cfg := tasks.WebhookMonitorConfig{Overdue: time.Minute, Batch: 4, Pages: 1}
+	m := webhook.NewMetrics(reg)
+	cfg := webhook.MonitorConfig{Overdue: time.Minute, Batch: 4, Pages: 1}
 	// A queuer of its own: it registers a queue's name in Redis once per
 	// process, and the flush forgot e.queue's.
 	q := handover.NewClient(e.rdb, handover.NewQueuer())
 
-	down := tasks.NewWebhookMonitor(testutil.Logger(t), e.db, failingQueue{}, m, cfg)
+	down := webhook.NewMonitor(testutil.Logger(t), e.db, failingQueue{}, nil, m, cfg)
 	assert.Equal(t, 0, down.Pass(ctx), "Redis is down: nothing queued")
 
-	mon := tasks.NewWebhookMonitor(testutil.Logger(t), e.db, q, m, cfg)
+	mon := webhook.NewMonitor(testutil.Logger(t), e.db, q, handover.NewLeader(e.rdb, "a"), m, cfg)
 	assert.Equal(t, 4, mon.Pass(ctx), "the first page of 4")
+	// Another replica's monitor makes no pass while this one holds the
+	// lease, and exports a backlog of 0 (the fleet's max is the holder's).
+	otherReg := prometheus.NewRegistry()
+	other := webhook.NewMonitor(testutil.Logger(t), e.db, q, handover.NewLeader(e.rdb, "b"), webhook.NewMetrics(otherReg), cfg)
+	assert.Equal(t, 0, other.Pass(ctx))
+	assert.Zero(t, value(t, otherReg, "matching_webhook_backlog"))
+	// Redis does not answer (the lease cannot be read): nothing is queued,
+	// and the backlog is measured all the same.
+	blindReg := prometheus.NewRegistry()
+	blind := webhook.NewMonitor(testutil.Logger(t), e.db, q, failingLease{}, webhook.NewMetrics(blindReg), cfg)
+	assert.Equal(t, 0, blind.Pass(ctx))
+	assert.Equal(t, 6.0, value(t, blindReg, "matching_webhook_backlog"))
 	assert.Equal(t, 2, mon.Pass(ctx), "the rest")
 	assert.Equal(t, 0, mon.Pass(ctx), "from the start again: every task exists now")
 	hooks := e.queued(t, tasks.QueueWebhooks, "pending")
 	require.Len(t, hooks, 6)
 	for _, id := range ids {
-		for _, ep := range endpoints {
+		for _, ep := range hookURLs {
 			ti, ok := hooks[tasks.WebhookTaskID(id, ep, 0)]
 			require.True(t, ok)
 			var p tasks.WebhookDeliverPayload
@@ -380,140 +401,11 @@ WHERE outbox_id = ANY($1)`, ids)
 	// Redis empty again: a pass of several pages finds them all at once.
 	require.NoError(t, e.rdb.FlushDB(ctx).Err())
 	cfg.Pages = 3
-	assert.Equal(t, 6, tasks.NewWebhookMonitor(testutil.Logger(t), e.db, handover.NewClient(e.rdb, handover.NewQueuer()), m, cfg).Pass(ctx))
+	assert.Equal(t, 6, webhook.NewMonitor(testutil.Logger(t), e.db, handover.NewClient(e.rdb, handover.NewQueuer()), nil, m, cfg).Pass(ctx))
 
 	// A delivery that is due but not yet overdue is not the monitor's.
 	_, err = e.db.Pool().Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = now()`)
 	require.NoError(t, err)
 	require.NoError(t, e.rdb.FlushDB(ctx).Err())
 	assert.Equal(t, 0, mon.Pass(ctx))
-}
-
-// The learn sweep queues again the learn task of a student whose swipes
-// their learned state lacks, under the id the write used, and under an id
-// of its own when the debt is still there a pass later; one replica leads
-// each pass.
-func TestLearnSweepQueuesLostLearnTasks(t *testing.T) {
-	ctx := context.Background()
-	e := newLearnEnv(t, 50)
-	queue := handover.NewClient(e.rdb, handover.NewQueuer())
-	cat := e.catalog.Current()
-	a, b := e.student(t), e.student(t)
-	rec := e.swipe(t, a, cat.Schools[0].ID, "right")
-	e.swipe(t, b, cat.Schools[1].ID, "left")
-	e.learn(t, b) // b's is learned
-	// Older than the grace, younger than what the cursor moves past.
-	_, err := e.db.Pool().Exec(ctx, `UPDATE swipes SET created_at = now() - interval '30 seconds'`)
-	require.NoError(t, err)
-
-	sweep := tasks.NewLearnSweep(testutil.Logger(t), e.db, queue, handover.NewLeader(e.rdb, "test"), prometheus.NewRegistry(),
-		tasks.LearnSweepConfig{Interval: time.Second, Grace: 10 * time.Second})
-	n, err := sweep.Pass(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, 1, n)
-	insp := asynq.NewInspectorFromRedisClient(e.rdb)
-	ti, err := insp.GetTaskInfo(tasks.QueueCritical, tasks.LearnJob(a, rec.Version, 0).ID)
-	require.NoError(t, err, "under the id the swipe's own task had")
-	assert.Equal(t, tasks.TypeStudentLearn, ti.Type)
-
-	// Another replica within the interval does nothing.
-	other := tasks.NewLearnSweep(testutil.Logger(t), e.db, queue, handover.NewLeader(e.rdb, "other"), prometheus.NewRegistry(),
-		tasks.LearnSweepConfig{Interval: time.Second})
-	n, err = other.Pass(ctx)
-	require.NoError(t, err)
-	assert.Zero(t, n, "another replica leads this pass")
-
-	// Still unlearned a pass later, as when the task under that id is held
-	// by a worker that died (asynq keeps it active until its lease runs
-	// out): the sweep queues it under an id of its own, which is not
-	// refused. The handler folds once whichever runs first.
-	require.NoError(t, e.rdb.Del(ctx, "lead:learn-sweep").Err())
-	n, err = sweep.Pass(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, 1, n, "queued again under a new id")
-	pending, err := insp.ListPendingTasks(tasks.QueueCritical)
-	require.NoError(t, err)
-	var ids []string
-	for _, ti := range pending {
-		ids = append(ids, ti.ID)
-	}
-	assert.Len(t, ids, 2, "the write's id and the sweep's: %v", ids)
-	require.NoError(t, e.rdb.Del(ctx, "lead:learn-sweep").Err())
-	n, err = sweep.Pass(ctx)
-	require.NoError(t, err)
-	assert.Zero(t, n, "one second id at most: a debt waiting in a long queue does not pile up tasks")
-
-	// Once learned, nothing is owed.
-	e.learn(t, a)
-	require.NoError(t, e.rdb.FlushDB(ctx).Err())
-	n, err = sweep.Pass(ctx)
-	require.NoError(t, err)
-	assert.Zero(t, n)
-}
-
-// Redis loses its data (a restart without persistence) while learn tasks
-// wait in the queue, events older than what the sweep's cursor moves past:
-// a queued task is not a learned event, so the cursor waited below them,
-// the next pass queues the student's task again and the learned state
-// catches up with every swipe and feedback.
-func TestLearnSweepRedrivesWhatRedisLost(t *testing.T) {
-	ctx := context.Background()
-	e := newLearnEnv(t, 50)
-	queue := handover.NewClient(e.rdb, handover.NewQueuer())
-	cat := e.catalog.Current()
-	a, b := e.student(t), e.student(t)
-	var last domain.RecordedSwipe
-	for i := range 3 {
-		last = e.swipe(t, a, cat.Schools[i].ID, "right")
-	}
-	fb, err := e.db.RecordFeedback(ctx, domain.Feedback{StudentID: a, SchoolID: cat.Schools[0].ID, Reason: "too_expensive"})
-	require.NoError(t, err)
-	newest := e.swipe(t, b, cat.Schools[1].ID, "left")
-	e.learn(t, b)
-	// The writes queued a's task, which waits (the workers are busy or
-	// paused) past the time the cursor moves past settled events.
-	_, err = queue.Queue(ctx, tasks.LearnJob(a, e.studentVersion(t, a), fb.ID))
-	require.NoError(t, err)
-	for _, table := range []string{"swipes", "feedback"} {
-		_, err = e.db.Pool().Exec(ctx, `UPDATE `+table+` SET created_at = now() - interval '2 minutes'`)
-		require.NoError(t, err)
-	}
-
-	sweep := tasks.NewLearnSweep(testutil.Logger(t), e.db, queue, handover.NewLeader(e.rdb, "test"), prometheus.NewRegistry(),
-		tasks.LearnSweepConfig{Interval: time.Second, Grace: 10 * time.Second})
-	n, err := sweep.Pass(ctx)
-	require.NoError(t, err)
-	assert.Zero(t, n, "a's task is in the queue")
-	cur, err := e.db.LearnSweepCursor(ctx)
-	require.NoError(t, err)
-	assert.Less(t, cur.SwipeID, last.ID-2, "the cursor waits below a's first unlearned swipe")
-	assert.Less(t, cur.FeedbackID, fb.ID, "and below its feedback")
-
-	require.NoError(t, e.rdb.FlushDB(ctx).Err(), "Redis loses its data, the queued task with it")
-	n, err = sweep.Pass(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, 1, n, "the sweep queues a's task again")
-
-	srv := asynq.NewServerFromRedisClient(e.rdb, asynq.Config{Concurrency: 1, Queues: map[string]int{tasks.QueueCritical: 1},
-		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel})
-	mux := asynq.NewServeMux()
-	e.handler.Register(mux)
-	require.NoError(t, srv.Start(mux))
-	t.Cleanup(srv.Shutdown)
-	require.Eventually(t, func() bool {
-		var swipe, feedback int64
-		err := e.db.Pool().QueryRow(ctx, `SELECT last_swipe_id, last_feedback_id FROM learning_state WHERE student_id = $1`, a).
-			Scan(&swipe, &feedback)
-		return err == nil && swipe == last.ID && feedback == fb.ID
-	}, 10*time.Second, 20*time.Millisecond, "every swipe and the feedback learned")
-
-	// Learned: the cursor moves past everything and nothing is owed.
-	require.NoError(t, e.rdb.Del(ctx, "lead:learn-sweep").Err())
-	n, err = sweep.Pass(ctx)
-	require.NoError(t, err)
-	assert.Zero(t, n)
-	cur, err = e.db.LearnSweepCursor(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, newest.ID, cur.SwipeID)
-	assert.Equal(t, fb.ID, cur.FeedbackID)
 }

@@ -1,4 +1,4 @@
-package tasks_test
+package webhook_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/store"
-	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
+	"github.com/collegematch/matching/internal/webhook"
 )
 
 // countedAttempts counts the statements that record attempts.
@@ -52,7 +52,7 @@ VALUES ($1, 'https://a.example/h', 'm', 'swipe.recorded', now()) RETURNING id`, 
 		return nil
 	}))
 	counted := &countedAttempts{Store: db}
-	record := tasks.RecordAttempts(counted)
+	record := webhook.RecordAttempts(counted)
 
 	var wg sync.WaitGroup
 	var recorded atomic.Int64

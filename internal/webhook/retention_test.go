@@ -1,4 +1,4 @@
-package tasks_test
+package webhook_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/collegematch/matching/internal/handover"
-	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/testutil"
+	"github.com/collegematch/matching/internal/webhook"
 )
 
 // ended writes a delivery of event in status, last changed ago, with one
@@ -39,15 +39,15 @@ func TestRetentionDeletesEndedDeliveriesOneReplicaAtATime(t *testing.T) {
 	old := 40 * day
 	e.setAge(t, old, &old, ids...)
 	for i, status := range []string{"succeeded", "parked", "disabled", "succeeded"} {
-		e.ended(t, ids[i], endpoints[0], status, 31*day)
+		e.ended(t, ids[i], hookURLs[0], status, 31*day)
 	}
-	e.ended(t, ids[4], endpoints[0], "parked", 10*day) // within the retention
-	e.ended(t, ids[5], endpoints[0], "pending", 31*day)
+	e.ended(t, ids[4], hookURLs[0], "parked", 10*day) // within the retention
+	e.ended(t, ids[5], hookURLs[0], "pending", 31*day)
 
 	reg := prometheus.NewRegistry()
-	cfg := tasks.RetentionConfig{Deliveries: 30 * day, Interval: time.Second, BatchSize: 3}
-	r := tasks.NewRetention(testutil.Logger(t), e.db, handover.NewLeader(e.rdb, "a"), reg, cfg)
-	other := tasks.NewRetention(testutil.Logger(t), e.db, handover.NewLeader(e.rdb, "b"), prometheus.NewRegistry(), cfg)
+	cfg := webhook.RetentionConfig{Deliveries: 30 * day, Interval: time.Second, BatchSize: 3}
+	r := webhook.NewRetention(testutil.Logger(t), e.db, handover.NewLeader(e.rdb, "a"), reg, cfg)
+	other := webhook.NewRetention(testutil.Logger(t), e.db, handover.NewLeader(e.rdb, "b"), prometheus.NewRegistry(), cfg)
 	n, err := r.Pass(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 4, n, "in two statements of at most 3")
@@ -69,7 +69,7 @@ func TestRetentionDeletesEndedDeliveriesOneReplicaAtATime(t *testing.T) {
 	require.NoError(t, rows.Err())
 	assert.Equal(t, []string{"parked", "pending"}, left)
 
-	deleted, err := e.relay(t, e.queue, tasks.RelayConfig{}).Prune(ctx)
+	deleted, err := e.relay(t, e.queue, webhook.RelayConfig{}).Prune(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 4, deleted)
 	assert.Equal(t, []int64{ids[4], ids[5]}, e.outboxIDs(t), "the events a parked or pending delivery needs stay")
@@ -77,9 +77,9 @@ func TestRetentionDeletesEndedDeliveriesOneReplicaAtATime(t *testing.T) {
 	// A retention below the floor is raised to it: a delivery that ended a
 	// day ago stays.
 	recent := e.write(t, swipes(1)...)
-	e.ended(t, recent[0], endpoints[1], "succeeded", day)
-	short := tasks.NewRetention(testutil.Logger(t), e.db, handover.NewLeader(e.rdb, "c"), prometheus.NewRegistry(),
-		tasks.RetentionConfig{Deliveries: time.Hour, Interval: time.Millisecond})
+	e.ended(t, recent[0], hookURLs[1], "succeeded", day)
+	short := webhook.NewRetention(testutil.Logger(t), e.db, handover.NewLeader(e.rdb, "c"), prometheus.NewRegistry(),
+		webhook.RetentionConfig{Deliveries: time.Hour, Interval: time.Millisecond})
 	require.NoError(t, e.rdb.Del(ctx, "lead:retention").Err())
 	n, err = short.Pass(ctx)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package tasks
+package webhook
 
 import (
 	"context"
@@ -13,37 +13,26 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/collegematch/matching/internal/domain"
-	"github.com/collegematch/matching/internal/handover"
+	"github.com/collegematch/matching/internal/tasks"
 )
 
-// WebhookSchedule is the wait before each retry of a webhook delivery
+// Schedule is the wait before each retry of a webhook delivery
 // (decisions.md): after the first attempt, 5 s, then 30 s, 2 min, 15 min,
 // 1 h, 4 h, 10 h and 10 h, each with +-20 % jitter: 9 attempts over about
 // 25.5 h. A delivery still failing after the last one is parked.
-var WebhookSchedule = []time.Duration{
+var Schedule = []time.Duration{
 	5 * time.Second, 30 * time.Second, 2 * time.Minute, 15 * time.Minute,
 	time.Hour, 4 * time.Hour, 10 * time.Hour, 10 * time.Hour,
 }
 
-// WebhookJitter is the relative jitter of every wait of the schedule.
-const WebhookJitter = 0.2
+// Jitter is the relative jitter of every wait of the schedule.
+const Jitter = 0.2
 
-// WebhookTaskID is the task id of the delivery of outbox row outboxID to
-// endpointURL: OutboxTaskID with the EndpointKey, and for the n-th replay
-// by an operator a "replay-n" suffix, so a replay is not refused as a
-// duplicate of the original task (kept for Retention).
-func WebhookTaskID(outboxID int64, endpointURL string, replay int) string {
-	if replay > 0 {
-		return OutboxTaskID(outboxID, TypeWebhookDeliver, EndpointKey(endpointURL), "replay-"+strconv.Itoa(replay))
-	}
-	return OutboxTaskID(outboxID, TypeWebhookDeliver, EndpointKey(endpointURL))
-}
-
-// WebhookMessageID is the webhook-id of the delivery of outbox row
+// MessageID is the webhook-id of the delivery of outbox row
 // outboxID to endpointURL, and the body's "id": the same on every attempt
 // and every replay, distinct per endpoint.
-func WebhookMessageID(outboxID int64, endpointURL string) string {
-	return "msg_" + strconv.FormatInt(outboxID, 10) + "_" + EndpointKey(endpointURL)
+func MessageID(outboxID int64, endpointURL string) string {
+	return "msg_" + strconv.FormatInt(outboxID, 10) + "_" + tasks.EndpointKey(endpointURL)
 }
 
 // ErrNotDue is the error of a webhook:deliver task that found its delivery
@@ -52,8 +41,8 @@ func WebhookMessageID(outboxID int64, endpointURL string) string {
 // never waits on a task that stopped.
 var ErrNotDue = errors.New("webhook delivery not due")
 
-// WebhookStore is what delivery needs from the database.
-type WebhookStore interface {
+// Store is what delivery needs from the database.
+type Store interface {
 	// BeginWebhookDelivery returns the delivery's row and its event, and
 	// claims the next attempt when the delivery is pending and due (its next
 	// attempt then moves domain.WebhookLease ahead until the attempt is recorded);
@@ -84,52 +73,33 @@ type WebhookStore interface {
 	StaleWebhookDeliveries(ctx context.Context, overdue time.Duration, afterID int64, limit int) ([]domain.StaleDelivery, error)
 }
 
-// WebhookOutcome classifies an attempt.
-type WebhookOutcome uint8
-
-const (
-	WebhookDelivered WebhookOutcome = iota // a 2xx within the timeout
-	WebhookFailed                          // retry on the schedule
-	WebhookGone                            // 410 Gone: disable the endpoint
-)
-
-// WebhookResult is what one attempt did.
-type WebhookResult struct {
-	Outcome    WebhookOutcome
-	StatusCode int
-	Latency    time.Duration
-	Err        error
-	RetryAfter time.Duration // asked for by a 429 or 503 (capped); 0 when not
-}
-
-// WebhookSender signs and posts messages (internal/webhook, through an
-// adapter).
-type WebhookSender interface {
+// Poster signs and posts messages (*Sender).
+type Poster interface {
 	// Name returns the name of the configured endpoint with this URL (the
 	// endpoint label of the metrics); ok is false when it is not configured.
 	Name(endpointURL string) (name string, ok bool)
 	// Send posts body to endpointURL under message id id.
-	Send(ctx context.Context, endpointURL, id string, body []byte) WebhookResult
+	Send(ctx context.Context, endpointURL, id string, body []byte) Result
 }
 
-// WebhookConfig tunes delivery; zero fields take the defaults.
-type WebhookConfig struct {
-	Schedule []time.Duration // default WebhookSchedule; its last step repeats when Attempts asks for more
-	Attempts int             // attempts per round before parking; default 1 + len(WebhookSchedule) = 9
-	Jitter   float64         // default WebhookJitter; negative: none
+// RetryConfig tunes delivery; zero fields take the defaults.
+type RetryConfig struct {
+	Schedule []time.Duration // default Schedule; its last step repeats when Attempts asks for more
+	Attempts int             // attempts per round before parking; default 1 + len(Schedule) = 9
+	Jitter   float64         // default Jitter; negative: none
 	Rand     func() float64  // in [0,1); default math/rand/v2
 	Now      func() time.Time
 }
 
-func (c WebhookConfig) withDefaults() WebhookConfig {
+func (c RetryConfig) withDefaults() RetryConfig {
 	if len(c.Schedule) == 0 {
-		c.Schedule = WebhookSchedule
+		c.Schedule = Schedule
 	}
 	if c.Attempts <= 0 {
-		c.Attempts = 1 + len(WebhookSchedule)
+		c.Attempts = 1 + len(Schedule)
 	}
 	if c.Jitter == 0 {
-		c.Jitter = WebhookJitter
+		c.Jitter = Jitter
 	}
 	c.Jitter = max(c.Jitter, 0)
 	if c.Rand == nil {
@@ -143,7 +113,7 @@ func (c WebhookConfig) withDefaults() WebhookConfig {
 
 // Delay is the wait before retry n+1 (n retries done so far): the
 // schedule's step with jitter.
-func (c WebhookConfig) Delay(n int) time.Duration {
+func (c RetryConfig) Delay(n int) time.Duration {
 	c = c.withDefaults()
 	d := c.Schedule[min(max(n, 0), len(c.Schedule)-1)]
 	f := 1 + c.Jitter*(2*c.Rand()-1)
@@ -151,7 +121,7 @@ func (c WebhookConfig) Delay(n int) time.Duration {
 }
 
 // MaxRetry is the number of retries after the first attempt of a round.
-func (c WebhookConfig) MaxRetry() int { return c.withDefaults().Attempts - 1 }
+func (c RetryConfig) MaxRetry() int { return c.withDefaults().Attempts - 1 }
 
 // retryAt is the wait from now until a retry due delay from now, rounded up
 // so that the retry falls on a whole second: the queue keeps retry times in
@@ -184,13 +154,13 @@ func (e *RetryIn) Unwrap() error { return e.Err }
 // before or after an attempt that left the delivery's row as it was, such
 // as the database being down) StoreRetryDelay, since no attempt of the
 // schedule was used up; for every other type asynq's default.
-func (c WebhookConfig) RetryDelayFunc() asynq.RetryDelayFunc {
+func (c RetryConfig) RetryDelayFunc() asynq.RetryDelayFunc {
 	return func(n int, err error, t *asynq.Task) time.Duration {
 		var ri *RetryIn
 		if errors.As(err, &ri) && ri.Delay > 0 {
 			return ri.Delay
 		}
-		if t != nil && t.Type() == TypeWebhookDeliver {
+		if t != nil && t.Type() == tasks.TypeWebhookDeliver {
 			return StoreRetryDelay(n, c.withDefaults().Rand)
 		}
 		return asynq.DefaultRetryDelayFunc(n, err, t)
@@ -206,20 +176,20 @@ func StoreRetryDelay(n int, rnd func() float64) time.Duration {
 	if n < 6 {
 		d = time.Second << n
 	}
-	return time.Duration(float64(d) * (1 + WebhookJitter*(2*rnd()-1)))
+	return time.Duration(float64(d) * (1 + Jitter*(2*rnd()-1)))
 }
 
-// WebhookBody is the JSON body of a delivery: {"id","event","data"} where
+// Body is the JSON body of a delivery: {"id","event","data"} where
 // id is the webhook-id and, for swipe.recorded, data is {student_id,
 // school_id, direction, timestamp} with the timestamp in ISO 8601 UTC.
-func WebhookBody(messageID string, ev domain.WebhookEvent) ([]byte, error) {
+func Body(messageID string, ev domain.WebhookEvent) ([]byte, error) {
 	type body struct {
 		ID    string `json:"id"`
 		Event string `json:"event"`
 		Data  any    `json:"data"`
 	}
 	switch ev.Topic {
-	case TopicSwipeRecorded:
+	case tasks.TopicSwipeRecorded:
 		var p struct {
 			StudentID string `json:"student_id"`
 			SchoolID  string `json:"school_id"`
@@ -245,13 +215,19 @@ func WebhookBody(messageID string, ev domain.WebhookEvent) ([]byte, error) {
 	}
 }
 
+// firstRun reports whether the task runs for the first time (not a retry).
+func firstRun(ctx context.Context) bool {
+	n, ok := asynq.GetRetryCount(ctx)
+	return !ok || n == 0
+}
+
 // webhooks delivers webhook:deliver tasks.
 type webhooks struct {
 	log    *slog.Logger
-	store  WebhookStore
-	sender WebhookSender
-	m      *WebhookMetrics
-	cfg    WebhookConfig
+	store  Store
+	sender Poster
+	m      *Metrics
+	cfg    RetryConfig
 	// batch records first attempts together when the store can
 	// (attempts.go); nil records each alone.
 	batch *attemptBatcher
@@ -284,13 +260,13 @@ func (w *webhooks) handle(ctx context.Context, t *asynq.Task) error {
 }
 
 func (w *webhooks) deliver(ctx context.Context, t *asynq.Task) error {
-	var p WebhookDeliverPayload
+	var p tasks.WebhookDeliverPayload
 	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.OutboxID <= 0 || p.Endpoint == "" {
 		// The payload names the endpoint, whose URL may carry a secret: it
 		// is not quoted.
 		return fmt.Errorf("decode %s payload (%d bytes): %v: %w", t.Type(), len(t.Payload()), domain.Scrub(err), asynq.SkipRetry)
 	}
-	msgID := WebhookMessageID(p.OutboxID, p.Endpoint)
+	msgID := MessageID(p.OutboxID, p.Endpoint)
 	var d domain.WebhookDelivery
 	var record recordFunc = w.store.RecordWebhookAttempt
 	fromTask := false // the delivery and its event come from the task, unread
@@ -349,7 +325,7 @@ func (w *webhooks) deliver(ctx context.Context, t *asynq.Task) error {
 		return w.store.SetWebhookDeliveryStatus(ctx, d.ID, domain.DeliveryDisabled,
 			"endpoint not in WEBHOOK_ENDPOINTS_FILE")
 	}
-	body, err := WebhookBody(msgID, ev)
+	body, err := Body(msgID, ev)
 	if err != nil {
 		log.ErrorContext(ctx, "webhook event cannot be encoded; delivery parked", "err", err)
 		w.m.Deliveries.WithLabelValues(domain.DeliveryParked, name).Inc()
@@ -388,7 +364,7 @@ func (w *webhooks) deliver(ctx context.Context, t *asynq.Task) error {
 	round := d.Round()
 
 	switch {
-	case res.Outcome == WebhookDelivered:
+	case res.Outcome == Delivered:
 		w.m.Attempts.WithLabelValues("delivered", name).Inc()
 		if err := record(rctx, d.ID, a, domain.DeliverySucceeded, time.Time{}, d.Replays); err != nil {
 			return err // retried: the receiver sees the same webhook-id again
@@ -403,7 +379,7 @@ func (w *webhooks) deliver(ctx context.Context, t *asynq.Task) error {
 		a.Error = "interrupted: " + a.Error
 		_ = record(rctx, d.ID, a, domain.DeliveryPending, now, d.Replays)
 		return ctx.Err()
-	case res.Outcome == WebhookGone:
+	case res.Outcome == Gone:
 		w.m.Attempts.WithLabelValues("gone", name).Inc()
 		if err := record(rctx, d.ID, a, domain.DeliveryDisabled, time.Time{}, d.Replays); err != nil {
 			return err
@@ -450,7 +426,7 @@ func (w *webhooks) unlessGone(outboxID int64, record recordFunc) recordFunc {
 	}
 }
 
-// recordFunc records an attempt (WebhookStore.RecordWebhookAttempt).
+// recordFunc records an attempt (Store.RecordWebhookAttempt).
 type recordFunc func(ctx context.Context, id int64, a domain.WebhookAttempt, status string, next time.Time, replays int) error
 
 // recordFirst records a first attempt made without a claim. The relay
@@ -491,125 +467,4 @@ func (w *webhooks) recordFirstOf(ctx context.Context, outboxID, id int64, a doma
 		}
 		wait = min(2*wait, 500*time.Millisecond)
 	}
-}
-
-// WebhookMonitorConfig tunes the monitor; zero fields take the defaults.
-type WebhookMonitorConfig struct {
-	Interval time.Duration // between backlog measurements, default 10 s
-	Overdue  time.Duration // a pending delivery this late is queued again, default 1 min
-	Batch    int           // deliveries looked at per page, default 500
-	Pages    int           // pages per pass at most, default 20 (10,000 deliveries)
-}
-
-// WebhookMonitor measures the delivery backlog and repairs deliveries whose
-// task was lost (a Redis restart without persistence): a pending delivery
-// whose next attempt is overdue is queued again under its task id, which
-// the queue refuses while the task still exists, so it is harmless when
-// the task is merely late.
-//
-// A pass pages through the overdue deliveries in id order, up to Pages
-// pages, and the next pass goes on after the last one it saw (starting over
-// once it reaches the end), so a lost task behind a backlog of merely late
-// ones is found within a pass or a few.
-type WebhookMonitor struct {
-	log   *slog.Logger
-	store WebhookStore
-	q     Queue
-	m     *WebhookMetrics
-	cfg   WebhookMonitorConfig
-	after int64 // the last delivery id the previous pass looked at; 0: from the start
-}
-
-// NewWebhookMonitor builds a monitor; every argument is required.
-func NewWebhookMonitor(log *slog.Logger, store WebhookStore, q Queue, m *WebhookMetrics, cfg WebhookMonitorConfig) *WebhookMonitor {
-	if log == nil || store == nil || q == nil || m == nil {
-		panic("tasks.NewWebhookMonitor: nil dependency")
-	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = 10 * time.Second
-	}
-	if cfg.Overdue <= 0 {
-		cfg.Overdue = time.Minute
-	}
-	if cfg.Batch <= 0 {
-		cfg.Batch = 500
-	}
-	if cfg.Pages <= 0 {
-		cfg.Pages = 20
-	}
-	return &WebhookMonitor{log: log, store: store, q: q, m: m, cfg: cfg}
-}
-
-// Run measures and repairs at once and then every Interval until ctx ends.
-func (w *WebhookMonitor) Run(ctx context.Context) {
-	tick := time.NewTicker(w.cfg.Interval)
-	defer tick.Stop()
-	for {
-		w.Pass(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-// Pass measures the backlog once and looks at up to Pages pages of Batch
-// overdue deliveries, going on from where the previous pass stopped, and
-// re-queues those whose task is gone; it returns how many tasks it queued
-// again. Passes must not run concurrently.
-func (w *WebhookMonitor) Pass(ctx context.Context) int {
-	n, oldest, err := w.store.WebhookBacklog(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			w.log.WarnContext(ctx, "webhook backlog not measured", "err", err)
-		}
-		return 0
-	}
-	w.m.Backlog.Set(float64(n))
-	age := 0.0
-	if n > 0 && !oldest.IsZero() {
-		age = max(time.Since(oldest).Seconds(), 0)
-	}
-	w.m.OldestPendingAge.Set(age)
-	requeued := 0
-	for range w.cfg.Pages {
-		n, more := w.page(ctx)
-		requeued += n
-		if !more {
-			break
-		}
-	}
-	if requeued > 0 {
-		w.m.Requeued.Add(float64(requeued))
-		w.log.WarnContext(ctx, "overdue webhook deliveries queued again", "requeued", requeued)
-	}
-	return requeued
-}
-
-// page looks at the next Batch overdue deliveries after w.after and queues
-// again those whose task is gone. more is true when the page was full and
-// every delivery on it was looked at: the next page may hold more.
-func (w *WebhookMonitor) page(ctx context.Context) (requeued int, more bool) {
-	stale, err := w.store.StaleWebhookDeliveries(ctx, w.cfg.Overdue, w.after, w.cfg.Batch)
-	if err != nil {
-		return 0, false
-	}
-	if len(stale) > 0 {
-		jobs := make([]handover.Job, len(stale))
-		for i, s := range stale {
-			jobs[i] = WebhookJob(s.OutboxID, s.Endpoint, s.Replays, nil)
-		}
-		n, err := w.q.Queue(ctx, jobs...)
-		if err != nil {
-			return 0, false // Redis is down: the next pass goes on from where this one started
-		}
-		requeued = n
-	}
-	if len(stale) < w.cfg.Batch {
-		w.after = 0 // the end: from the start next time
-		return requeued, false
-	}
-	w.after = stale[len(stale)-1].ID
-	return requeued, true
 }

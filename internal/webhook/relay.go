@@ -1,4 +1,4 @@
-package tasks
+package webhook
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/handover"
+	"github.com/collegematch/matching/internal/periodic"
+	"github.com/collegematch/matching/internal/tasks"
 )
 
 // OutboxSource is what the relay needs from the database (*store.Store,
@@ -44,7 +46,7 @@ type RelayConfig struct {
 	MaxBatches int           // batches per pass before the backlog is measured again; default 20
 	Timeout    time.Duration // to queue one batch's tasks; default 3 s
 	// FirstLease is how long a new delivery is leased to the task that
-	// makes its first attempt, which then needs no claim (FirstAttempt),
+	// makes its first attempt, which then needs no claim (tasks.FirstAttempt),
 	// when first attempts start on time; default 30 s. A task that starts
 	// later claims its attempt, and a task Redis lost is queued again by
 	// the monitor once the lease ended. While first attempts start late
@@ -91,7 +93,7 @@ func (c RelayConfig) withDefaults() RelayConfig {
 }
 
 // RelayTopics are the outbox topics this build publishes.
-func RelayTopics() []string { return []string{TopicSwipeRecorded} }
+func RelayTopics() []string { return []string{tasks.TopicSwipeRecorded} }
 
 // Relay publishes the outbox: it claims the rows the write side wrote with
 // its facts in batches, writes each event's webhook deliveries, one per
@@ -101,7 +103,7 @@ func RelayTopics() []string { return []string{TopicSwipeRecorded} }
 // only once their tasks are queued: a batch whose tasks cannot be queued
 // (Redis down) rolls back and is claimed again on the next pass, so nothing
 // is lost while Redis is away, and a delivery's row exists before its task.
-// A task Redis loses later is found again from its row (WebhookMonitor).
+// A task Redis loses later is found again from its row (Monitor).
 //
 // Concurrent relays, in one worker or in several replicas, take disjoint
 // batches (SKIP LOCKED). Within a batch rows go in id order; across
@@ -124,7 +126,7 @@ type Relay struct {
 // argument is required.
 func NewRelay(log *slog.Logger, src OutboxSource, q Queue, subs []domain.Subscription, m *RelayMetrics, cfg RelayConfig) *Relay {
 	if log == nil || src == nil || q == nil || m == nil {
-		panic("tasks.NewRelay: nil dependency")
+		panic("webhook.NewRelay: nil dependency")
 	}
 	cfg = cfg.withDefaults()
 	return &Relay{log: log, src: src, q: q, subs: slices.Clone(subs), m: m, cfg: cfg,
@@ -135,35 +137,23 @@ func NewRelay(log *slog.Logger, src OutboxSource, q Queue, subs []domain.Subscri
 // beside it, it prunes expired rows at once and then every PruneInterval.
 // A ticker in each worker drives it rather than a periodic task: the relay
 // exists for the times Redis is unavailable, when a task in Redis would
-// stop too.
+// stop too. Every replica relays (no lease): concurrent relays take
+// disjoint batches.
 func (r *Relay) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { r.runPrune(ctx) })
-
-	tick := time.NewTicker(r.cfg.Interval)
-	defer tick.Stop()
-	var failing error // log changes of state only
-	for {
-		n, err := r.Drain(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		switch {
-		case err != nil && failing == nil:
-			r.log.ErrorContext(ctx, "outbox relay failing; rows stay unpublished and are retried", "err", err)
-		case err == nil && failing != nil:
-			r.log.InfoContext(ctx, "outbox relay recovered", "relayed", n)
-		case n > 0:
-			r.log.DebugContext(ctx, "outbox rows relayed", "relayed", n)
-		}
-		failing = err
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	wg.Go(func() {
+		periodic.New(periodic.Config{Name: "outbox retention", Interval: r.cfg.PruneInterval, Log: r.log}).
+			Run(ctx, r.prunePass)
+	})
+	periodic.New(periodic.Config{Name: "outbox relay", Interval: r.cfg.Interval, Log: r.log}).
+		Run(ctx, func(ctx context.Context) error {
+			n, err := r.Drain(ctx)
+			if err == nil && n > 0 {
+				r.log.DebugContext(ctx, "outbox rows relayed", "relayed", n)
+			}
+			return err
+		})
 }
 
 // Drain relays batch after batch until a batch comes back short, fails or
@@ -195,7 +185,7 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 					if d.Disabled {
 						continue
 					}
-					jobs = append(jobs, WebhookJob(ev.ID, d.Endpoint, 0, &FirstAttempt{DeliveryID: d.ID,
+					jobs = append(jobs, tasks.WebhookJob(ev.ID, d.Endpoint, 0, &tasks.FirstAttempt{DeliveryID: d.ID,
 						LeasedUntil: d.LeasedUntil.UnixMilli(), LeasedFor: lease.Milliseconds(), Topic: ev.Topic, Payload: ev.Payload,
 						CreatedAt: ev.CreatedAt}))
 				}
@@ -211,8 +201,8 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 		}
 		return 0, fmt.Errorf("relay the outbox: %w", err)
 	}
-	r.m.Relayed.WithLabelValues(TopicSwipeRecorded).Add(float64(claimed))
-	r.m.Tasks.WithLabelValues(TypeWebhookDeliver, "enqueued").Add(float64(len(jobs)))
+	r.m.Relayed.WithLabelValues(tasks.TopicSwipeRecorded).Add(float64(claimed))
+	r.m.Tasks.WithLabelValues(tasks.TypeWebhookDeliver, "enqueued").Add(float64(len(jobs)))
 	return claimed, nil
 }
 
@@ -234,28 +224,13 @@ func (r *Relay) measureBacklog(ctx context.Context) {
 	r.m.OldestAge.Set(age)
 }
 
-// runPrune calls Prune at once and then every PruneInterval until ctx ends.
-func (r *Relay) runPrune(ctx context.Context) {
-	tick := time.NewTicker(r.cfg.PruneInterval)
-	defer tick.Stop()
-	for {
-		n, err := r.Prune(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		switch {
-		case err != nil:
-			r.log.ErrorContext(ctx, "outbox retention failed; expired rows are kept until the next pass",
-				"deleted", n, "err", err)
-		case n > 0:
-			r.log.InfoContext(ctx, "expired outbox rows deleted", "deleted", n, "retention", r.cfg.Retention.String())
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+// prunePass is one pass of the outbox's retention: Prune, logged.
+func (r *Relay) prunePass(ctx context.Context) error {
+	n, err := r.Prune(ctx)
+	if err == nil && n > 0 {
+		r.log.InfoContext(ctx, "expired outbox rows deleted", "deleted", n, "retention", r.cfg.Retention.String())
 	}
+	return err
 }
 
 // Prune deletes the rows published more than Retention ago that no pending

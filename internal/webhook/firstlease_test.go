@@ -1,4 +1,4 @@
-package tasks_test
+package webhook_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/webhook"
 )
 
 // The lease of a first attempt is the base while first attempts start on
@@ -21,7 +22,7 @@ import (
 // without a later one, and never passes the ceiling.
 func TestFirstLeaseFollowsLateFirstAttempts(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	observe, next := tasks.FirstLease(30*time.Second, 10*time.Minute)
+	observe, next := webhook.FirstLease(30*time.Second, 10*time.Minute)
 	assert.Equal(t, 30*time.Second, next(t0), "nothing late: the base")
 
 	observe(t0, 2*time.Second)
@@ -35,7 +36,7 @@ func TestFirstLeaseFollowsLateFirstAttempts(t *testing.T) {
 	assert.Equal(t, 30*time.Second, next(t0.Add(time.Hour)), "back to the base")
 
 	// On-time attempts after a late one do not hold its peak up.
-	observe, next = tasks.FirstLease(30*time.Second, 10*time.Minute)
+	observe, next = webhook.FirstLease(30*time.Second, 10*time.Minute)
 	observe(t0, 40*time.Second)
 	observe(t0.Add(20*time.Second), 0)
 	observe(t0.Add(25*time.Second), time.Second)
@@ -45,13 +46,13 @@ func TestFirstLeaseFollowsLateFirstAttempts(t *testing.T) {
 
 	observe(t0, time.Hour)
 	assert.Equal(t, 10*time.Minute, next(t0), "at most the ceiling")
-	observe, next = tasks.FirstLease(30*time.Second, 10*time.Minute)
+	observe, next = webhook.FirstLease(30*time.Second, 10*time.Minute)
 	observe(t0, -time.Hour) // clocks apart
 	assert.Equal(t, 30*time.Second, next(t0))
 	observe(t0, 1<<62) // a lateness no sum may overflow with
 	assert.Equal(t, 10*time.Minute, next(t0))
 
-	_, next = tasks.FirstLease(30*time.Second, time.Second)
+	_, next = webhook.FirstLease(30*time.Second, time.Second)
 	assert.Equal(t, 30*time.Second, next(t0), "a ceiling below the base is the base")
 }
 
@@ -62,7 +63,7 @@ func TestFirstLeaseFollowsLateFirstAttempts(t *testing.T) {
 func TestRelayLeasesLongerWhileFirstAttemptsStartLate(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	relay := e.relay(t, e.queue, tasks.RelayConfig{FirstLease: 30 * time.Second})
+	relay := e.relay(t, e.queue, webhook.RelayConfig{FirstLease: 30 * time.Second})
 
 	e.write(t, swipes(1)...)
 	_, err := relay.Drain(ctx)
@@ -79,12 +80,12 @@ func TestRelayLeasesLongerWhileFirstAttemptsStartLate(t *testing.T) {
 	now := time.Now()
 	st := &hookStore{d: domain.WebhookDelivery{ID: 9, Status: domain.DeliveryPending, Claimed: true,
 		Event: domain.WebhookEvent{Topic: tasks.TopicSwipeRecorded, Payload: []byte(`{}`), CreatedAt: now}}}
-	h := tasks.NewHandler(tasks.Deps{Log: slog.New(slog.DiscardHandler), Relay: relay,
-		WebhookStore: st, WebhookSender: &okSender{}, WebhookMetrics: tasks.NewWebhookMetrics(prometheus.NewRegistry())})
-	job := tasks.WebhookJob(1, endpoints[0], 0, &tasks.FirstAttempt{DeliveryID: 9,
+	h := webhook.NewHandler(webhook.Deps{Log: slog.New(slog.DiscardHandler), Relay: relay,
+		Store: st, Poster: &okSender{}, Metrics: webhook.NewMetrics(prometheus.NewRegistry())})
+	job := tasks.WebhookJob(1, hookURLs[0], 0, &tasks.FirstAttempt{DeliveryID: 9,
 		LeasedUntil: now.Add(-10 * time.Second).UnixMilli(), LeasedFor: 30_000,
 		Topic: tasks.TopicSwipeRecorded, Payload: []byte(`{}`), CreatedAt: now.Add(-40 * time.Second)})
-	require.NoError(t, h.HandleWebhookDeliver(ctx, asynq.NewTask(job.Type, job.Payload)))
+	require.NoError(t, h.HandleDeliver(ctx, asynq.NewTask(job.Type, job.Payload)))
 	assert.Equal(t, 1, st.begun, "late: claimed")
 
 	// The relay's next batch leases for 30 s + twice 40 s.
@@ -93,7 +94,7 @@ func TestRelayLeasesLongerWhileFirstAttemptsStartLate(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDelta(t, 110.0, value(t, e.reg, "matching_outbox_first_attempt_lease_seconds"), 0.5)
 	hooks := e.queued(t, tasks.QueueWebhooks, "pending")
-	ti, ok := hooks[tasks.WebhookTaskID(ids[0], endpoints[0], 0)]
+	ti, ok := hooks[tasks.WebhookTaskID(ids[0], hookURLs[0], 0)]
 	require.True(t, ok)
 	var p tasks.WebhookDeliverPayload
 	require.NoError(t, json.Unmarshal(ti.Payload, &p))
