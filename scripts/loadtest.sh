@@ -18,11 +18,18 @@
 #      the load generator's own receiver;
 #   3. runs `matchctl loadtest`: first a history (10,000 swipes, worked off,
 #      then ANALYZE, so nothing is measured on empty tables or with plans
-#      chosen on them), then the load, the baselines, the cost tables;
+#      chosen on them), then the load, the baselines (B1, a bare Redis GET
+#      handler; B3, the swipe's durable write alone, in a process of its
+#      own), the cost tables; it pauses the worker (SIGSTOP, then SIGCONT)
+#      while the swipe scenario measures the API alone;
 #   4. stops both.
+# PostgreSQL must load pg_stat_statements: when it does not, a local Debian
+# cluster is set to (ALTER SYSTEM SET shared_preload_libraries) and
+# restarted, and the script says so; PostgreSQL is left running.
 # Everything listens on 127.0.0.1 and stops by itself. Tunables:
-#   LOADTEST_ARGS   arguments for matchctl loadtest (default: the swipe and
-#                   mixed scenarios, 2 rounds of 10 s, 64 clients, 10,000 students)
+#   LOADTEST_ARGS   arguments for matchctl loadtest (default: the swipe, cost
+#                   and mixed scenarios, 2 rounds of 10 s each, 64 clients,
+#                   10,000 students, cost at 300 swipes/s over 1,000 of them)
 #   LOADTEST_PORT   first of the six ports used (default 18080)
 #   LOADTEST_REDIS_URL  a Redis to use instead of the private one
 #   GOMEMLIMIT      the API's and the worker's soft memory limit (default
@@ -34,18 +41,61 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ref=${1:-}
 port=${LOADTEST_PORT:-18080}
 db=${LOADTEST_DATABASE:-matching_load}
-args=${LOADTEST_ARGS:---scenarios swipe,mixed}
+args=${LOADTEST_ARGS:---scenarios swipe,cost,mixed}
 pg=${LOADTEST_POSTGRES:-postgres://postgres@127.0.0.1:5432}
 redis_port=$((port + 5))
 
 log() { printf 'loadtest: %s\n' "$*" >&2; }
 
 REDIS_URL=${LOADTEST_REDIS_URL:-redis://127.0.0.1:6379/0} DATABASE_URL="$pg/postgres?sslmode=disable" scripts/services.sh
+
+# ensure_pg_stat_statements makes PostgreSQL load pg_stat_statements, which
+# the statement figures read: when shared_preload_libraries lacks it, it is
+# added (ALTER SYSTEM) and a local Debian cluster restarted
+# (pg_ctlcluster); PostgreSQL is left running either way. The extension
+# itself is created in each measured database by matchctl loadtest.
+ensure_pg_stat_statements() {
+	local admin="$pg/postgres?sslmode=disable" libs want cluster host
+	libs=$(psql "$admin" -qAtc "SHOW shared_preload_libraries")
+	if [[ ,${libs// /}, == *,pg_stat_statements,* ]]; then
+		return
+	fi
+	want=${libs:+$libs, }pg_stat_statements
+	host=$(psql "$admin" -qAtc "SELECT coalesce(inet_server_addr()::text, 'local')")
+	cluster=$(psql "$admin" -qAtc "SHOW cluster_name")
+	if [[ $host != 127.0.0.1* && $host != ::1* && $host != local ]] || ! command -v pg_ctlcluster >/dev/null 2>&1 ||
+		[[ $cluster != */* ]]; then
+		log "PostgreSQL does not load pg_stat_statements (shared_preload_libraries='$libs'), and it is not a local"
+		log "Debian cluster this script can restart: set shared_preload_libraries = '$want', restart it, run again"
+		exit 1
+	fi
+	log "PostgreSQL does not load pg_stat_statements: ALTER SYSTEM SET shared_preload_libraries = '$want'"
+	psql "$admin" -qAt -v ON_ERROR_STOP=1 -c "ALTER SYSTEM SET shared_preload_libraries = '$want'" >/dev/null
+	log "restarting PostgreSQL: pg_ctlcluster --skip-systemctl-redirect ${cluster%%/*} ${cluster#*/} restart"
+	pg_ctlcluster --skip-systemctl-redirect "${cluster%%/*}" "${cluster#*/}" restart >&2
+	local deadline=$((SECONDS + 60))
+	until psql "$admin" -qAtc "SELECT 1" >/dev/null 2>&1; do
+		if ((SECONDS >= deadline)); then
+			log "PostgreSQL did not answer within 60 s of its restart"
+			exit 1
+		fi
+		sleep 0.5
+	done
+	libs=$(psql "$admin" -qAtc "SHOW shared_preload_libraries")
+	if [[ ,${libs// /}, != *,pg_stat_statements,* ]]; then
+		log "PostgreSQL restarted but loads '$libs', still without pg_stat_statements"
+		exit 1
+	fi
+	log "PostgreSQL restarted with shared_preload_libraries = '$libs'"
+}
+ensure_pg_stat_statements
 work=$(mktemp -d)
 pids=()
 redis_pid=
 cleanup() {
 	if ((${#pids[@]})); then
+		# A worker the load test paused and could not resume still ends.
+		kill -CONT "${pids[@]}" 2>/dev/null || true
 		kill -TERM "${pids[@]}" 2>/dev/null || true
 		wait "${pids[@]}" 2>/dev/null || true
 	fi
@@ -129,7 +179,8 @@ measure() {
 	# ships it, is smaller).
 	if "$bin/matchctl" seed --synthetic --count 6500 >&2 2>/dev/null; then :; else "$bin/matchctl" seed >&2; fi
 	OPS_ADDR=127.0.0.1:$((port + 3)) "$bin/worker" 2>"$work/$name-worker.log" &
-	pids+=($!)
+	local worker_pid=$!
+	pids+=("$worker_pid")
 	HTTP_ADDR=127.0.0.1:$port OPS_ADDR=127.0.0.1:$((port + 2)) "$bin/api" 2>"$work/$name-api.log" &
 	pids+=($!)
 	local deadline=$((SECONDS + 60))
@@ -147,7 +198,8 @@ measure() {
 	# shellcheck disable=SC2086
 	"$work/tool/matchctl" loadtest --api "http://127.0.0.1:$port" \
 		--ops "http://127.0.0.1:$((port + 2)),http://127.0.0.1:$((port + 3))" \
-		--receiver "127.0.0.1:$((port + 1))" $args
+		--receiver "127.0.0.1:$((port + 1))" --worker-pid "$worker_pid" $args
+	kill -CONT "${pids[@]}" 2>/dev/null || true
 	kill -TERM "${pids[@]}" 2>/dev/null || true
 	wait "${pids[@]}" 2>/dev/null || true
 	pids=()

@@ -96,6 +96,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 
 	reg := metrics.NewRegistry()
 	metrics.NewDBPool(reg, pool.Stat)
+	metrics.NewRedisRoundTrips(reg, cache.CountRoundTrips(rdb).Count)
 
 	// The API writes no webhook deliveries. Given WEBHOOK_ENDPOINTS_FILE (a
 	// deployment may hand every process the same files), it reads the list

@@ -146,6 +146,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 
 	reg := metrics.NewRegistry()
 	metrics.NewDBPool(reg, pool.Stat)
+	metrics.NewRedisRoundTrips(reg, cache.CountRoundTrips(rdb).Count)
 	taskMetrics := tasks.NewTaskMetrics(reg)
 	webhookMetrics := webhook.NewMetrics(reg)
 	for _, e := range endpoints {

@@ -72,3 +72,14 @@ func NewHTTP(reg prometheus.Registerer) *HTTP {
 	reg.MustRegister(m.Requests, m.Duration, m.RateLimited, m.RateLimitFailure, m.RateLimitFallback, m.AuthFailures, m.Panics)
 	return m
 }
+
+// NewRedisRoundTrips registers matching_redis_round_trips_total on reg,
+// read at each scrape from count (cache.RoundTrips.Count of the binary's
+// one Redis client): what a request or a task costs Redis in round trips,
+// the task queue's polling included.
+func NewRedisRoundTrips(reg prometheus.Registerer, count func() uint64) {
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "matching_redis_round_trips_total",
+		Help: "Round trips this process made to Redis: a command sent alone, a pipeline or a transaction counts one; the task queue's polling included.",
+	}, func() float64 { return float64(count()) }))
+}

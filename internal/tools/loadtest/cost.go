@@ -64,125 +64,354 @@ ORDER BY calls DESC, total_exec_time DESC`
 	})
 }
 
+// StatementCounters is pg_stat_statements's counters so far, by statement
+// (queryid), in a database: what PostgreSQL ran over a span is the
+// difference of two samples, which needs no reset.
+type StatementCounters map[int64]Statement
+
+// SampleStatements reads the counters of the pool's database now.
+func SampleStatements(ctx context.Context, pool *pgxpool.Pool) (StatementCounters, error) {
+	rows, err := pool.Query(ctx, `
+SELECT queryid, query, calls, total_exec_time, rows FROM pg_stat_statements
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND queryid IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("pg_stat_statements: %w", err)
+	}
+	out := StatementCounters{}
+	var (
+		id int64
+		st Statement
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &st.Query, &st.Calls, &st.TotalMs, &st.Rows}, func() error {
+		// One queryid can have a row per user (and top-level or not).
+		cur := out[id]
+		cur.Query, cur.Calls, cur.TotalMs, cur.Rows = st.Query, cur.Calls+st.Calls, cur.TotalMs+st.TotalMs, cur.Rows+st.Rows
+		out[id] = cur
+		return nil
+	})
+	return out, err
+}
+
+// Sub is what ran between two samples, most called first: the service's
+// statements (b3 false) or B3's (true). The load test's own are in
+// neither.
+func (s StatementCounters) Sub(before StatementCounters, b3 bool) []Statement {
+	var out []Statement
+	for id, st := range s {
+		if isB3Statement(st.Query) != b3 || (!b3 && isToolStatement(st.Query)) {
+			continue
+		}
+		b := before[id]
+		d := Statement{Query: st.Query, Calls: st.Calls - b.Calls, TotalMs: st.TotalMs - b.TotalMs, Rows: st.Rows - b.Rows}
+		if d.Calls > 0 {
+			out = append(out, d)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Calls != out[j].Calls {
+			return out[i].Calls > out[j].Calls
+		}
+		return out[i].TotalMs > out[j].TotalMs
+	})
+	return out
+}
+
+func isB3Statement(q string) bool { return strings.Contains(q, "loadtest_b3_") }
+
+// isToolStatement tells the load test's own statements (its readings of
+// PostgreSQL's statistics and settings, its baselines' tables) from the
+// service's, which touch none of these.
+func isToolStatement(q string) bool {
+	for _, s := range []string{"pg_stat_", "loadtest_", "current_setting", "pg_database", "CREATE EXTENSION", "ANALYZE"} {
+		if strings.Contains(q, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // CPU samples the CPU time of the service's processes (from their ops
-// ports' process_cpu_seconds_total), of the PostgreSQL backends serving its
-// database and of Redis, so a run can say what each request cost.
+// ports' process_cpu_seconds_total), of PostgreSQL's processes and of
+// Redis, and with it the counters a cost per request is made of (Redis
+// round trips and commands), so a run can say what each request cost. When
+// B3PID is set, B3's process is sampled too.
 type CPU struct {
 	OpsURLs []string // the API's and the worker's operations ports
 	Pool    *pgxpool.Pool
 	Redis   redis.UniversalClient
+	B3PID   int
 }
 
-// CPUSample is CPU seconds used so far, by part.
+// CPUSample is CPU seconds used so far, by part, and the counters read
+// with them.
 type CPUSample struct {
-	Service  []float64 // per ops URL
+	Service []float64 // per ops URL
+	// RoundTrips is matching_redis_round_trips_total, per ops URL.
+	RoundTrips []float64
+	// Postgres is the CPU of the backends serving the service (its
+	// database's connections, but for the load test's own and B3's).
 	Postgres float64
-	Redis    float64
-	At       time.Time
-	// backends is each PostgreSQL backend's CPU, by process id: a
+	// PostgresServer is the CPU of PostgreSQL's own processes (postmaster,
+	// WAL writer, checkpointer, background writer, autovacuum): the whole
+	// server's, shared by every database on it.
+	PostgresServer float64
+	B3             float64 // B3's process
+	B3Postgres     float64 // the backends serving B3
+	Redis          float64
+	// RedisCommands is Redis's total_commands_processed.
+	RedisCommands float64
+	At            time.Time
+	// backends is each PostgreSQL process's CPU, by process id: a
 	// connection closed between two samples takes its CPU with it, so a
-	// difference is taken backend by backend (Sub).
-	backends map[int]float64
+	// difference is taken process by process (Sub).
+	backends map[int]pgProc
 }
+
+// pgProc is one PostgreSQL process: whose work it does and its CPU.
+type pgProc struct {
+	part pgPart
+	cpu  float64
+}
+
+type pgPart int
+
+const (
+	pgService pgPart = iota // a backend of the service
+	pgB3                    // a backend of B3
+	pgServer                // PostgreSQL's own processes
+)
+
+// toolAppName is the application_name of the load test's own connections,
+// which are counted in no one's CPU.
+const toolAppName = "matchctl loadtest"
 
 // Sample reads the counters now; a part that cannot be read counts 0.
 func (c CPU) Sample(ctx context.Context) CPUSample {
 	s := CPUSample{At: time.Now()}
 	for _, u := range c.OpsURLs {
-		s.Service = append(s.Service, processCPU(ctx, u))
+		cpu, trips := processCounters(ctx, u)
+		s.Service = append(s.Service, cpu)
+		s.RoundTrips = append(s.RoundTrips, trips)
 	}
 	if c.Pool != nil {
 		s.backends = postgresCPU(ctx, c.Pool)
-		for _, v := range s.backends {
-			s.Postgres += v
+		for _, p := range s.backends {
+			s.addPostgres(p.part, p.cpu)
 		}
 	}
 	if c.Redis != nil {
-		s.Redis = redisCPU(ctx, c.Redis)
+		s.Redis, s.RedisCommands = redisCounters(ctx, c.Redis)
+	}
+	if c.B3PID > 0 {
+		s.B3 = procCPU(c.B3PID)
 	}
 	return s
 }
 
-// Sub is the CPU used between two samples. PostgreSQL's is the backends'
-// of the later sample, each less what it had used at the earlier one (a
-// backend that connected since counts whole; one that closed since is not
-// counted).
+func (s *CPUSample) addPostgres(part pgPart, v float64) {
+	switch part {
+	case pgService:
+		s.Postgres += v
+	case pgB3:
+		s.B3Postgres += v
+	case pgServer:
+		s.PostgresServer += v
+	}
+}
+
+// Sub is the CPU used between two samples. PostgreSQL's is each process's
+// of the later sample less what it had used at the earlier one (a process
+// that started since counts whole; one that ended since is not counted).
 func (s CPUSample) Sub(before CPUSample) CPUSample {
-	out := CPUSample{Postgres: s.Postgres - before.Postgres, Redis: s.Redis - before.Redis, At: s.At}
+	out := CPUSample{
+		Postgres: s.Postgres - before.Postgres, PostgresServer: s.PostgresServer - before.PostgresServer,
+		B3: s.B3 - before.B3, B3Postgres: s.B3Postgres - before.B3Postgres,
+		Redis: s.Redis - before.Redis, RedisCommands: s.RedisCommands - before.RedisCommands, At: s.At,
+	}
 	if s.backends != nil && before.backends != nil {
-		out.Postgres = 0
-		for pid, v := range s.backends {
-			out.Postgres += v - before.backends[pid]
+		out.Postgres, out.PostgresServer, out.B3Postgres = 0, 0, 0
+		for pid, p := range s.backends {
+			v := p.cpu
+			if b, ok := before.backends[pid]; ok && b.part == p.part {
+				v -= b.cpu
+			}
+			out.addPostgres(p.part, v)
 		}
 	}
 	for i := range s.Service {
 		if i < len(before.Service) {
 			out.Service = append(out.Service, s.Service[i]-before.Service[i])
 		}
+		if i < len(s.RoundTrips) && i < len(before.RoundTrips) {
+			out.RoundTrips = append(out.RoundTrips, s.RoundTrips[i]-before.RoundTrips[i])
+		}
 	}
 	return out
 }
 
-func processCPU(ctx context.Context, opsURL string) float64 {
+// Add sums two spans.
+func (s CPUSample) Add(o CPUSample) CPUSample {
+	out := CPUSample{
+		Postgres: s.Postgres + o.Postgres, PostgresServer: s.PostgresServer + o.PostgresServer,
+		B3: s.B3 + o.B3, B3Postgres: s.B3Postgres + o.B3Postgres,
+		Redis: s.Redis + o.Redis, RedisCommands: s.RedisCommands + o.RedisCommands,
+		Service: addSlices(s.Service, o.Service), RoundTrips: addSlices(s.RoundTrips, o.RoundTrips),
+	}
+	return out
+}
+
+// ServiceTotal is the CPU of everything serving the service: its
+// processes, their PostgreSQL backends, PostgreSQL's own processes and
+// Redis.
+func (s CPUSample) ServiceTotal() float64 {
+	t := s.Postgres + s.PostgresServer + s.Redis
+	for _, v := range s.Service {
+		t += v
+	}
+	return t
+}
+
+// B3Total is B3's CPU: its process, its backends and PostgreSQL's own
+// processes.
+func (s CPUSample) B3Total() float64 { return s.B3 + s.B3Postgres + s.PostgresServer }
+
+// RoundTripsTotal is the Redis round trips of every process sampled.
+func (s CPUSample) RoundTripsTotal() float64 {
+	t := 0.0
+	for _, v := range s.RoundTrips {
+		t += v
+	}
+	return t
+}
+
+func addSlices(a, b []float64) []float64 {
+	var out []float64
+	for i := range max(len(a), len(b)) {
+		v := 0.0
+		if i < len(a) {
+			v += a[i]
+		}
+		if i < len(b) {
+			v += b[i]
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// processCounters reads a process's CPU seconds and Redis round trips
+// from its operations port (0 for what cannot be read).
+func processCounters(ctx context.Context, opsURL string) (cpu, roundTrips float64) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, opsURL+"/metrics", nil)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	defer resp.Body.Close()
-	return metricValue(resp.Body, "process_cpu_seconds_total")
+	v := metricValues(resp.Body, "process_cpu_seconds_total", "matching_redis_round_trips_total")
+	return v[0], v[1]
 }
 
 // metricValue finds an unlabelled sample in the Prometheus text format.
-func metricValue(r io.Reader, name string) float64 {
+func metricValue(r io.Reader, name string) float64 { return metricValues(r, name)[0] }
+
+// metricValues finds unlabelled samples in the Prometheus text format, in
+// the order of names (0 for a name not found).
+func metricValues(r io.Reader, names ...string) []float64 {
+	out := make([]float64, len(names))
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return f
+		for i, name := range names {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				out[i], _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+			}
 		}
-	}
-	return 0
-}
-
-// postgresCPU reads the CPU time of each backend connected to the pool's
-// database (the service's pools, which live as long as the service); nil
-// when they cannot be listed.
-func postgresCPU(ctx context.Context, pool *pgxpool.Pool) map[int]float64 {
-	rows, err := pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
-	if err != nil {
-		return nil
-	}
-	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-	if err != nil {
-		return nil
-	}
-	out := make(map[int]float64, len(pids))
-	for _, pid := range pids {
-		out[int(pid)] = procCPU(int(pid))
 	}
 	return out
 }
 
-// procCPU is a process's user + system CPU seconds (Linux /proc).
-func procCPU(pid int) float64 {
+// postgresCPU reads the CPU time of PostgreSQL's processes that serve the
+// pool's database or the whole server (pg_stat_activity, the postmaster
+// found as the backends' parent), by whose work each does; nil when they
+// cannot be listed. Other databases' backends are left out.
+func postgresCPU(ctx context.Context, pool *pgxpool.Pool) map[int]pgProc {
+	rows, err := pool.Query(ctx, `
+SELECT pid, backend_type = 'client backend', datname IS NULL OR datname = current_database(),
+	coalesce(datname = current_database(), false), coalesce(application_name, '')
+FROM pg_stat_activity`)
+	if err != nil {
+		return nil
+	}
+	type activity struct {
+		pid              int32
+		client, ours, db bool
+		app              string
+	}
+	acts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (activity, error) {
+		var a activity
+		return a, r.Scan(&a.pid, &a.client, &a.ours, &a.db, &a.app)
+	})
+	if err != nil {
+		return nil
+	}
+	out := make(map[int]pgProc, len(acts)+1)
+	postmaster := 0
+	for _, a := range acts {
+		pid := int(a.pid)
+		switch {
+		case a.client && a.db && a.app == b3AppName:
+			out[pid] = pgProc{pgB3, procCPU(pid)}
+		case a.client && a.db && a.app != toolAppName:
+			out[pid] = pgProc{pgService, procCPU(pid)}
+		case !a.client && a.ours:
+			out[pid] = pgProc{pgServer, procCPU(pid)}
+		}
+		if postmaster == 0 {
+			postmaster = parentPID(pid)
+		}
+	}
+	if postmaster > 1 {
+		out[postmaster] = pgProc{pgServer, procCPU(postmaster)}
+	}
+	return out
+}
+
+// parentPID is a process's parent's id (Linux /proc; 0 when unknown).
+func parentPID(pid int) int {
+	f := procStat(pid)
+	if len(f) < 2 {
+		return 0
+	}
+	pp, _ := strconv.Atoi(f[1])
+	return pp
+}
+
+// procStat is the fields of /proc/PID/stat after the command's name (the
+// state first), nil when it cannot be read.
+func procStat(pid int) []string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return nil
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0
+		return nil
 	}
-	f := strings.Fields(s[i+1:])
+	return strings.Fields(s[i+1:])
+}
+
+// procCPU is a process's user + system CPU seconds (Linux /proc; 0 when
+// it cannot be read).
+func procCPU(pid int) float64 {
+	f := procStat(pid)
 	if len(f) < 13 {
 		return 0
 	}
@@ -192,20 +421,26 @@ func procCPU(pid int) float64 {
 	return (ut + st) / clkTck
 }
 
-func redisCPU(ctx context.Context, rdb redis.UniversalClient) float64 {
-	info, err := rdb.Info(ctx, "cpu").Result()
+// redisCounters reads Redis's CPU seconds and the commands it has run.
+func redisCounters(ctx context.Context, rdb redis.UniversalClient) (cpu, commands float64) {
+	info, err := rdb.Info(ctx, "cpu", "stats").Result()
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	total := 0.0
 	for _, line := range strings.Split(info, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, _ := strconv.ParseFloat(v, 64)
-			total += f
+		if !ok {
+			continue
+		}
+		f, _ := strconv.ParseFloat(v, 64)
+		switch k {
+		case "used_cpu_sys", "used_cpu_user":
+			cpu += f
+		case "total_commands_processed":
+			commands = f
 		}
 	}
-	return total
+	return cpu, commands
 }
 
 // WALSample is PostgreSQL's write-ahead log and checkpoint counters so far

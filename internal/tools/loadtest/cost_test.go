@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,16 +54,73 @@ func TestSampleWALCountsWritesAndCheckpoints(t *testing.T) {
 	assert.Equal(t, "PostgreSQL's log: no swipe to divide it by.", WALSample{OK: true}.Describe("swipe", 0))
 }
 
-// PostgreSQL's CPU between two samples is taken backend by backend: a
-// connection that closed in between (the insert baseline's) does not make
-// it negative, and one that opened counts whole.
+// PostgreSQL's CPU between two samples is taken process by process: a
+// connection that closed in between does not make it negative, one that
+// opened counts whole, and each process counts for whose work it does (the
+// service, B3, or PostgreSQL's own).
 func TestCPUSubTakesBackendsOneByOne(t *testing.T) {
-	before := CPUSample{Postgres: 6, backends: map[int]float64{1: 1, 2: 5}}
-	after := CPUSample{Postgres: 1.7, backends: map[int]float64{1: 1.5, 3: 0.2}}
-	assert.InDelta(t, 0.7, after.Sub(before).Postgres, 1e-9)
+	before := CPUSample{Postgres: 6, backends: map[int]pgProc{1: {pgService, 1}, 2: {pgService, 5}, 7: {pgB3, 2}, 9: {pgServer, 10}}}
+	after := CPUSample{Postgres: 1.7, backends: map[int]pgProc{1: {pgService, 1.5}, 3: {pgService, 0.2}, 7: {pgB3, 2.5}, 8: {pgB3, 0.1}, 9: {pgServer, 10.25}}}
+	d := after.Sub(before)
+	assert.InDelta(t, 0.7, d.Postgres, 1e-9)
+	assert.InDelta(t, 0.6, d.B3Postgres, 1e-9)
+	assert.InDelta(t, 0.25, d.PostgresServer, 1e-9)
 
 	// Backends that could not be listed: the totals.
 	assert.InDelta(t, -4.3, CPUSample{Postgres: 1.7}.Sub(before).Postgres, 1e-9)
+
+	// What the totals add: the service's parts, B3's parts, PostgreSQL's
+	// own processes in both.
+	s := CPUSample{Service: []float64{1, 2}, Postgres: 3, PostgresServer: 0.5, Redis: 0.25, B3: 4, B3Postgres: 0.125,
+		RoundTrips: []float64{10, 20}}
+	assert.InDelta(t, 6.75, s.ServiceTotal(), 1e-9)
+	assert.InDelta(t, 4.625, s.B3Total(), 1e-9)
+	assert.InDelta(t, 30, s.RoundTripsTotal(), 1e-9)
+	sum := s.Add(s)
+	assert.Equal(t, []float64{2, 4}, sum.Service)
+	assert.InDelta(t, 13.5, sum.ServiceTotal(), 1e-9)
+}
+
+// PostgreSQL's processes are sampled by whose work they do: the load
+// test's own connections in no one's, B3's apart, the postmaster and the
+// server's background processes as PostgreSQL's own.
+func TestPostgresCPUTellsWhoseWork(t *testing.T) {
+	ctx := context.Background()
+	url := testutil.NewDBURL(t)
+	pool := poolNamed(t, url, toolAppName)
+	b3 := poolNamed(t, url, b3AppName)
+	svc := poolNamed(t, url, "")
+	var tool, b3pid, svcpid int32
+	require.NoError(t, pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&tool))
+	require.NoError(t, b3.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&b3pid))
+	require.NoError(t, svc.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&svcpid))
+
+	procs := postgresCPU(ctx, pool)
+	require.NotNil(t, procs)
+	assert.NotContains(t, procs, int(tool), "the load test's own connection")
+	assert.Equal(t, pgB3, procs[int(b3pid)].part)
+	assert.Equal(t, pgService, procs[int(svcpid)].part)
+	var server int
+	for _, p := range procs {
+		if p.part == pgServer {
+			server++
+		}
+	}
+	assert.GreaterOrEqual(t, server, 3, "the postmaster and background processes (checkpointer, WAL writer, ...)")
+}
+
+func poolNamed(t *testing.T, url, app string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	if app != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = app
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
 }
 
 // What Redis ran between two samples is counted by command, and the table

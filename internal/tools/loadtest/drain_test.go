@@ -13,19 +13,20 @@ import (
 )
 
 // The drain after a load is told by the database's statements going
-// quiet: it waits while statements keep coming, and a count it cannot read
-// never passes for a quiet one.
+// quiet: it waits while statements keep coming, a count it cannot read
+// never passes for a quiet one, and what it read when the quiet began is
+// what a measurement ends with (the quiet waited out is not counted).
 func TestWaitDrainedWaitsForQuiet(t *testing.T) {
 	ctx := context.Background()
 	pool := testutil.NewDB(t)
 	var out strings.Builder
-	r := &runner{c: Config{Out: &out}, pool: pool, drainWait: 7 * time.Second}
+	r := &runner{c: Config{Out: &out}, pool: pool, drainWait: 3 * time.Second}
 
 	// Without the extension the count cannot be read: not drained.
 	start := time.Now()
 	r.waitDrained(ctx, 0)
-	assert.GreaterOrEqual(t, time.Since(start), 7*time.Second, "no count, no quiet")
-	assert.Contains(t, out.String(), "had not drained after 7s")
+	assert.GreaterOrEqual(t, time.Since(start), 3*time.Second, "no count, no quiet")
+	assert.Contains(t, out.String(), "had not drained after 3s")
 
 	require.NoError(t, EnsureStatements(ctx, pool))
 	var calls int64
@@ -33,10 +34,10 @@ func TestWaitDrainedWaitsForQuiet(t *testing.T) {
 		t.Skipf("pg_stat_statements is not loaded on this server (shared_preload_libraries): %v", err)
 	}
 
-	// Statements for 3 s, then none: drained once three quiet seconds
-	// follow the busy ones.
+	// Statements for 2 s, then none: drained once three quiet seconds
+	// follow the busy ones, ending with what was read when the quiet began.
 	out.Reset()
-	busy, stop := context.WithTimeout(ctx, 3*time.Second)
+	busy, stop := context.WithTimeout(ctx, 2*time.Second)
 	defer stop()
 	go func() {
 		for busy.Err() == nil {
@@ -45,9 +46,16 @@ func TestWaitDrainedWaitsForQuiet(t *testing.T) {
 	}()
 	start = time.Now()
 	r.drainWait = time.Minute
-	r.waitDrained(ctx, 0)
+	end, ok, err := r.drainTally(ctx, 0)
 	took := time.Since(start)
-	assert.GreaterOrEqual(t, took, 5*time.Second, "not while statements kept coming")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.GreaterOrEqual(t, took, 4*time.Second, "not while statements kept coming")
 	assert.Less(t, took, 15*time.Second)
+	assert.True(t, end.cpu.At.After(start.Add(2*time.Second)), "read after the statements stopped")
+	assert.True(t, end.cpu.At.Before(start.Add(took-time.Second)), "read when the quiet began, not after it was waited out")
+	busyCalls := end.stmts.Sub(nil, false)
+	require.NotEmpty(t, busyCalls)
+	assert.Equal(t, "SELECT $1", busyCalls[0].Query, "the busy statements are the service's, as the load test counts them")
 	assert.Empty(t, out.String())
 }

@@ -1,10 +1,12 @@
 // Package loadtest measures the running service from outside: it sends
 // load to its public API on 127.0.0.1, runs the baselines the figures are
-// compared with (one INSERT per transaction against the same PostgreSQL, a
-// bare chi handler making one Redis GET) in the same run, and reads what
+// compared with in the same run (B1, a bare chi handler making one Redis
+// GET; B3, a bare chi handler doing the swipe's durable write alone, in a
+// process of its own, on copies of the service's tables), and reads what
 // each request cost (PostgreSQL statements from pg_stat_statements, CPU
-// from the processes' own counters). It starts nothing but the load and
-// the baselines, and every run ends by itself.
+// from the processes' own counters, Redis commands and round trips). It
+// starts nothing but the load and the baselines, and every run ends by
+// itself.
 package loadtest
 
 import (

@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,7 +25,7 @@ import (
 type Config struct {
 	APIURL      string   // the public API, e.g. http://127.0.0.1:18080
 	OpsURLs     []string // the API's and the worker's operations ports (CPU, metrics)
-	DatabaseURL string   // the service's database (schools, the insert baseline, pg_stat_statements)
+	DatabaseURL string   // the service's database (schools, B3's tables, pg_stat_statements)
 	RedisURL    string   // the service's Redis (the GET baseline, Redis CPU)
 	Token       string   // a matching:service token: acts for every student
 	Receiver    *Receiver
@@ -36,15 +37,27 @@ type Config struct {
 	Clients  int           // closed-loop clients
 	Duration time.Duration // of each measured round
 	Rounds   int           // rounds of each pair, alternating baseline and service
-	// Scenarios to run, in order: "swipe" (POST /swipe against the insert
-	// baseline), "mixed" (70 % GET /m/recommendations, 25 % POST /swipe, 5 %
-	// POST /m/sync/pull against the Redis GET baseline), "reads" (cached
-	// GET /m/recommendations and POST /recommendations against the Redis GET
+	// Scenarios to run, in order: "swipe" (POST /swipe with the worker
+	// paused, against B3), "cost" (open-loop swipes at CostRate over
+	// CostStudents, everything a swipe costs, against B3 at the same rate),
+	// "mixed" (70 % GET /m/recommendations, 25 % POST /swipe, 5 % POST
+	// /m/sync/pull against the Redis GET baseline), "reads" (cached GET
+	// /m/recommendations and POST /recommendations against the Redis GET
 	// baseline), "sustained" (open-loop swipes at Rate for RateDuration).
 	Scenarios    []string
 	Rate         float64
 	RateDuration time.Duration
 	Pollers      int // students polling their feed during "sustained"
+	CostRate     float64
+	CostStudents int
+
+	// WorkerPID is the worker's process, paused (SIGSTOP) while "swipe"
+	// measures the API alone; 0: not paused. OpsURLs[1] is its ops port.
+	WorkerPID int
+	// B3Command starts B3's process: a command that serves B3 on a free
+	// port of 127.0.0.1 over DATABASE_URL (given in its environment) and
+	// writes "b3 URL" on its standard output (matchctl loadtest --serve-b3).
+	B3Command []string
 
 	Out io.Writer
 	Now func() time.Time
@@ -56,7 +69,13 @@ func Run(ctx context.Context, c Config) error {
 	if c.Rounds <= 0 {
 		c.Rounds = 2
 	}
-	pool, err := pgxpool.New(ctx, c.DatabaseURL)
+	pcfg, err := pgxpool.ParseConfig(c.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	// The load test's own connections are counted in no one's CPU.
+	pcfg.ConnConfig.RuntimeParams["application_name"] = toolAppName
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return err
 	}
@@ -72,6 +91,7 @@ func Run(ctx context.Context, c Config) error {
 	defer rdb.Close()
 	r := &runner{c: c, pool: pool, rdb: rdb, api: NewClient(c.APIURL, c.Token, c.Clients*2, 30*time.Second),
 		cpu: CPU{OpsURLs: c.OpsURLs, Pool: pool, Redis: rdb}}
+	defer r.stopB3()
 	if err := r.prepare(ctx); err != nil {
 		return err
 	}
@@ -83,6 +103,8 @@ func Run(ctx context.Context, c Config) error {
 		switch s {
 		case "swipe":
 			err = r.swipe(ctx)
+		case "cost":
+			err = r.cost(ctx)
 		case "mixed":
 			err = r.mixed(ctx)
 		case "reads":
@@ -110,6 +132,7 @@ type runner struct {
 	schools  []string
 
 	drainWait time.Duration // how long waitDrained waits (0: two minutes)
+	b3        *b3Process    // B3, once a scenario started it
 
 	mu      sync.Mutex
 	cursors map[string]string   // sync pull cursors by student
@@ -229,12 +252,14 @@ func (r *runner) history(ctx context.Context, n int) error {
 func (r *runner) student() string { return r.students[rand.IntN(len(r.students))] }
 func (r *runner) school() string  { return r.schools[rand.IntN(len(r.schools))] }
 
-func (r *runner) swipeRequest() Request {
+func (r *runner) swipeRequest() Request { return r.swipeRequestFor(r.student()) }
+
+// swipeRequestFor is a swipe of student s on the next card of their deck.
+func (r *runner) swipeRequestFor(s string) Request {
 	dir := "left"
 	if rand.IntN(2) == 0 {
 		dir = "right"
 	}
-	s := r.student()
 	body, _ := json.Marshal(map[string]any{"student_id": s, "school_id": r.nextCard(s), "direction": dir,
 		"swipe_id": uuid.NewString(), "time_spent": float64(rand.IntN(20000)) / 1000})
 	return Request{Kind: "POST /swipe", Method: http.MethodPost, Path: "/swipe", Body: body}
@@ -309,78 +334,182 @@ func (r *runner) recsRequest() Request {
 	return Request{Kind: "POST /recommendations", Method: http.MethodPost, Path: "/recommendations", Body: body}
 }
 
-// swipe: POST /swipe, closed loop, against 16 connections inserting one row
-// per transaction, in alternating rounds; then what PostgreSQL ran per swipe
-// once the worker has folded them and delivered their webhooks.
+// swipe: POST /swipe, closed loop, with the worker paused, against B3 in
+// alternating rounds (B3, service, B3, service): the API tier's cost over
+// the swipe's durable write. Then what PostgreSQL and Redis ran per swipe
+// once the worker, resumed, has folded the swipes and delivered their
+// webhooks.
 func (r *runner) swipe(ctx context.Context) error {
-	r.printf("### POST /swipe against one INSERT per transaction\n\n")
+	r.printf("### POST /swipe with the worker paused, against B3 (the swipe's durable write alone)\n\n")
 	// Students swipe what their feed showed them: every feed is built
 	// first, as the app's first read builds it.
 	if _, err := r.warmCompact(ctx); err != nil {
 		return err
 	}
-	if err := ResetStatements(ctx, r.pool); err != nil {
+	b3, err := r.startB3(ctx)
+	if err != nil {
+		return err
+	}
+	bare := NewClient(b3.URL, "", r.c.Clients*2, 30*time.Second)
+	r.waitDrained(ctx, 0) // the worker idle before it is paused
+	stmtsBefore, err := SampleStatements(ctx, r.pool)
+	if err != nil {
 		return err
 	}
 	redisBefore := SampleRedisCommands(ctx, r.cpu.Redis)
 	if r.c.Receiver != nil {
 		r.c.Receiver.Reset()
 	}
+	cpu, resume := r.pauseWorker()
+	defer resume()
+	var b3Errors firstError
 	var (
-		base, svc []float64
-		results   []*Result
-		cpuUsed   CPUSample
-		wal       = WALSample{OK: true}
+		base, svc        []float64
+		baseRes, results []*Result
+		b3Used, cpuUsed  CPUSample
+		wal              = WALSample{OK: true}
 	)
 	for round := range r.c.Rounds {
-		if round > 0 {
-			// The worker is still folding the last round's swipes: a
-			// baseline measured meanwhile would share the machine with it.
-			r.waitDrained(ctx, 0)
-		}
-		b, err := InsertBaseline(ctx, r.c.DatabaseURL, 16, r.c.Duration)
-		if err != nil {
-			return err
-		}
-		base = append(base, b)
-		before, walBefore := r.cpu.Sample(ctx), SampleWAL(ctx, r.pool)
+		before := cpu.Sample(ctx)
+		b := ClosedLoop(ctx, bare, r.c.Clients, r.c.Duration, func(int) Request { return b3Errors.watch(r.swipeRequest()) })["POST /swipe"]
+		b3Used = b3Used.Add(cpu.Sample(ctx).Sub(before))
+		baseRes = append(baseRes, b)
+		base = append(base, b.Rate())
+		before, walBefore := cpu.Sample(ctx), SampleWAL(ctx, r.pool)
 		res := ClosedLoop(ctx, r.api, r.c.Clients, r.c.Duration, func(int) Request { return r.swipeRequest() })["POST /swipe"]
-		used := r.cpu.Sample(ctx).Sub(before)
-		cpuUsed = addCPU(cpuUsed, used)
+		cpuUsed = cpuUsed.Add(cpu.Sample(ctx).Sub(before))
 		wal = wal.Add(SampleWAL(ctx, r.pool).Sub(walBefore))
 		results = append(results, res)
 		svc = append(svc, res.Rate())
-		r.printf("round %d: insert baseline %.0f/s, POST /swipe %.0f 2xx/s (%s)\n", round+1, b, res.Rate(), statusLine(res))
+		r.printf("round %d: B3 %.0f/s (%s), POST /swipe %.0f 2xx/s (%s)\n", round+1, b.Rate(), statusLine(b), res.Rate(), statusLine(res))
 	}
-	all := merge(results)
+	b3Errors.print(r)
+	resume()
+	all, allBase := merge(results), merge(baseRes)
 	r.printf("\n| | per second | ratio | p50 | p99 |\n|---|---:|---:|---:|---:|\n")
-	r.printf("| 16 connections, one INSERT per transaction | %.0f | 1.00 | | |\n", mean(base))
-	r.printf("| `POST /swipe`, %d clients, 2xx | %.0f | **%.2f** | %s | %s |\n\n", r.c.Clients, mean(svc), mean(svc)/mean(base),
-		ms(all.Quantile(0.5)), ms(all.Quantile(0.99)))
+	r.printf("| B3: bare chi, the swipe's durable write alone (one statement, one commit, no Redis), %d clients | %.0f | 1.00 | %s | %s |\n",
+		r.c.Clients, mean(base), ms(allBase.Quantile(0.5)), ms(allBase.Quantile(0.99)))
+	r.printf("| `POST /swipe`, %d clients, 2xx, worker %s | %.0f | **%.2f** | %s | %s |\n\n", r.c.Clients, r.pausedWord(), mean(svc),
+		mean(svc)/mean(base), ms(all.Quantile(0.5)), ms(all.Quantile(0.99)))
+	r.printB3CPU(b3Used, allBase.OK())
 	r.printCPU("swipe", cpuUsed, all.OK())
 	r.printf("%s\n\n", wal.Describe("swipe", all.OK()))
 
 	swipes := all.OK()
 	r.waitDrained(ctx, swipes)
-	stmts, err := ReadStatements(ctx, r.pool)
+	stmtsAfter, err := SampleStatements(ctx, r.pool)
 	if err != nil {
 		return err
 	}
-	r.printStatements(stmts, swipes)
+	if b3Stmts := stmtsAfter.Sub(stmtsBefore, true); allBase.OK() > 0 {
+		r.printB3Statements(b3Stmts, allBase.OK())
+	}
+	r.printStatements(stmtsAfter.Sub(stmtsBefore, false), swipes)
 	r.printRedisCommands(SampleRedisCommands(ctx, r.cpu.Redis).Sub(redisBefore), swipes)
 	r.printFootprint(ctx)
 	return nil
+}
+
+// pauseWorker stops the worker (when its process is known) and returns
+// the CPU sampler to use meanwhile (the API's ops port only: a stopped
+// process answers no scrape) and the function that resumes it, which may
+// be called more than once.
+func (r *runner) pauseWorker() (CPU, func()) {
+	if r.c.WorkerPID <= 0 {
+		return r.cpu, func() {}
+	}
+	if err := pauseProcess(r.c.WorkerPID); err != nil {
+		r.printf("(the worker could not be paused: %v)\n\n", err)
+		return r.cpu, func() {}
+	}
+	cpu := r.cpu
+	cpu.OpsURLs = cpu.OpsURLs[:min(1, len(cpu.OpsURLs))]
+	var once sync.Once
+	return cpu, func() {
+		once.Do(func() {
+			if err := resumeProcess(r.c.WorkerPID); err != nil {
+				r.printf("(the worker could not be resumed: %v)\n\n", err)
+			}
+		})
+	}
+}
+
+func (r *runner) pausedWord() string {
+	if r.c.WorkerPID > 0 {
+		return "paused"
+	}
+	return "running (no --worker-pid to pause it)"
+}
+
+// startB3 sets B3's tables up (copies of the service's, as they are after
+// the history) and starts its process, once per run.
+func (r *runner) startB3(ctx context.Context) (*b3Process, error) {
+	if r.b3 != nil {
+		return r.b3, nil
+	}
+	start := time.Now()
+	if err := SetupB3(ctx, r.pool); err != nil {
+		return nil, err
+	}
+	if err := AnalyzeB3(ctx, r.pool); err != nil {
+		return nil, err
+	}
+	// The copies wrote their tables' worth of WAL: a checkpoint now rather
+	// than one it asks for during a measurement (it needs the right to;
+	// without it the run goes on).
+	_, _ = r.pool.Exec(ctx, `CHECKPOINT`)
+	p, err := startB3(ctx, r.c.B3Command, r.c.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	r.b3 = p
+	r.cpu.B3PID = p.PID
+	r.printf("B3: copies of the service's students, swipes and outbox tables (columns, indexes, keys, triggers and rows), served by process %d (%.1f s).\n\n",
+		p.PID, time.Since(start).Seconds())
+	return p, nil
+}
+
+func (r *runner) stopB3() {
+	if r.b3 == nil {
+		return
+	}
+	r.b3.Stop()
+	r.b3 = nil
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = DropB3(ctx, r.pool)
 }
 
 // waitDrained waits until every swipe's webhook has arrived (when a
 // receiver runs) and PostgreSQL has gone quiet (the worker has folded
 // everything), for at most two minutes.
 func (r *runner) waitDrained(ctx context.Context, events int) {
-	wait := r.drainWait
-	if wait == 0 {
-		wait = 2 * time.Minute
+	read := func() (int64, error) {
+		var calls int64
+		err := r.pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
+			WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&calls)
+		return calls, err
 	}
-	deadline := time.Now().Add(wait)
+	if !r.untilQuiet(ctx, events, read, nil) {
+		r.printf("(the worker had not drained after %s)\n\n", r.drainLimit())
+	}
+}
+
+func (r *runner) drainLimit() time.Duration {
+	if r.drainWait == 0 {
+		return 2 * time.Minute
+	}
+	return r.drainWait
+}
+
+// untilQuiet polls every second, for at most drainLimit, until events
+// webhook events have arrived (when a receiver runs) and read, the count
+// of statements PostgreSQL has run, has moved by fewer than 50 a second
+// for three seconds. Each time a quiet stretch begins it calls mark (when
+// not nil), so the caller can keep what it read then. It returns whether
+// it drained.
+func (r *runner) untilQuiet(ctx context.Context, events int, read func() (int64, error), mark func()) bool {
+	deadline := time.Now().Add(r.drainLimit())
 	var last int64 = -1
 	quiet := 0
 	for time.Now().Before(deadline) && ctx.Err() == nil {
@@ -390,9 +519,7 @@ func (r *runner) waitDrained(ctx context.Context, events int) {
 			d, _ := r.c.Receiver.Counts()
 			delivered = d >= events
 		}
-		var calls int64
-		err := r.pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
-			WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&calls)
+		calls, err := read()
 		switch {
 		case err != nil:
 			// Not known to be quiet: a failed count must not pass for
@@ -401,27 +528,27 @@ func (r *runner) waitDrained(ctx context.Context, events int) {
 			continue
 		case last >= 0 && calls-last < 50:
 			quiet++
+			if quiet == 1 && mark != nil {
+				mark()
+			}
 		default:
 			quiet = 0
 		}
 		last = calls
 		if delivered && quiet >= 3 {
-			return
+			return true
 		}
 	}
-	r.printf("(the worker had not drained after %s)\n\n", wait)
+	return false
 }
 
 func (r *runner) printStatements(stmts []Statement, swipes int) {
 	if swipes == 0 {
 		return
 	}
-	var calls int64
-	var totalMs float64
-	for _, s := range stmts {
-		calls += s.Calls
-		totalMs += s.TotalMs
-	}
+	calls, totalMs := statementTotals(stmts)
+	stmts = slices.Clone(stmts)
+	slices.SortStableFunc(stmts, func(a, b Statement) int { return cmp.Compare(b.Calls, a.Calls) })
 	r.printf("PostgreSQL per swipe, everything the service ran (API, worker, webhook delivery; pg_stat_statements over %d swipes):\n\n", swipes)
 	r.printf("| statement | calls per swipe | ms per swipe | ms per call |\n|---|---:|---:|---:|\n")
 	for _, s := range stmts {
@@ -498,7 +625,7 @@ func (r *runner) mixed(ctx context.Context) error {
 		base = append(base, b.Rate())
 		before := r.cpu.Sample(ctx)
 		res := ClosedLoop(ctx, r.api, r.c.Clients, r.c.Duration, next)
-		cpuUsed = addCPU(cpuUsed, r.cpu.Sample(ctx).Sub(before))
+		cpuUsed = cpuUsed.Add(r.cpu.Sample(ctx).Sub(before))
 		total := 0.0
 		for _, x := range res {
 			total += x.Rate()
@@ -609,7 +736,7 @@ func (r *runner) reads(ctx context.Context) error {
 			base = append(base, b.Rate())
 			before := r.cpu.Sample(ctx)
 			res := ClosedLoop(ctx, r.api, r.c.Clients, r.c.Duration, func(int) Request { return rd.next() })
-			used = addCPU(used, r.cpu.Sample(ctx).Sub(before))
+			used = used.Add(r.cpu.Sample(ctx).Sub(before))
 			for _, x := range res {
 				svc = append(svc, x.Rate())
 				rs = append(rs, x)
@@ -730,23 +857,35 @@ func (r *runner) printCPU(unit string, used CPUSample, n int) {
 		parts = append(parts, fmt.Sprintf("%s %.0f", name, s*1e6/float64(n)))
 	}
 	parts = append(parts, fmt.Sprintf("PostgreSQL backends %.0f", used.Postgres*1e6/float64(n)),
+		fmt.Sprintf("PostgreSQL's own processes %.0f", used.PostgresServer*1e6/float64(n)),
 		fmt.Sprintf("Redis %.0f", used.Redis*1e6/float64(n)))
-	r.printf("%s.\n\n", strings.Join(parts, ", "))
+	r.printf("%s; in all %.0f.\n\n", strings.Join(parts, ", "), used.ServiceTotal()*1e6/float64(n))
 }
 
-func addCPU(a, b CPUSample) CPUSample {
-	out := CPUSample{Postgres: a.Postgres + b.Postgres, Redis: a.Redis + b.Redis}
-	for i := range max(len(a.Service), len(b.Service)) {
-		v := 0.0
-		if i < len(a.Service) {
-			v += a.Service[i]
-		}
-		if i < len(b.Service) {
-			v += b.Service[i]
-		}
-		out.Service = append(out.Service, v)
+// printB3CPU prints B3's CPU per request: its process, its PostgreSQL
+// backends and PostgreSQL's own processes.
+func (r *runner) printB3CPU(used CPUSample, n int) {
+	if n == 0 {
+		return
 	}
-	return out
+	per := func(v float64) float64 { return v * 1e6 / float64(n) }
+	r.printf("B3's CPU per request (µs): its process %.0f, PostgreSQL backends %.0f, PostgreSQL's own processes %.0f; in all %.0f.\n\n",
+		per(used.B3), per(used.B3Postgres), per(used.PostgresServer), per(used.B3Total()))
+}
+
+// printB3Statements prints what B3's statement cost per request.
+func (r *runner) printB3Statements(stmts []Statement, n int) {
+	calls, totalMs := statementTotals(stmts)
+	r.printf("B3 in PostgreSQL: %.2f statements and %.3f ms of execution per request (pg_stat_statements over %d requests).\n\n",
+		float64(calls)/float64(n), totalMs/float64(n), n)
+}
+
+func statementTotals(stmts []Statement) (calls int64, totalMs float64) {
+	for _, s := range stmts {
+		calls += s.Calls
+		totalMs += s.TotalMs
+	}
+	return calls, totalMs
 }
 
 func merge(rs []*Result) *Result {
@@ -815,4 +954,34 @@ func notOK(r *Result) string {
 		return "0"
 	}
 	return fmt.Sprintf("%d (%s)", n, statusLine(r))
+}
+
+// firstError keeps the first answer that was not 2xx, to say why.
+type firstError struct {
+	mu     sync.Mutex
+	status int
+	body   string
+}
+
+// watch makes req report its answer to e.
+func (e *firstError) watch(req Request) Request {
+	req.Done = func(status int, body []byte) {
+		if status >= 200 && status < 300 {
+			return
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.status == 0 {
+			e.status, e.body = status, strings.TrimSpace(string(body[:min(len(body), 300)]))
+		}
+	}
+	return req
+}
+
+func (e *firstError) print(r *runner) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.status != 0 {
+		r.printf("(B3's first answer not 2xx: %d %s)\n", e.status, e.body)
+	}
 }
