@@ -169,9 +169,15 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	})
 
 	// The relay publishes the outbox's events to the subscribers of
-	// WEBHOOK_ENDPOINTS_FILE: it writes their deliveries and queues their
-	// first attempts, a batch at a time; it also deletes published rows
-	// after RelayConfig.Retention.
+	// WEBHOOK_ENDPOINTS_FILE a batch at a time: it makes their first
+	// attempts itself (SendFirstAttempts below; as many at once as
+	// WEBHOOK_CONCURRENCY, half of them to one endpoint) and writes each
+	// delivery with its attempt; it also deletes published rows after
+	// RelayConfig.Retention.
+	if opt.relay.Senders <= 0 {
+		opt.relay.Senders = cfg.WebhookConcurrency
+	}
+	opt.relay.ShutdownTimeout = opt.shutdownTimeout
 	relay := webhook.NewRelay(log.With("component", "outbox_relay"), db, queue, subscriptions(endpoints),
 		webhook.NewRelayMetrics(reg), opt.relay)
 	// The learn sweep queues again the learn tasks Redis lost; one replica
@@ -247,10 +253,12 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		Log: log, LearnDrains: tasks.NewLearnDrains(rdb), Learning: db, Feeds: feeds, Catalogs: catalog,
 		LearnMetrics: tasks.NewLearnMetrics(reg),
 	}).Register(mux)
-	webhook.NewHandler(webhook.Deps{
+	hooks := webhook.NewHandler(webhook.Deps{
 		Log: log, Relay: relay, Store: db, Poster: webhook.NewSender(endpoints, opt.sender),
 		Metrics: webhookMetrics, Retry: opt.webhooks,
-	}).Register(mux)
+	})
+	hooks.Register(mux)
+	relay.SendFirstAttempts(hooks)
 	monitor := webhook.NewMonitor(log.With("component", "webhook_monitor"), db, queue, leader, webhookMetrics, opt.monitor)
 
 	checks := []ops.Check{
@@ -336,9 +344,10 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	}
 	readiness.Stopping()
 	stopRelay()
-	<-relayDone
-	// Both wait up to the shutdown timeout for running tasks, at once.
+	// The task servers and the relay (its first attempts on the wire) wait
+	// up to the shutdown timeout for what is running, at once.
 	var down sync.WaitGroup
+	down.Go(func() { <-relayDone })
 	down.Go(srv.Shutdown)
 	down.Go(hookSrv.Shutdown)
 	down.Wait()

@@ -53,7 +53,7 @@ func TestWebhookErrorsKeepNoSecrets(t *testing.T) {
 	w := newHookWorld(t, 20, 1, "")
 	w.env["WEBHOOK_ENDPOINTS_FILE"] = rawEndpointsFile(t, refused, failing)
 	wk := startWith(t, w.env, options{delayedCheck: 100 * time.Millisecond,
-		webhooks: webhook.RetryConfig{Schedule: []time.Duration{2 * time.Second}, Attempts: 2, Jitter: -1}})
+		webhooks: webhook.RetryConfig{Schedule: []time.Duration{2 * time.Second}, Attempts: 3, Jitter: -1}})
 
 	// A task whose payload cannot be used is archived with its error; the
 	// payload names an endpoint with its token.
@@ -65,8 +65,9 @@ func TestWebhookErrorsKeepNoSecrets(t *testing.T) {
 
 	id := w.swipe(t, 0, 1)
 
-	// While the first attempts wait for their retry, the queue holds their
-	// errors.
+	// While the second attempts (the first retries, made by tasks: the
+	// relay made the first attempts) wait for their retry, the queue holds
+	// their errors.
 	var lastErrs []string
 	require.Eventually(t, func() bool {
 		retry, err := insp.ListRetryTasks(tasks.QueueWebhooks)
@@ -100,7 +101,7 @@ func TestWebhookErrorsKeepNoSecrets(t *testing.T) {
 	for _, d := range []deliveryRow{dr, df} {
 		assertScrubbed(t, "last_error", d.LastError, secret)
 		at := w.attempts(t, d.ID)
-		require.Len(t, at, 2)
+		require.Len(t, at, 3)
 		for _, a := range at {
 			require.NotNil(t, a.Error)
 			assertScrubbed(t, "attempt error", *a.Error, secret)

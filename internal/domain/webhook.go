@@ -22,22 +22,27 @@ type Subscription struct {
 	Events []string
 }
 
-// RelayedEvent is an outbox row a relay claimed and published, with the
-// deliveries it wrote for it.
-type RelayedEvent struct {
+// ClaimedEvent is an outbox row a relay claimed and is publishing, with
+// the endpoints that have a delivery of it already (the relay writes none
+// for those).
+type ClaimedEvent struct {
 	OutboxRow
-	Deliveries []NewDelivery
+	Delivered []string
 }
 
-// NewDelivery is a delivery a relay wrote: pending and leased to the task
-// that makes its first attempt until LeasedUntil (by the database's
-// clock), or Disabled at once when its endpoint answered 410 Gone.
-type NewDelivery struct {
-	ID          int64
-	Endpoint    string
-	WebhookID   string
-	LeasedUntil time.Time
-	Disabled    bool
+// DeliveryWrite is a delivery a relay writes for an event it publishes: in
+// its state after its first attempt, with that attempt (Attempt); pending
+// without an attempt, leased until Next to whoever makes its first attempt;
+// or ended without one (disabled, parked: LastError says why).
+type DeliveryWrite struct {
+	OutboxID  int64
+	Endpoint  string
+	WebhookID string
+	Topic     string
+	Status    string
+	Next      time.Time // zero: no next attempt
+	LastError string
+	Attempt   *WebhookAttempt
 }
 
 // Webhook delivery statuses (webhook_deliveries.status).

@@ -42,6 +42,10 @@ type Job struct {
 	// drain's pending set, and the task (ID a fresh one) is queued only
 	// when no drain task is armed (see DrainMark).
 	Drain *DrainMark
+	// ProcessAt, when set (and Drain is not), schedules the task: it waits
+	// in the queue's scheduled set until then (asynq moves it to pending,
+	// to the second).
+	ProcessAt time.Time
 }
 
 // enqueue is asynq's enqueue script: a task whose id exists is left alone.
@@ -54,11 +58,25 @@ redis.call("LPUSH", KEYS[2], ARGV[2])
 return 1
 `)
 
+// schedule is asynq's schedule script: a task whose id exists is left
+// alone.
+var schedule = redis.NewScript(`
+if redis.call("EXISTS", KEYS[1]) == 1 then
+	return 0
+end
+redis.call("HSET", KEYS[1], "msg", ARGV[1], "state", "scheduled")
+redis.call("ZADD", KEYS[2], ARGV[2], ARGV[3])
+return 1
+`)
+
 // allQueues is asynq's set of queue names, which its Inspector lists.
 const allQueues = "asynq:queues"
 
 func taskKey(queue, id string) string { return "asynq:{" + queue + "}:t:" + id }
 func pendingKey(queue string) string  { return "asynq:{" + queue + "}:pending" }
+func scheduledKey(queue string) string {
+	return "asynq:{" + queue + "}:scheduled"
+}
 
 // defaultTimeout is asynq's timeout for a task without one.
 const defaultTimeout = 30 * time.Minute
@@ -118,6 +136,10 @@ func (q *Queuer) Queue(ctx context.Context, pipe redis.Pipeliner, j Job) (*redis
 		}
 		return queueMark(ctx, pipe, j), nil
 	}
+	if !j.ProcessAt.IsZero() {
+		return schedule.EvalSha(ctx, pipe, []string{taskKey(j.Queue, j.ID), scheduledKey(j.Queue)},
+			message(j), j.ProcessAt.Unix(), j.ID), nil
+	}
 	return enqueue.EvalSha(ctx, pipe, []string{taskKey(j.Queue, j.ID), pendingKey(j.Queue)},
 		message(j), j.ID, strconv.FormatInt(time.Now().UnixNano(), 10)), nil
 }
@@ -172,7 +194,7 @@ func exec(ctx context.Context, rdb redis.UniversalClient, pipeline func() redis.
 			}
 			return err
 		}
-		for _, s := range append(scripts, enqueue, mark) {
+		for _, s := range append(scripts, enqueue, mark, schedule) {
 			if err := s.Load(ctx, rdb).Err(); err != nil {
 				return err
 			}

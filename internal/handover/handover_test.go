@@ -95,6 +95,43 @@ func TestQueuedJobsAreAsynqTasks(t *testing.T) {
 	assert.Equal(t, map[string]string{"learn:1": `{"n":1}`, "learn:2": `{"n":2}`}, seen)
 }
 
+// A job with ProcessAt waits in the scheduled set until then, as asynq's
+// own ProcessAt, and a server runs it once due.
+func TestScheduledJobsWaitTheirTime(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBHandover)
+	ctx := context.Background()
+	c := handover.NewClient(rdb, handover.NewQueuer())
+	at := time.Now().Add(2 * time.Second)
+	job := handover.Job{ID: "hook:1", Type: "test:run", Payload: []byte(`{"n":1}`), Queue: "webhooks", MaxRetry: 3, ProcessAt: at}
+	n, err := c.Queue(ctx, job)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	n, err = c.Queue(ctx, job)
+	require.NoError(t, err)
+	assert.Zero(t, n, "the same id again is refused")
+
+	in := asynq.NewInspectorFromRedisClient(rdb)
+	info, err := in.GetTaskInfo("webhooks", "hook:1")
+	require.NoError(t, err)
+	assert.Equal(t, asynq.TaskStateScheduled, info.State)
+	assert.Equal(t, at.Unix(), info.NextProcessAt.Unix())
+	assert.Equal(t, 3, info.MaxRetry)
+
+	ran := make(chan time.Time, 1)
+	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 1, Queues: map[string]int{"webhooks": 1},
+		TaskCheckInterval: 20 * time.Millisecond, DelayedTaskCheckInterval: 100 * time.Millisecond, LogLevel: asynq.FatalLevel})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc("test:run", func(context.Context, *asynq.Task) error { ran <- time.Now(); return nil })
+	require.NoError(t, srv.Start(mux))
+	defer srv.Shutdown()
+	select {
+	case when := <-ran:
+		assert.False(t, when.Before(at.Truncate(time.Second)), "not before its time (asynq keeps whole seconds)")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the scheduled task never ran")
+	}
+}
+
 // After a Redis restart its script cache is empty: Exec loads the scripts
 // and runs the pipeline again.
 func TestExecLoadsScriptsRedisForgot(t *testing.T) {

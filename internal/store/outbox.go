@@ -30,62 +30,80 @@ func InsertOutbox(ctx context.Context, tx pgx.Tx, topic, studentID string, paylo
 	return id, mapErr(err, "outbox event")
 }
 
-// relayOutbox claims up to $2 unpublished rows of topics $1, oldest first,
-// rows no other relay holds; marks them published; and writes, for each,
-// one delivery per subscribed endpoint ($4 urls, $5 keys, $6 events): a
-// pending one leased for $3 seconds to the task that makes its first
-// attempt, or a disabled one for an endpoint disabled by 410 Gone. All in
-// one statement, inside the caller's transaction.
-const relayOutbox = `
+// claimOutbox claims up to $2 unpublished rows of topics $1, oldest first,
+// rows no other relay holds, and marks them published; with each, the
+// endpoints of $3 that have a delivery of it already (written by a task of
+// an older build, which inserted the row it found missing), and, on every
+// row, the endpoints of $3 that are disabled (410 Gone) with their reasons.
+const claimOutbox = `
 WITH c AS (
 	SELECT id FROM outbox WHERE published_at IS NULL AND topic = ANY($1)
 	ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
 ), m AS (
 	UPDATE outbox o SET published_at = now() FROM c WHERE o.id = c.id
 	RETURNING o.id, o.topic, coalesce(o.student_id::text, '') AS student_id, o.payload, o.created_at
-), d AS (
-	INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, status, next_attempt_at, last_error)
-	SELECT m.id, e.url, 'msg_' || m.id || '_' || e.key, m.topic,
-		CASE WHEN x.endpoint_url IS NULL THEN 'pending' ELSE 'disabled' END,
-		CASE WHEN x.endpoint_url IS NULL THEN now() + make_interval(secs => $3) END,
-		CASE WHEN x.endpoint_url IS NOT NULL THEN 'endpoint disabled: ' || x.reason END
-	FROM m JOIN unnest($4::text[], $5::text[], $6::text[]) AS e (url, key, event) ON e.event = m.topic
-	LEFT JOIN webhook_endpoint_state x ON x.endpoint_url = e.url
-	ORDER BY m.id, e.url
-	ON CONFLICT (outbox_id, endpoint_url) DO NOTHING
-	RETURNING id, outbox_id, endpoint_url, webhook_id, status, next_attempt_at
+), x AS (
+	SELECT coalesce(array_agg(endpoint_url), '{}') AS urls, coalesce(array_agg(reason), '{}') AS reasons
+	FROM webhook_endpoint_state WHERE endpoint_url = ANY($3)
 )
 SELECT m.id, m.topic, m.student_id, m.payload, m.created_at,
-	d.id, d.endpoint_url, d.webhook_id, d.status = 'disabled', d.next_attempt_at
-FROM m LEFT JOIN d ON d.outbox_id = m.id
-ORDER BY m.id, d.endpoint_url`
+	array(SELECT d.endpoint_url FROM webhook_deliveries d WHERE d.outbox_id = m.id AND d.endpoint_url = ANY($3)),
+	x.urls, x.reasons
+FROM m CROSS JOIN x ORDER BY m.id`
 
-// RelayOutbox is one pass of a relay over the outbox, in one transaction:
-// it claims up to limit unpublished rows of topics (oldest first, none that
-// another relay holds), marks them published and writes their webhook
-// deliveries to subs (relayOutbox), then calls hand with what it wrote. The
-// transaction commits when hand returns nil; otherwise it rolls back, and
-// rows, marks and deliveries are as if the pass had not run (hand must
-// then have queued nothing, or only tasks that are harmless twice).
+// writeDeliveries writes a relay's deliveries, each in its state after
+// its first attempt together with that attempt, or without one (leased to
+// a task, or ended: disabled), in one statement. A delivery that is there
+// already is left as it is and not returned.
+const writeDeliveries = `
+WITH v AS (
+	SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[],
+		$8::bool[], $9::int[], $10::int[], $11::text[])
+		AS v(outbox_id, endpoint_url, webhook_id, event, status, next_at, last_error, attempted, code, latency, err)
+), d AS (
+	INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, status, attempts, next_attempt_at, last_error)
+	SELECT outbox_id, endpoint_url, webhook_id, event, status, CASE WHEN attempted THEN 1 ELSE 0 END, next_at,
+		nullif(last_error, '')
+	FROM v ORDER BY outbox_id, endpoint_url
+	ON CONFLICT (outbox_id, endpoint_url) DO NOTHING
+	RETURNING id, outbox_id, endpoint_url
+), a AS (
+	INSERT INTO webhook_attempts (delivery_id, attempt, status_code, latency_ms, error)
+	SELECT d.id, 1, v.code, v.latency, nullif(v.err, '')
+	FROM d JOIN v ON v.outbox_id = d.outbox_id AND v.endpoint_url = d.endpoint_url
+	WHERE v.attempted
+)
+SELECT id, outbox_id, endpoint_url FROM d`
+
+// OutboxWriter writes a claimed batch's deliveries (PublishOutbox): ids[i]
+// is the row id of ds[i], 0 when a delivery of that event to that endpoint
+// was there already (it is left as it was). It is called once per batch.
+type OutboxWriter = func(ctx context.Context, ds []domain.DeliveryWrite) (ids []int64, err error)
+
+// PublishOutbox is one pass of a relay over the outbox, in one
+// transaction: it claims up to limit unpublished rows of topics (oldest
+// first, none that another relay holds) and marks them published, then
+// calls hand with them, the endpoints of endpoints that are disabled (410
+// Gone; URL to reason) and a writer for their deliveries. The transaction
+// commits when hand returns nil; otherwise it rolls back, and rows, marks
+// and deliveries are as if the pass had not run. The claimed rows stay
+// locked until then, so an erasure of their student waits for the pass.
 //
 // Only rows of topics are claimed: a relay passes the topics it knows, so
 // a row of a topic a newer build writes while an older worker still runs
 // (a rolling deploy) waits, unpublished, for a relay that knows it.
 //
 // claimed is the number of rows passed to hand.
-func (s *Store) RelayOutbox(ctx context.Context, topics []string, subs []domain.Subscription, lease time.Duration, limit int,
-	hand func(ctx context.Context, events []domain.RelayedEvent) error) (claimed int, err error) {
+func (s *Store) PublishOutbox(ctx context.Context, topics, endpoints []string, limit int,
+	hand func(ctx context.Context, events []domain.ClaimedEvent, disabled map[string]string, write OutboxWriter) error) (claimed int, err error) {
 	if limit <= 0 {
 		return 0, fmt.Errorf("store: outbox batch size %d is not positive", limit)
 	}
 	if len(topics) == 0 {
 		return 0, nil
 	}
-	var urls, keys, events []string
-	for _, sub := range subs {
-		for _, ev := range sub.Events {
-			urls, keys, events = append(urls, sub.URL), append(keys, sub.Key), append(events, ev)
-		}
+	if endpoints == nil {
+		endpoints = []string{}
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -93,54 +111,112 @@ func (s *Store) RelayOutbox(ctx context.Context, topics []string, subs []domain.
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // no-op once committed
 
-	rows, err := tx.Query(ctx, relayOutbox, topics, limit, lease.Seconds(), urls, keys, events)
-	if err != nil {
-		return 0, mapErr(err, "outbox")
+	events, disabled, err := claimEvents(ctx, tx, topics, endpoints, limit)
+	if err != nil || len(events) == 0 {
+		return 0, err
 	}
-	var batch []domain.RelayedEvent
-	for rows.Next() {
-		var (
-			r         domain.OutboxRow
-			id        *int64
-			endpoint  *string
-			webhookID *string
-			disabled  *bool
-			leased    *time.Time
-		)
-		if err := rows.Scan(&r.ID, &r.Topic, &r.StudentID, &r.Payload, &r.CreatedAt, &id, &endpoint, &webhookID,
-			&disabled, &leased); err != nil {
-			rows.Close()
-			return 0, mapErr(err, "outbox")
+	written := false
+	write := func(ctx context.Context, ds []domain.DeliveryWrite) ([]int64, error) {
+		if written {
+			return nil, errors.New("store: a batch's deliveries are written once")
 		}
-		if n := len(batch); n == 0 || batch[n-1].ID != r.ID {
-			batch = append(batch, domain.RelayedEvent{OutboxRow: r})
-		}
-		if id != nil {
-			d := domain.NewDelivery{ID: *id, Endpoint: *endpoint, WebhookID: *webhookID, Disabled: *disabled}
-			if leased != nil {
-				d.LeasedUntil = *leased
-			}
-			ev := &batch[len(batch)-1]
-			ev.Deliveries = append(ev.Deliveries, d)
-		}
+		written = true
+		return writeDeliveryRows(ctx, tx, ds)
 	}
-	if err := rows.Err(); err != nil {
-		return 0, mapErr(err, "outbox")
+	if err := hand(ctx, events, disabled, write); err != nil {
+		return len(events), err
 	}
-	if len(batch) == 0 {
-		return 0, nil
-	}
-	if err := hand(ctx, batch); err != nil {
-		return len(batch), err
-	}
-	// The tasks are in the queue now: commit even when ctx has just ended
-	// (shutdown), or the next pass writes the deliveries a second time.
+	// What hand did (attempts made, tasks queued) is done: commit even when
+	// ctx has just ended (shutdown), or the next pass does it a second time.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := tx.Commit(cctx); err != nil {
-		return len(batch), mapErr(err, "outbox")
+		return len(events), mapErr(err, "outbox")
 	}
-	return len(batch), nil
+	return len(events), nil
+}
+
+// claimEvents runs claimOutbox.
+func claimEvents(ctx context.Context, tx pgx.Tx, topics, endpoints []string, limit int) ([]domain.ClaimedEvent, map[string]string, error) {
+	rows, err := tx.Query(ctx, claimOutbox, topics, limit, endpoints)
+	if err != nil {
+		return nil, nil, mapErr(err, "outbox")
+	}
+	var (
+		events   []domain.ClaimedEvent
+		disabled map[string]string
+	)
+	for rows.Next() {
+		var (
+			e             domain.ClaimedEvent
+			urls, reasons []string
+		)
+		if err := rows.Scan(&e.ID, &e.Topic, &e.StudentID, &e.Payload, &e.CreatedAt, &e.Delivered, &urls, &reasons); err != nil {
+			rows.Close()
+			return nil, nil, mapErr(err, "outbox")
+		}
+		if disabled == nil {
+			disabled = make(map[string]string, len(urls))
+			for i, u := range urls {
+				disabled[u] = reasons[i]
+			}
+		}
+		events = append(events, e)
+	}
+	return events, disabled, mapErr(rows.Err(), "outbox")
+}
+
+// writeDeliveryRows runs writeDeliveries.
+func writeDeliveryRows(ctx context.Context, tx pgx.Tx, ds []domain.DeliveryWrite) ([]int64, error) {
+	ids := make([]int64, len(ds))
+	if len(ds) == 0 {
+		return ids, nil
+	}
+	n := len(ds)
+	outbox, urls, webhookIDs, events, statuses := make([]int64, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	nexts, lastErrs, attempted := make([]*time.Time, n), make([]string, n), make([]bool, n)
+	codes, latencies, errs := make([]*int32, n), make([]int32, n), make([]string, n)
+	at := make(map[deliveryKey]int, n)
+	for i, d := range ds {
+		outbox[i], urls[i], webhookIDs[i], events[i], statuses[i] = d.OutboxID, d.Endpoint, d.WebhookID, d.Topic, d.Status
+		if !d.Next.IsZero() {
+			nexts[i] = &ds[i].Next
+		}
+		lastErrs[i] = domain.ScrubError(d.LastError)
+		if a := d.Attempt; a != nil {
+			attempted[i] = true
+			if a.StatusCode != 0 {
+				c := int32(a.StatusCode)
+				codes[i] = &c
+			}
+			latencies[i], errs[i] = int32(a.Latency.Milliseconds()), domain.ScrubError(a.Error)
+		}
+		at[deliveryKey{d.OutboxID, d.Endpoint}] = i
+	}
+	rows, err := tx.Query(ctx, writeDeliveries, outbox, urls, webhookIDs, events, statuses, nexts, lastErrs, attempted,
+		codes, latencies, errs)
+	if err != nil {
+		return nil, mapErr(err, "webhook deliveries")
+	}
+	for rows.Next() {
+		var (
+			id int64
+			k  deliveryKey
+		)
+		if err := rows.Scan(&id, &k.outboxID, &k.endpoint); err != nil {
+			rows.Close()
+			return nil, mapErr(err, "webhook deliveries")
+		}
+		if i, ok := at[k]; ok {
+			ids[i] = id
+		}
+	}
+	return ids, mapErr(rows.Err(), "webhook deliveries")
+}
+
+type deliveryKey struct {
+	outboxID int64
+	endpoint string
 }
 
 // OutboxBacklog reports how many rows are not yet published and when the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func unpublished(t *testing.T, db *store.Store) []int64 {
 	return ids
 }
 
-func eventIDs(evs []domain.RelayedEvent) []int64 {
+func eventIDs(evs []domain.ClaimedEvent) []int64 {
 	ids := make([]int64, len(evs))
 	for i, e := range evs {
 		ids[i] = e.ID
@@ -58,6 +59,38 @@ func eventIDs(evs []domain.RelayedEvent) []int64 {
 var testSubs = []domain.Subscription{
 	{URL: "https://a.example/hook", Key: "aaaa", Events: []string{"swipe.recorded"}},
 	{URL: "https://b.example/hook", Key: "bbbb", Events: []string{"swipe.recorded", "other.event"}},
+}
+
+func testURLs() []string { return []string{testSubs[0].URL, testSubs[1].URL} }
+
+// pendingWrites are the deliveries of events to testSubs, as a relay that
+// hands every first attempt to the queue writes them: pending, leased for
+// a minute.
+func pendingWrites(events []domain.ClaimedEvent) []domain.DeliveryWrite {
+	var ds []domain.DeliveryWrite
+	for _, ev := range events {
+		for _, sub := range testSubs {
+			if slices.Contains(sub.Events, ev.Topic) {
+				ds = append(ds, domain.DeliveryWrite{OutboxID: ev.ID, Endpoint: sub.URL, Topic: ev.Topic,
+					WebhookID: fmt.Sprintf("msg_%d_%s", ev.ID, sub.Key), Status: "pending", Next: time.Now().Add(time.Minute)})
+			}
+		}
+	}
+	return ds
+}
+
+// publish is a relay's pass that writes pendingWrites; hand sees the
+// claimed events first.
+func publish(ctx context.Context, db *store.Store, topics []string, limit int,
+	hand func(events []domain.ClaimedEvent, disabled map[string]string) error) (int, error) {
+	return db.PublishOutbox(ctx, topics, testURLs(), limit,
+		func(ctx context.Context, events []domain.ClaimedEvent, disabled map[string]string, write store.OutboxWriter) error {
+			if err := hand(events, disabled); err != nil {
+				return err
+			}
+			_, err := write(ctx, pendingWrites(events))
+			return err
+		})
 }
 
 func TestInsertOutboxIsPartOfTheWritersTransaction(t *testing.T) {
@@ -95,11 +128,17 @@ func TestInsertOutboxIsPartOfTheWritersTransaction(t *testing.T) {
 	assert.Equal(t, 2, n)
 	assert.WithinDuration(t, before, oldest, 5*time.Second)
 
-	var got []domain.RelayedEvent
-	claimed, err := db.RelayOutbox(ctx, []string{"swipe.recorded", "other.event"}, testSubs, time.Minute, 10,
-		func(_ context.Context, evs []domain.RelayedEvent) error {
-			got = evs
-			return nil
+	var (
+		got []domain.ClaimedEvent
+		ids []int64
+		ds  []domain.DeliveryWrite
+	)
+	claimed, err := db.PublishOutbox(ctx, []string{"swipe.recorded", "other.event"}, testURLs(), 10,
+		func(ctx context.Context, evs []domain.ClaimedEvent, _ map[string]string, write store.OutboxWriter) error {
+			got, ds = evs, pendingWrites(evs)
+			var err error
+			ids, err = write(ctx, ds)
+			return err
 		})
 	require.NoError(t, err)
 	assert.Equal(t, 2, claimed)
@@ -111,18 +150,108 @@ func TestInsertOutboxIsPartOfTheWritersTransaction(t *testing.T) {
 	assert.Equal(t, "", got[1].StudentID)
 	assert.JSONEq(t, `{"count":3}`, string(got[1].Payload))
 
-	// One delivery per endpoint subscribed to the event's topic, leased to
-	// its first attempt.
-	require.Len(t, got[0].Deliveries, 2)
-	for i, d := range got[0].Deliveries {
-		assert.Equal(t, testSubs[i].URL, d.Endpoint)
-		assert.Equal(t, fmt.Sprintf("msg_%d_%s", first, testSubs[i].Key), d.WebhookID)
-		assert.False(t, d.Disabled)
-		assert.WithinDuration(t, time.Now().Add(time.Minute), d.LeasedUntil, 10*time.Second)
+	// One delivery per endpoint subscribed to the event's topic, written
+	// as given, with the row ids in the order given.
+	require.Len(t, ids, 3)
+	for i, d := range ds {
+		var (
+			outbox          int64
+			endpoint, msgID string
+			status          string
+			attempts        int
+			next            time.Time
+		)
+		require.NoError(t, db.Pool().QueryRow(ctx, `SELECT outbox_id, endpoint_url, webhook_id, status, attempts, next_attempt_at
+FROM webhook_deliveries WHERE id = $1`, ids[i]).Scan(&outbox, &endpoint, &msgID, &status, &attempts, &next))
+		assert.Equal(t, d.OutboxID, outbox)
+		assert.Equal(t, d.Endpoint, endpoint)
+		assert.Equal(t, d.WebhookID, msgID)
+		assert.Equal(t, "pending", status)
+		assert.Zero(t, attempts)
+		assert.WithinDuration(t, d.Next, next, time.Millisecond)
 	}
-	require.Len(t, got[1].Deliveries, 1)
-	assert.Equal(t, "https://b.example/hook", got[1].Deliveries[0].Endpoint)
+	assert.Equal(t, fmt.Sprintf("msg_%d_%s", second, testSubs[1].Key), ds[2].WebhookID)
 	assert.Empty(t, unpublished(t, db))
+}
+
+// A delivery written after its first attempt is written once, in its state
+// after the attempt, with the attempt (no update of a pending row); one
+// that is there already is left as it was, its id 0, and the next claim
+// of its event says so.
+func TestPublishOutboxWritesDeliveriesWithTheirFirstAttempts(t *testing.T) {
+	ctx := context.Background()
+	db := store.New(testutil.NewDB(t))
+	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded", "swipe.recorded")
+	// A delivery of the second event exists already (a task of an older
+	// build inserted the row it found missing).
+	_, err := db.Pool().Exec(ctx, `INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, next_attempt_at)
+VALUES ($1, $2, 'msg_x', 'swipe.recorded', now())`, ids[1], testSubs[0].URL)
+	require.NoError(t, err)
+	retryAt := time.Now().Add(5 * time.Second).Truncate(time.Second)
+	var written []int64
+	_, err = db.PublishOutbox(ctx, []string{"swipe.recorded"}, testURLs(), 10,
+		func(ctx context.Context, evs []domain.ClaimedEvent, _ map[string]string, write store.OutboxWriter) error {
+			require.Len(t, evs, 2)
+			assert.Empty(t, evs[0].Delivered)
+			assert.Equal(t, []string{testSubs[0].URL}, evs[1].Delivered)
+			var err error
+			written, err = write(ctx, []domain.DeliveryWrite{
+				{OutboxID: ids[0], Endpoint: testSubs[0].URL, WebhookID: "msg_a", Topic: "swipe.recorded", Status: "succeeded",
+					Attempt: &domain.WebhookAttempt{StatusCode: 204, Latency: 12 * time.Millisecond}},
+				{OutboxID: ids[0], Endpoint: testSubs[1].URL, WebhookID: "msg_b", Topic: "swipe.recorded", Status: "pending",
+					Next: retryAt, LastError: "HTTP 503", Attempt: &domain.WebhookAttempt{StatusCode: 503, Latency: time.Millisecond, Error: "HTTP 503"}},
+				{OutboxID: ids[1], Endpoint: testSubs[0].URL, WebhookID: "msg_c", Topic: "swipe.recorded", Status: "succeeded",
+					Attempt: &domain.WebhookAttempt{StatusCode: 200}},
+			})
+			return err
+		})
+	require.NoError(t, err)
+	require.Len(t, written, 3)
+	assert.Positive(t, written[0])
+	assert.Positive(t, written[1])
+	assert.Zero(t, written[2], "there already: left as it was")
+
+	type row struct {
+		status, lastError string
+		attempts          int
+		next              *time.Time
+		code              *int
+		latency           int
+		attemptErr        *string
+	}
+	read := func(id int64) row {
+		var r row
+		var lastError *string
+		require.NoError(t, db.Pool().QueryRow(ctx, `SELECT d.status, d.last_error, d.attempts, d.next_attempt_at,
+	a.status_code, a.latency_ms, a.error
+FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id AND a.attempt = 1 WHERE d.id = $1`, id).
+			Scan(&r.status, &lastError, &r.attempts, &r.next, &r.code, &r.latency, &r.attemptErr))
+		if lastError != nil {
+			r.lastError = *lastError
+		}
+		return r
+	}
+	ok := read(written[0])
+	assert.Equal(t, "succeeded", ok.status)
+	assert.Equal(t, 1, ok.attempts)
+	assert.Nil(t, ok.next)
+	require.NotNil(t, ok.code)
+	assert.Equal(t, 204, *ok.code)
+	assert.Equal(t, 12, ok.latency)
+	assert.Nil(t, ok.attemptErr)
+	failed := read(written[1])
+	assert.Equal(t, "pending", failed.status)
+	assert.Equal(t, "HTTP 503", failed.lastError)
+	require.NotNil(t, failed.next)
+	assert.WithinDuration(t, retryAt, *failed.next, time.Millisecond)
+	require.NotNil(t, failed.attemptErr)
+	assert.Equal(t, "HTTP 503", *failed.attemptErr)
+	var attempts, existing int
+	require.NoError(t, db.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_attempts),
+	(SELECT attempts FROM webhook_deliveries WHERE outbox_id = $1 AND endpoint_url = $2)`, ids[1], testSubs[0].URL).
+		Scan(&attempts, &existing))
+	assert.Equal(t, 2, attempts, "no attempt row for the delivery that was there")
+	assert.Zero(t, existing)
 }
 
 func TestInsertOutboxRejectsBadInput(t *testing.T) {
@@ -144,13 +273,13 @@ func TestInsertOutboxRejectsBadInput(t *testing.T) {
 // A relay pass commits only when hand succeeded: when the tasks could not
 // be queued, the rows stay unpublished and no delivery is left behind, and
 // the next pass claims them again.
-func TestRelayOutboxRollsBackWhenTheHandOverFails(t *testing.T) {
+func TestPublishOutboxRollsBackWhenTheHandOverFails(t *testing.T) {
 	ctx := context.Background()
 	db := store.New(testutil.NewDB(t))
 	ids := insertEvents(t, db, uuid.NewString(), "swipe.recorded", "swipe.recorded", "swipe.recorded")
 	errRedis := errors.New("redis down")
-	claimed, err := db.RelayOutbox(ctx, []string{"swipe.recorded"}, testSubs, time.Minute, 2,
-		func(context.Context, []domain.RelayedEvent) error { return errRedis })
+	claimed, err := publish(ctx, db, []string{"swipe.recorded"}, 2,
+		func([]domain.ClaimedEvent, map[string]string) error { return errRedis })
 	require.ErrorIs(t, err, errRedis)
 	assert.Equal(t, 2, claimed)
 	assert.Equal(t, ids, unpublished(t, db))
@@ -160,8 +289,8 @@ func TestRelayOutboxRollsBackWhenTheHandOverFails(t *testing.T) {
 
 	var got []int64
 	for {
-		n, err := db.RelayOutbox(ctx, []string{"swipe.recorded"}, testSubs, time.Minute, 2,
-			func(_ context.Context, evs []domain.RelayedEvent) error {
+		n, err := publish(ctx, db, []string{"swipe.recorded"}, 2,
+			func(evs []domain.ClaimedEvent, _ map[string]string) error {
 				got = append(got, eventIDs(evs)...)
 				return nil
 			})
@@ -176,7 +305,7 @@ func TestRelayOutboxRollsBackWhenTheHandOverFails(t *testing.T) {
 	assert.Empty(t, unpublished(t, db))
 }
 
-func TestRelayOutboxConcurrentRelaysTakeDisjointRows(t *testing.T) {
+func TestPublishOutboxConcurrentRelaysTakeDisjointRows(t *testing.T) {
 	ctx := context.Background()
 	db := store.New(testutil.NewDB(t))
 	ids := insertEvents(t, db, "", "t", "t", "t", "t", "t", "t", "t", "t", "t", "t")
@@ -187,7 +316,7 @@ func TestRelayOutboxConcurrentRelaysTakeDisjointRows(t *testing.T) {
 	var a, b []int64
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_, err := db.RelayOutbox(ctx, []string{"t"}, nil, time.Minute, 5, func(_ context.Context, evs []domain.RelayedEvent) error {
+		_, err := publish(ctx, db, []string{"t"}, 5, func(evs []domain.ClaimedEvent, _ map[string]string) error {
 			a = eventIDs(evs)
 			close(aHolds)
 			<-bDone
@@ -197,7 +326,7 @@ func TestRelayOutboxConcurrentRelaysTakeDisjointRows(t *testing.T) {
 	})
 	<-aHolds
 	bctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	_, err := db.RelayOutbox(bctx, []string{"t"}, nil, time.Minute, 5, func(_ context.Context, evs []domain.RelayedEvent) error {
+	_, err := publish(bctx, db, []string{"t"}, 5, func(evs []domain.ClaimedEvent, _ map[string]string) error {
 		b = eventIDs(evs)
 		return nil
 	})
@@ -210,45 +339,42 @@ func TestRelayOutboxConcurrentRelaysTakeDisjointRows(t *testing.T) {
 	assert.Empty(t, unpublished(t, db))
 }
 
-func TestRelayOutboxClaimsOnlyTheGivenTopics(t *testing.T) {
+func TestPublishOutboxClaimsOnlyTheGivenTopics(t *testing.T) {
 	ctx := context.Background()
 	db := store.New(testutil.NewDB(t))
 	// Rows of a topic a newer build writes lead the queue: a claim of one
 	// row must still reach the known row behind them, and leave them.
 	ids := insertEvents(t, db, "", "newer.topic", "newer.topic", "swipe.recorded")
 	var got []int64
-	n, err := db.RelayOutbox(ctx, []string{"swipe.recorded"}, testSubs, time.Minute, 1,
-		func(_ context.Context, evs []domain.RelayedEvent) error { got = eventIDs(evs); return nil })
+	n, err := publish(ctx, db, []string{"swipe.recorded"}, 1,
+		func(evs []domain.ClaimedEvent, _ map[string]string) error { got = eventIDs(evs); return nil })
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	assert.Equal(t, []int64{ids[2]}, got)
 	assert.Equal(t, ids[:2], unpublished(t, db))
-	n, err = db.RelayOutbox(ctx, nil, testSubs, time.Minute, 10,
-		func(context.Context, []domain.RelayedEvent) error { t.Fatal("no topics: nothing claimed"); return nil })
+	n, err = publish(ctx, db, nil, 10,
+		func([]domain.ClaimedEvent, map[string]string) error {
+			t.Fatal("no topics: nothing claimed")
+			return nil
+		})
 	require.NoError(t, err)
 	assert.Zero(t, n)
 }
 
-// An endpoint disabled by 410 Gone gets its deliveries written disabled,
-// with no attempt to make.
-func TestRelayOutboxWritesDisabledDeliveriesForDisabledEndpoints(t *testing.T) {
+// The claim says which endpoints are disabled by 410 Gone, with the
+// reason, among those asked about.
+func TestPublishOutboxReportsDisabledEndpoints(t *testing.T) {
 	ctx := context.Background()
 	db := store.New(testutil.NewDB(t))
 	insertEvents(t, db, "", "swipe.recorded")
-	_, err := db.Pool().Exec(ctx, `INSERT INTO webhook_endpoint_state (endpoint_url, reason) VALUES ($1, '410 Gone')`, testSubs[0].URL)
+	_, err := db.Pool().Exec(ctx, `INSERT INTO webhook_endpoint_state (endpoint_url, reason) VALUES ($1, '410 Gone'), ('https://other.example', 'x')`,
+		testSubs[0].URL)
 	require.NoError(t, err)
-	var got []domain.RelayedEvent
-	_, err = db.RelayOutbox(ctx, []string{"swipe.recorded"}, testSubs, time.Minute, 10,
-		func(_ context.Context, evs []domain.RelayedEvent) error { got = evs; return nil })
+	var got map[string]string
+	_, err = publish(ctx, db, []string{"swipe.recorded"}, 10,
+		func(_ []domain.ClaimedEvent, disabled map[string]string) error { got = disabled; return nil })
 	require.NoError(t, err)
-	require.Len(t, got, 1)
-	require.Len(t, got[0].Deliveries, 2)
-	assert.True(t, got[0].Deliveries[0].Disabled)
-	assert.False(t, got[0].Deliveries[1].Disabled)
-	var status string
-	require.NoError(t, db.Pool().QueryRow(ctx, `SELECT status FROM webhook_deliveries WHERE id = $1`,
-		got[0].Deliveries[0].ID).Scan(&status))
-	assert.Equal(t, "disabled", status)
+	assert.Equal(t, map[string]string{testSubs[0].URL: "410 Gone"}, got)
 }
 
 // age sets when rows were written and published, in the database's clock;

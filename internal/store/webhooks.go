@@ -19,17 +19,26 @@ import (
 // the same delivery (a duplicate queued during a deploy, or by the monitor
 // for a task that was only late) finds it not due and makes no attempt
 // meanwhile; recording the attempt sets the real next time. A delivery
-// without a row (a task queued by an older build) gets one, claimed. A
-// domain.KindNotFound error means the outbox row is gone.
+// without a row (a task queued by an older build) gets one, claimed, once
+// no relay holds its event (a relay making the event's first attempts
+// writes the row itself). A domain.KindNotFound error means the outbox
+// row is gone.
 func (s *Store) BeginWebhookDelivery(ctx context.Context, k domain.DeliveryKey) (domain.WebhookDelivery, error) {
 	outboxID, endpoint, webhookID := k.OutboxID, k.Endpoint, k.MessageID
 	lease, slack := domain.WebhookLease, domain.WebhookClockSlack
 	const q = `
 WITH ev AS (
 	SELECT id, topic, payload, created_at FROM outbox WHERE id = $1
+), lk AS (
+	-- Only when the delivery has no row: the event's row is locked, so a
+	-- relay that holds it (making the first attempt itself) is waited for,
+	-- and its delivery found, rather than attempted beside it.
+	SELECT id, topic FROM outbox WHERE id = $1
+		AND NOT EXISTS (SELECT 1 FROM webhook_deliveries WHERE outbox_id = $1 AND endpoint_url = $2)
+	FOR KEY SHARE
 ), ins AS (
 	INSERT INTO webhook_deliveries (outbox_id, endpoint_url, webhook_id, event, next_attempt_at)
-	SELECT id, $2, $3, topic, now() + make_interval(secs => $4) FROM ev
+	SELECT id, $2, $3, topic, now() + make_interval(secs => $4) FROM lk
 	ON CONFLICT (outbox_id, endpoint_url) DO NOTHING
 	RETURNING id, status, attempts, round_start, replays, next_attempt_at
 ), upd AS (

@@ -148,8 +148,9 @@ type WebhookDeliverPayload struct {
 
 // FirstAttempt is a new delivery's first attempt, as the relay hands it
 // over: the delivery row, how long its lease lasts (Unix milliseconds, by
-// the database's clock), how long it was leased for (milliseconds; 0 from
-// a build that did not say) and the event.
+// the relaying worker's clock; an older build's relay used the
+// database's), how long it was leased for (milliseconds; 0 from a build
+// that did not say) and the event.
 type FirstAttempt struct {
 	DeliveryID  int64           `json:"delivery_id"`
 	LeasedUntil int64           `json:"leased_until"`

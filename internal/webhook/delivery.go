@@ -236,6 +236,15 @@ type webhooks struct {
 	lease *firstLease
 }
 
+// label is the endpoint label of the metrics for url: its name, or
+// UnconfiguredEndpoint.
+func (w *webhooks) label(url string) string {
+	if name, ok := w.sender.Name(url); ok {
+		return name
+	}
+	return UnconfiguredEndpoint
+}
+
 // firstAttemptMargin is how much of its lease a first attempt must have
 // left to go without a claim: time for the request (10 s at most) and the
 // clocks apart. A first attempt that starts later claims its attempt.
@@ -362,52 +371,83 @@ func (w *webhooks) deliver(ctx context.Context, t *asynq.Task) error {
 	// round attempts were made before this one in this round (since the
 	// first hand-over or the last replay), by whichever task ran them.
 	round := d.Round()
-
-	switch {
-	case res.Outcome == Delivered:
-		w.m.Attempts.WithLabelValues("delivered", name).Inc()
-		if err := record(rctx, d.ID, a, domain.DeliverySucceeded, time.Time{}, d.Replays); err != nil {
-			return err // retried: the receiver sees the same webhook-id again
-		}
-		w.m.Deliveries.WithLabelValues(domain.DeliverySucceeded, name).Inc()
-		w.m.Lag.WithLabelValues(name).Observe(max(now.Sub(ev.CreatedAt), 0).Seconds())
-		return nil
-	case ctx.Err() != nil:
+	o := w.outcome(res, round, ctx.Err() != nil, now)
+	w.m.Attempts.WithLabelValues(o.label, name).Inc()
+	if o.label == "interrupted" {
 		// Shutdown or the task's deadline, mid-attempt: record it, and let
 		// the queue run the task again (same webhook-id).
-		w.m.Attempts.WithLabelValues("interrupted", name).Inc()
 		a.Error = "interrupted: " + a.Error
-		_ = record(rctx, d.ID, a, domain.DeliveryPending, now, d.Replays)
+		_ = record(rctx, d.ID, a, o.status, o.next(now), d.Replays)
 		return ctx.Err()
+	}
+	if err := record(rctx, d.ID, a, o.status, o.next(now), d.Replays); err != nil {
+		return err // retried: the receiver sees the same webhook-id again
+	}
+	if err := w.ended(rctx, log, o, p.Endpoint, name, d.ID, round, ev.CreatedAt, a.Error, now); err != nil {
+		return err
+	}
+	if o.status == domain.DeliveryPending {
+		return &RetryIn{Delay: o.delay, Err: res.Err}
+	}
+	return nil
+}
+
+// outcome is what an attempt's result makes of its delivery.
+type outcome struct {
+	label  string        // the attempt, as matching_webhook_attempts_total counts it
+	status string        // the delivery's status after it
+	delay  time.Duration // until the next attempt, for a delivery left pending
+}
+
+// next is when the delivery's next attempt is due (zero: none).
+func (o outcome) next(now time.Time) time.Time {
+	if o.status != domain.DeliveryPending {
+		return time.Time{}
+	}
+	return now.Add(o.delay)
+}
+
+// outcome classifies the result of an attempt made after round attempts of
+// its delivery's round (interrupted: its task's context ended while it was
+// on the wire); a retry's wait is the schedule's step or the Retry-After
+// asked for, whichever is longer, ending on a whole second.
+func (w *webhooks) outcome(res Result, round int, interrupted bool, now time.Time) outcome {
+	switch {
+	case res.Outcome == Delivered:
+		return outcome{label: "delivered", status: domain.DeliverySucceeded}
+	case interrupted:
+		return outcome{label: "interrupted", status: domain.DeliveryPending}
 	case res.Outcome == Gone:
-		w.m.Attempts.WithLabelValues("gone", name).Inc()
-		if err := record(rctx, d.ID, a, domain.DeliveryDisabled, time.Time{}, d.Replays); err != nil {
-			return err
-		}
-		n, err := w.store.DisableWebhookEndpoint(rctx, p.Endpoint, "410 Gone on delivery "+strconv.FormatInt(d.ID, 10))
+		return outcome{label: "gone", status: domain.DeliveryDisabled}
+	case round >= w.cfg.MaxRetry():
+		return outcome{label: "failed", status: domain.DeliveryParked}
+	default:
+		return outcome{label: "failed", status: domain.DeliveryPending,
+			delay: retryAt(now, max(w.cfg.Delay(round), res.RetryAfter))}
+	}
+}
+
+// ended does what a recorded attempt's outcome asks when it ended its
+// delivery: counts the delivery (and its lag, when delivered), and after a
+// 410 Gone disables the endpoint with its pending deliveries.
+func (w *webhooks) ended(ctx context.Context, log *slog.Logger, o outcome, endpoint, name string, deliveryID int64,
+	round int, eventAt time.Time, errText string, now time.Time) error {
+	switch o.status {
+	case domain.DeliverySucceeded:
+		w.m.Deliveries.WithLabelValues(domain.DeliverySucceeded, name).Inc()
+		w.m.Lag.WithLabelValues(name).Observe(max(now.Sub(eventAt), 0).Seconds())
+	case domain.DeliveryDisabled:
+		n, err := w.store.DisableWebhookEndpoint(ctx, endpoint, "410 Gone on delivery "+strconv.FormatInt(deliveryID, 10))
 		if err != nil {
 			return fmt.Errorf("disable endpoint after 410: %v: %w", err, asynq.SkipRetry)
 		}
 		w.m.Deliveries.WithLabelValues(domain.DeliveryDisabled, name).Add(float64(1 + n))
 		log.WarnContext(ctx, "webhook endpoint answered 410 Gone; endpoint disabled", "pending_disabled", n)
-		return nil
-	case round >= w.cfg.MaxRetry():
-		w.m.Attempts.WithLabelValues("failed", name).Inc()
-		if err := record(rctx, d.ID, a, domain.DeliveryParked, time.Time{}, d.Replays); err != nil {
-			return err
-		}
+	case domain.DeliveryParked:
 		w.m.Deliveries.WithLabelValues(domain.DeliveryParked, name).Inc()
-		log.WarnContext(ctx, "webhook delivery parked after its last attempt", "attempts", round+1, "err", a.Error)
-		return nil
-	default:
-		w.m.Attempts.WithLabelValues("failed", name).Inc()
-		delay := max(w.cfg.Delay(round), res.RetryAfter)
-		delay = retryAt(now, delay)
-		if err := record(rctx, d.ID, a, domain.DeliveryPending, now.Add(delay), d.Replays); err != nil {
-			return err
-		}
-		return &RetryIn{Delay: delay, Err: res.Err}
+		log.WarnContext(ctx, "webhook delivery parked after its last attempt", "attempts", round+1, "err", errText)
 	}
+	return nil
 }
 
 // unlessGone wraps record: a delivery that is not found is gone when its

@@ -6,10 +6,10 @@ import (
 )
 
 // firstLease sizes the lease the relay gives a new delivery's first
-// attempt (RelayConfig.FirstLease) to how late first attempts start:
-// how long after its lease began (by the database's clock, read against
-// the worker's; clocks apart by a few seconds move it by as much) each
-// one started.
+// attempt when it hands the attempt to the queue (RelayConfig.FirstLease)
+// to how late those first attempts start: how long after its lease began
+// (by the relaying worker's clock, read against the running worker's;
+// clocks apart by a few seconds move it by as much) each one started.
 //
 // A first attempt that starts within its lease goes without a claim: the
 // relay wrote the delivery leased to it, with the event, so it sends and

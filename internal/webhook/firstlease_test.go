@@ -100,7 +100,7 @@ func TestRelayLeasesLongerWhileFirstAttemptsStartLate(t *testing.T) {
 	require.NoError(t, json.Unmarshal(ti.Payload, &p))
 	assert.InDelta(t, 110_000, p.First.LeasedFor, 500)
 	assert.InDelta(t, 110_000, time.Until(time.UnixMilli(p.First.LeasedUntil)).Milliseconds(), 5_000,
-		"the delivery's row is leased that long, by the database's clock")
+		"the delivery's row is leased that long")
 	var next time.Time
 	require.NoError(t, e.db.Pool().QueryRow(ctx, `SELECT next_attempt_at FROM webhook_deliveries WHERE id = $1`,
 		p.First.DeliveryID).Scan(&next))

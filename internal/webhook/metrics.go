@@ -6,13 +6,18 @@ import "github.com/prometheus/client_golang/prometheus"
 type RelayMetrics struct {
 	Relayed   *prometheus.CounterVec // rows published, by topic
 	Tasks     *prometheus.CounterVec // jobs handed to the queue, by type and result (enqueued)
-	Errors    *prometheus.CounterVec // failed passes, by stage (relay, backlog, prune)
+	Errors    *prometheus.CounterVec // failed passes, by stage (relay, backlog, prune, queue)
 	Backlog   prometheus.Gauge       // rows not yet published
 	OldestAge prometheus.Gauge       // age of the oldest row not yet published, seconds
 	Deleted   prometheus.Counter     // published rows deleted after the retention
 	// FirstLease is the lease the last batch gave its first attempts,
 	// seconds (firstLease).
 	FirstLease prometheus.Gauge
+	// FirstAttempts counts new deliveries' first attempts by path: sent by
+	// the relay within its batch's wait, in_flight (sent by the relay,
+	// still on the wire when the batch committed: recorded after), queued
+	// (a task makes it).
+	FirstAttempts *prometheus.CounterVec
 }
 
 // NewRelayMetrics creates the relay's collectors and registers them on reg.
@@ -25,7 +30,7 @@ func NewRelayMetrics(reg prometheus.Registerer) *RelayMetrics {
 			Name: "matching_outbox_tasks_total", Help: "Tasks the relay handed to the queue, by type and result (enqueued).",
 		}, []string{"type", "result"}),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "matching_outbox_relay_errors_total", Help: "Relay passes that failed, by stage (relay: a batch rolled back and is retried, backlog, prune).",
+			Name: "matching_outbox_relay_errors_total", Help: "Relay passes that failed, by stage (relay: a batch rolled back and is retried, backlog, prune, queue: tasks not queued after attempts were kept, queued again by the monitor).",
 		}, []string{"stage"}),
 		Backlog: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "matching_outbox_backlog", Help: "Outbox rows not yet published.",
@@ -40,11 +45,18 @@ func NewRelayMetrics(reg prometheus.Registerer) *RelayMetrics {
 			Name: "matching_outbox_first_attempt_lease_seconds",
 			Help: "Lease the relay's last batch gave new deliveries' first attempts: the base lease, longer while first attempts start late.",
 		}),
+		FirstAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matching_outbox_first_attempts_total",
+			Help: "New deliveries' first attempts, by path: sent (by the relay, within its batch), in_flight (by the relay, recorded after its batch), queued (by a webhook:deliver task).",
+		}, []string{"path"}),
 	}
-	for _, c := range []string{"relay", "backlog", "prune"} {
+	for _, c := range []string{"relay", "backlog", "prune", "queue"} {
 		m.Errors.WithLabelValues(c)
 	}
-	reg.MustRegister(m.Relayed, m.Tasks, m.Errors, m.Backlog, m.OldestAge, m.Deleted, m.FirstLease)
+	for _, p := range []string{"sent", "in_flight", "queued"} {
+		m.FirstAttempts.WithLabelValues(p)
+	}
+	reg.MustRegister(m.Relayed, m.Tasks, m.Errors, m.Backlog, m.OldestAge, m.Deleted, m.FirstLease, m.FirstAttempts)
 	return m
 }
 

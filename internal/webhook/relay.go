@@ -14,15 +14,17 @@ import (
 	"github.com/collegematch/matching/internal/tasks"
 )
 
-// OutboxSource is what the relay needs from the database (*store.Store,
-// through an adapter in cmd/worker).
+// OutboxSource is what the relay needs from the database (*store.Store).
 type OutboxSource interface {
-	// RelayOutbox claims up to limit unpublished rows of topics, marks them
-	// published and writes their webhook deliveries to subs (leased for
-	// lease to their first attempt), in one transaction that commits when
-	// hand returns nil and rolls back otherwise.
-	RelayOutbox(ctx context.Context, topics []string, subs []domain.Subscription, lease time.Duration, limit int,
-		hand func(ctx context.Context, events []domain.RelayedEvent) error) (claimed int, err error)
+	// PublishOutbox claims up to limit unpublished rows of topics and marks
+	// them published, and hands them to hand with the endpoints of
+	// endpoints that are disabled (URL to reason) and a writer of their
+	// deliveries (called once; ids[i] is 0 for a delivery that was there
+	// already), in one transaction that commits when hand returns nil and
+	// rolls back otherwise.
+	PublishOutbox(ctx context.Context, topics, endpoints []string, limit int,
+		hand func(ctx context.Context, events []domain.ClaimedEvent, disabled map[string]string,
+			write func(ctx context.Context, ds []domain.DeliveryWrite) (ids []int64, err error)) error) (claimed int, err error)
 	// OutboxBacklog counts the unpublished rows and dates the oldest.
 	OutboxBacklog(ctx context.Context) (count int, oldest time.Time, err error)
 	// DeletePublishedOutbox deletes up to limit rows published more than
@@ -45,6 +47,23 @@ type RelayConfig struct {
 	BatchSize  int           // rows per claiming transaction; default 500
 	MaxBatches int           // batches per pass before the backlog is measured again; default 20
 	Timeout    time.Duration // to queue one batch's tasks; default 3 s
+
+	// Senders bounds the first attempts a relay that sends them
+	// (SendFirstAttempts) has on the wire at once, EndpointSenders those to
+	// one endpoint, so that one slow subscriber cannot take every sender;
+	// defaults 50 and half of Senders.
+	Senders, EndpointSenders int
+	// ShutdownTimeout is how long the relay's attempts on the wire may go on
+	// once Run's context has ended; those still on the wire then are cut
+	// short, recorded as interrupted and handed to the queue (same
+	// webhook-id), as a task's attempt is at shutdown. Default 20 s.
+	ShutdownTimeout time.Duration
+	// FirstWait is how long a batch waits for its first attempts before it
+	// commits; default 1 s. The batch's transaction, and the lock on its
+	// outbox rows, are held that long at most. A first attempt that has not
+	// started by then goes to the webhook queue instead (a task, leased as
+	// FirstLease says); one still on the wire is recorded once it ends.
+	FirstWait time.Duration
 	// FirstLease is how long a new delivery is leased to the task that
 	// makes its first attempt, which then needs no claim (tasks.FirstAttempt),
 	// when first attempts start on time; default 30 s. A task that starts
@@ -73,6 +92,19 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	if c.Timeout <= 0 {
 		c.Timeout = 3 * time.Second
 	}
+	if c.Senders <= 0 {
+		c.Senders = 50
+	}
+	if c.EndpointSenders <= 0 {
+		c.EndpointSenders = max(1, c.Senders/2)
+	}
+	c.EndpointSenders = min(c.EndpointSenders, c.Senders)
+	if c.FirstWait <= 0 {
+		c.FirstWait = time.Second
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = 20 * time.Second
+	}
 	if c.FirstLease <= 0 {
 		c.FirstLease = 30 * time.Second
 	}
@@ -96,14 +128,35 @@ func (c RelayConfig) withDefaults() RelayConfig {
 func RelayTopics() []string { return []string{tasks.TopicSwipeRecorded} }
 
 // Relay publishes the outbox: it claims the rows the write side wrote with
-// its facts in batches, writes each event's webhook deliveries, one per
-// subscribed endpoint, and queues their first attempts, all in one
-// transaction and one Redis round trip per batch. A row is marked published
-// in the transaction that wrote its deliveries, and the transaction commits
-// only once their tasks are queued: a batch whose tasks cannot be queued
-// (Redis down) rolls back and is claimed again on the next pass, so nothing
-// is lost while Redis is away, and a delivery's row exists before its task.
-// A task Redis loses later is found again from its row (Monitor).
+// its facts in batches and writes each event's webhook deliveries, one per
+// subscribed endpoint, in one transaction per batch, with one statement to
+// claim the rows and one to write the deliveries.
+//
+// A relay that sends first attempts (SendFirstAttempts) makes them itself
+// while it holds the batch's rows, and writes each delivery once, in its
+// state after the attempt, with the attempt: no first-attempt task, no
+// claim, no second write. The rows are marked published in the
+// transaction that records the attempts, so a worker that dies between
+// sending and recording leaves them unpublished, and the next pass sends
+// them again (same webhook-id): at least once, never lost. A retry is a
+// webhook:deliver task scheduled for its time, as the handler schedules
+// the later ones. A batch waits FirstWait at most for its attempts (a slow
+// subscriber holds back neither the relay nor other subscribers' events):
+// an attempt still on the wire then is recorded when it ends, its delivery
+// leased to it meanwhile, and one that found no sender free (Senders,
+// EndpointSenders) is handed to the webhook queue as a task. A subscriber
+// whose senders are all held by attempts that outlived their batch is not
+// waited for at all: its first attempts go to the queue at once.
+//
+// A relay that does not send hands every first attempt to the queue: the
+// delivery is written leased to its task, which carries the event and so
+// needs no read (tasks.FirstAttempt). Tasks are queued in one round trip
+// before the batch commits, so a delivery's row is there for its task;
+// a batch that made no attempt and whose tasks cannot be queued (Redis
+// down) rolls back and is claimed again on the next pass, so nothing is
+// lost while Redis is away. A batch that made attempts commits them
+// whatever Redis says, and the monitor queues again the tasks Redis did
+// not take once their lease is over (Monitor).
 //
 // Concurrent relays, in one worker or in several replicas, take disjoint
 // batches (SKIP LOCKED). Within a batch rows go in id order; across
@@ -115,11 +168,24 @@ type Relay struct {
 	src  OutboxSource
 	q    Queue
 	subs []domain.Subscription
+	urls []string // of subs
 	m    *RelayMetrics
 	cfg  RelayConfig
 	// lease sizes first attempts' leases; the webhook handler of the same
 	// worker tells it how late they start (NewHandler).
 	lease *firstLease
+
+	// hooks sends first attempts (SendFirstAttempts); nil: the queue makes
+	// them.
+	hooks   *webhooks
+	senders *senders
+	// sends is the context of the relay's attempts: it ends
+	// ShutdownTimeout after Run's.
+	sends     context.Context
+	stopSends context.CancelFunc
+	// late counts the first attempts still on the wire, or being recorded,
+	// after their batch ended.
+	late sync.WaitGroup
 }
 
 // NewRelay builds a relay that writes deliveries to subs; every other
@@ -129,8 +195,26 @@ func NewRelay(log *slog.Logger, src OutboxSource, q Queue, subs []domain.Subscri
 		panic("webhook.NewRelay: nil dependency")
 	}
 	cfg = cfg.withDefaults()
-	return &Relay{log: log, src: src, q: q, subs: slices.Clone(subs), m: m, cfg: cfg,
+	r := &Relay{log: log, src: src, q: q, subs: slices.Clone(subs), m: m, cfg: cfg,
 		lease: newFirstLease(cfg.FirstLease, cfg.MaxFirstLease)}
+	r.sends, r.stopSends = context.WithCancel(context.Background())
+	for _, s := range subs {
+		r.urls = append(r.urls, s.URL)
+	}
+	return r
+}
+
+// SendFirstAttempts makes the relay send new deliveries' first attempts
+// itself, through h's delivery (its store, poster, metrics and retry
+// schedule), as it moves outbox rows. It is called once, before the relay
+// runs; h must have delivery's dependencies.
+func (r *Relay) SendFirstAttempts(h *Handler) *Relay {
+	if h == nil || h.hooks == nil {
+		panic("webhook.Relay.SendFirstAttempts: a handler without delivery")
+	}
+	r.hooks = h.hooks
+	r.senders = newSenders(r.cfg.Senders, r.cfg.EndpointSenders)
+	return r
 }
 
 // Run drains the outbox at once and then every Interval until ctx ends;
@@ -140,6 +224,13 @@ func NewRelay(log *slog.Logger, src OutboxSource, q Queue, subs []domain.Subscri
 // stop too. Every replica relays (no lease): concurrent relays take
 // disjoint batches.
 func (r *Relay) Run(ctx context.Context) {
+	// Attempts on the wire when ctx ends get ShutdownTimeout to end, and are
+	// recorded before Run returns.
+	defer func() {
+		stop := time.AfterFunc(r.cfg.ShutdownTimeout, r.stopSends)
+		r.late.Wait()
+		stop.Stop()
+	}()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {
@@ -171,30 +262,22 @@ func (r *Relay) Drain(ctx context.Context) (relayed int, err error) {
 	return relayed, nil
 }
 
-// batch relays one batch: claims, writes deliveries, queues the first
-// attempts, commits.
+// batch relays one batch: claims, makes or hands over the first attempts,
+// writes the deliveries, commits.
 func (r *Relay) batch(ctx context.Context) (int, error) {
-	var jobs []handover.Job
 	lease := r.lease.next(time.Now())
 	r.m.FirstLease.Set(lease.Seconds())
-	claimed, err := r.src.RelayOutbox(ctx, RelayTopics(), r.subs, lease, r.cfg.BatchSize,
-		func(ctx context.Context, events []domain.RelayedEvent) error {
-			jobs = jobs[:0]
-			for _, ev := range events {
-				for _, d := range ev.Deliveries {
-					if d.Disabled {
-						continue
-					}
-					jobs = append(jobs, tasks.WebhookJob(ev.ID, d.Endpoint, 0, &tasks.FirstAttempt{DeliveryID: d.ID,
-						LeasedUntil: d.LeasedUntil.UnixMilli(), LeasedFor: lease.Milliseconds(), Topic: ev.Topic, Payload: ev.Payload,
-						CreatedAt: ev.CreatedAt}))
-				}
-			}
-			qctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
-			defer cancel()
-			_, err := r.q.Queue(qctx, jobs...)
-			return err
+	var b *relayBatch
+	claimed, err := r.src.PublishOutbox(ctx, RelayTopics(), r.urls, r.cfg.BatchSize,
+		func(ctx context.Context, events []domain.ClaimedEvent, disabled map[string]string,
+			write func(context.Context, []domain.DeliveryWrite) ([]int64, error)) error {
+			b = r.plan(events, disabled, lease)
+			b.send(ctx)
+			return b.write(ctx, write)
 		})
+	if b != nil {
+		b.end(ctx, err == nil)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			r.m.Errors.WithLabelValues("relay").Inc()
@@ -202,7 +285,6 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("relay the outbox: %w", err)
 	}
 	r.m.Relayed.WithLabelValues(tasks.TopicSwipeRecorded).Add(float64(claimed))
-	r.m.Tasks.WithLabelValues(tasks.TypeWebhookDeliver, "enqueued").Add(float64(len(jobs)))
 	return claimed, nil
 }
 
