@@ -3,6 +3,7 @@ package match
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 
 	"github.com/collegematch/matching/internal/domain"
@@ -120,6 +121,10 @@ type FeedInput struct {
 	// Catalog), or Rank with Model.Weights(). Ranked items are taken in
 	// this order.
 	Ranked []Scored
+	// Ranking is the ranking made lean from the student's factors
+	// (RankFactorsLean), in place of Ranked: the feed is the one Ranked =
+	// RankFactors gives, and Factors are the ranking's.
+	Ranking *Ranking
 	// Swipes is the student's count of counted swipes (phase, probe rule).
 	Swipes int
 	// Offset is the position before the first item returned: item i is at
@@ -255,6 +260,7 @@ const (
 
 type assembler struct {
 	in      *FeedInput
+	lean    *Ranking // in.Ranking: the ranking, when it is not in.Ranked
 	cat     *Catalog
 	m       Model
 	w       Weights
@@ -266,14 +272,17 @@ type assembler struct {
 	acc     float64   // exploration accumulator over non-probe slots
 	pattern []GeoBand // band of each slot of a page
 
-	bands  [nGeoBands][]int32 // positions in Ranked, by band, in ranked order
+	// Schools are named by catalogue index.
+	bands  [nGeoBands][]int32 // schools by band, in ranked order
 	cursor [nGeoBands]int     // first possibly unused entry of each band
 	pmatch [len(probeKinds)][nGeoBands]probeMatches
 	pbuf   []int32
-	all    []int32 // the bands' array
-	listAt []uint8 // newAssembler's buffer
-	used   []bool  // by position in Ranked (a school is listed at one position only)
+	all    []int32  // the bands' array
+	keys   []uint64 // the lean layout's sort buffer
+	listAt []uint8  // the layout's buffer
+	used   []bool   // by school
 	bandOf []GeoBand
+	rank   []int32 // position in Ranked by school (not with a lean ranking)
 
 	// probe boundaries
 	budget, priceHi float64
@@ -284,7 +293,7 @@ type assembler struct {
 	// exploration
 	cov     [nParams][nParams]float64 // covariance after the picks made so far
 	version int                       // bumped by every pick; starts at 1
-	candAt  []int32                   // by position in Ranked: 1 + index in cand, 0 when not computed
+	candAt  []int32                   // by school: 1 + index in cand, 0 when not computed
 	entries []int32                   // buffer of probe and explore: indices in cand
 	cand    []exploreCand
 	slope   [nWeights]float64 // Model.featureSlopes
@@ -298,7 +307,7 @@ type assembler struct {
 
 // probeMatches are the schools of one band found past one boundary so far.
 type probeMatches struct {
-	found   []int32 // positions in Ranked, in ranked order
+	found   []int32 // schools, in ranked order
 	head    int     // found[:head] are all used
 	scanned int     // how much of the band has been tested
 }
@@ -320,7 +329,10 @@ func AssembleFeed(in FeedInput) []FeedItem { return AssembleFeedTo(nil, in) }
 // enough (whole pages to the end of the items asked for).
 func AssembleFeedTo(dst []FeedItem, in FeedInput) []FeedItem {
 	cat := in.Catalog
-	if cat == nil || len(in.Ranked) == 0 {
+	if in.Ranking != nil {
+		in.Ranked, in.Factors = nil, in.Ranking.f
+	}
+	if cat == nil || len(in.Ranked) == 0 && (in.Ranking == nil || in.Ranking.Len() == 0) {
 		return []FeedItem{}
 	}
 	page := in.PageSize
@@ -359,18 +371,18 @@ func newAssembler(in *FeedInput, page int) *assembler {
 	// The buffers of an assembler released before, cleared.
 	old := assemblers.Get().(*assembler)
 	a := &assembler{
-		in: in, cat: cat, m: m, w: w,
+		in: in, lean: in.Ranking, cat: cat, m: m, w: w,
 		le:      newLearnEval(in.Profile, w, cat),
 		rng:     rand.New(rand.NewPCG(in.Seed, in.Seed^0x6a09e667f3bcc909)),
 		maxDist: in.Profile.MaxDistanceMiles,
 		rate:    PhaseFor(in.Swipes).ExplorationRate(),
-		used:    cleared(old.used, len(in.Ranked)),
+		used:    cleared(old.used, cat.Len()),
 		bandOf:  cleared(old.bandOf, cat.Len()),
 		cov:     m.cov,
 		version: 1,
-		candAt:  cleared(old.candAt, len(in.Ranked)),
+		candAt:  cleared(old.candAt, cat.Len()),
 		cand:    old.cand[:0],
-		all:     old.all,
+		all:     old.all, keys: old.keys, listAt: old.listAt, rank: old.rank,
 		pbuf:    old.pbuf[:0],
 		entries: old.entries[:0],
 		kinds:   old.kinds, items: old.items, filled: old.filled, picks: old.picks,
@@ -396,83 +408,7 @@ func newAssembler(in *FeedInput, page int) *assembler {
 		}
 	}
 
-	var swiped [4]bool
-	for _, r := range in.SwipedRegions {
-		if i := regionIndex(r); i >= 0 {
-			swiped[i] = true
-		}
-	}
-	// Classify every eligible school (bandOf), then lay the bands out in
-	// one array, each in ranked order. What does not depend on the rank
-	// (excluded, in a region the student has not swiped in) is marked in
-	// catalogue order first, so the ranked pass reads one byte per school.
-	const (
-		unseen          = nGeoBands     // eligible, not classified yet
-		unseenDiscovery = nGeoBands + 1 // the same, in a region not swiped in
-		excluded        = nGeoBands + 2 // never listed
-	)
-	bandOf := a.bandOf
-	for i := range bandOf {
-		bandOf[i] = unseen
-		if r := a.region(i); r >= 0 && !swiped[r] {
-			bandOf[i] = unseenDiscovery
-		}
-	}
-	for i, x := range in.Excluded[:min(len(in.Excluded), len(bandOf))] {
-		if x {
-			bandOf[i] = excluded
-		}
-	}
-	var count [nGeoBands]int
-	listAt := cleared(old.listAt, len(in.Ranked)) // list of each position + 1; 0: not listed
-	a.listAt = listAt
-	for pos := range in.Ranked {
-		i := int(in.Ranked[pos].Index)
-		if uint(i) >= uint(len(bandOf)) {
-			continue
-		}
-		mark := bandOf[i]
-		if mark != unseen && mark != unseenDiscovery {
-			continue // excluded, or a duplicate in Ranked (listed once)
-		}
-		b := GeoOther
-		d := in.Ranked[pos].Distance
-		switch {
-		case d >= 0 && d <= a.maxDist:
-			b = GeoNear
-		case d >= 0 && d <= 2*a.maxDist:
-			b = GeoBeyond
-		case mark == unseenDiscovery:
-			b = GeoDiscovery
-		}
-		bandOf[i] = b
-		l := a.listOf(b)
-		listAt[pos] = uint8(l) + 1
-		count[l]++
-	}
-	total := count[0] + count[1] + count[2] + count[3]
-	all := a.all[:0]
-	if cap(all) < total {
-		all = make([]int32, 0, total)
-	}
-	all = all[:total]
-	a.all = all[:0]
-	var at [nGeoBands]int // where each band's next position goes in all
-	for b := 1; b < int(nGeoBands); b++ {
-		at[b] = at[b-1] + count[b-1]
-	}
-	for b := range a.bands {
-		a.bands[b] = all[at[b] : at[b] : at[b]+count[b]]
-	}
-	for pos, l := range listAt {
-		if l != 0 {
-			all[at[l-1]] = int32(pos)
-			at[l-1]++
-		}
-	}
-	for b := range a.bands {
-		a.bands[b] = a.bands[b][:count[b]]
-	}
+	a.layout()
 
 	// Probe boundaries, from the learned weights and the profile.
 	sc := &a.le.sc
@@ -484,13 +420,160 @@ func newAssembler(in *FeedInput, page int) *assembler {
 	return a
 }
 
+// Marks of bandOf while the layout classifies the schools.
+const (
+	unseen          = nGeoBands     // eligible, not classified yet
+	unseenDiscovery = nGeoBands + 1 // the same, in a region not swiped in
+	excluded        = nGeoBands + 2 // never listed
+)
+
+// layout classifies every eligible school (bandOf) and lays the bands out
+// in one array, each in ranked order.
+func (a *assembler) layout() {
+	var swiped [4]bool
+	for _, r := range a.in.SwipedRegions {
+		if i := regionIndex(r); i >= 0 {
+			swiped[i] = true
+		}
+	}
+	if a.lean != nil {
+		a.layoutLean(&swiped)
+	} else {
+		a.layoutRanked(&swiped)
+	}
+}
+
+// band is the band of an eligible school at distance d; discovery
+// reports whether it is in a region the student has not swiped in.
+func (a *assembler) band(d float64, discovery bool) GeoBand {
+	switch {
+	case d >= 0 && d <= a.maxDist:
+		return GeoNear
+	case d >= 0 && d <= 2*a.maxDist:
+		return GeoBeyond
+	case discovery:
+		return GeoDiscovery
+	}
+	return GeoOther
+}
+
+// layoutRanked lays the bands out from in.Ranked: one pass down the
+// ranking.
+func (a *assembler) layoutRanked(swiped *[4]bool) {
+	ranked, bandOf := a.in.Ranked, a.bandOf
+	// What does not depend on the rank (excluded, in a region the student
+	// has not swiped in) is marked in catalogue order first, so the ranked
+	// pass reads one byte per school.
+	for i := range bandOf {
+		bandOf[i] = unseen
+		if r := a.region(i); r >= 0 && !swiped[r] {
+			bandOf[i] = unseenDiscovery
+		}
+	}
+	for i, x := range a.in.Excluded[:min(len(a.in.Excluded), len(bandOf))] {
+		if x {
+			bandOf[i] = excluded
+		}
+	}
+	var count [nGeoBands]int
+	listAt := cleared(a.listAt, len(ranked)) // list of each position + 1; 0: not listed
+	a.listAt = listAt
+	a.rank = resized(a.rank, len(bandOf))
+	for pos := range ranked {
+		i := int(ranked[pos].Index)
+		if uint(i) >= uint(len(bandOf)) {
+			continue
+		}
+		mark := bandOf[i]
+		if mark != unseen && mark != unseenDiscovery {
+			continue // excluded, or a duplicate in Ranked (listed once)
+		}
+		b := a.band(ranked[pos].Distance, mark == unseenDiscovery)
+		bandOf[i], a.rank[i] = b, int32(pos)
+		l := a.listOf(b)
+		listAt[pos] = uint8(l) + 1
+		count[l]++
+	}
+	all := a.lists(&count)
+	var at [nGeoBands]int // where each band's next school goes in all
+	for b := 1; b < int(nGeoBands); b++ {
+		at[b] = at[b-1] + count[b-1]
+	}
+	for pos, l := range listAt {
+		if l != 0 {
+			all[at[l-1]] = ranked[pos].Index
+			at[l-1]++
+		}
+	}
+}
+
+// lists makes the bands' array for count schools of each band and points
+// the bands into it.
+func (a *assembler) lists(count *[nGeoBands]int) []int32 {
+	total := count[0] + count[1] + count[2] + count[3]
+	all := resized(a.all, total)
+	a.all = all
+	at := 0
+	for b := range a.bands {
+		a.bands[b] = all[at : at+count[b] : at+count[b]]
+		at += count[b]
+	}
+	return all
+}
+
+// layoutLean lays the bands out from a lean ranking: the schools are
+// sorted by band, then by score, in one sort, so each band comes out in
+// ranked order without ranking the whole catalogue first.
+func (a *assembler) layoutLean(swiped *[4]bool) {
+	r, bandOf := a.lean, a.bandOf
+	n := len(bandOf)
+	a.keys = resized(a.keys, 2*n)
+	keys := a.keys[:0]
+	var count [nGeoBands]int
+	// Keys of 24 bits (the list above the 22 of sortKey), two digits of 12.
+	const digit = radixBits + 1
+	var lo, hi [1 << digit]int32
+	ex := a.in.Excluded[:min(len(a.in.Excluded), n)]
+	region, dist, score := a.cat.region[:n], r.dist[:n], r.score[:n]
+	for i := range bandOf {
+		if i < len(ex) && ex[i] {
+			bandOf[i] = excluded
+			continue
+		}
+		reg := region[i]
+		b := a.band(float64(dist[i]), reg >= 0 && !swiped[reg])
+		bandOf[i] = b
+		l := a.listOf(b)
+		count[l]++
+		k := uint32(l)<<(2*radixBits) | sortKey(score[i])
+		keys = append(keys, uint64(k)<<32|uint64(i))
+		lo[k&(1<<digit-1)]++
+		hi[k>>digit]++
+	}
+	all := a.lists(&count)
+	if len(keys) == 0 {
+		return
+	}
+	sorted := radixSort(keys, a.keys[n:n+len(keys)], lo[:], hi[:], digit)
+	for j, k := range sorted {
+		all[j] = int32(uint32(k))
+	}
+	// Runs of equal keys (one list, one quantised score), in exact order.
+	for start, end := 0, 0; start < len(sorted); start = end {
+		end = equalRun(sorted, start)
+		if end-start > 1 {
+			slices.SortFunc(all[start:end], r.compare)
+		}
+	}
+}
+
 // assemblers keeps released assemblers (*assembler) for their buffers.
 var assemblers = sync.Pool{New: func() any { return new(assembler) }}
 
 // release gives the assembler's buffers back for the next feed; a is not
 // used after.
 func (a *assembler) release() {
-	a.in, a.cat, a.le = nil, nil, learnEval{}
+	a.in, a.lean, a.cat, a.le = nil, nil, nil, learnEval{}
 	assemblers.Put(a)
 }
 
@@ -570,13 +653,13 @@ func (a *assembler) page(start, n int, out *[]FeedItem) bool {
 	exploit := a.picks[:0]
 	for k := range n {
 		if kinds[k] == slotExploit {
-			if pos, ok := a.next(pattern[k]); ok {
-				a.used[pos] = true
-				exploit = append(exploit, pos)
+			if i, ok := a.next(pattern[k]); ok {
+				a.used[i] = true
+				exploit = append(exploit, i)
 			}
 		}
 	}
-	sortPositions(exploit)
+	a.sortRanked(exploit)
 	a.picks = exploit
 	e := 0
 	for k := range n {
@@ -626,11 +709,24 @@ func (a *assembler) page(start, n int, out *[]FeedItem) bool {
 	return complete
 }
 
-// item takes the school at position pos of Ranked.
-func (a *assembler) item(pos int32) FeedItem {
-	s := a.in.Ranked[pos]
-	a.used[pos] = true
-	return FeedItem{Scored: s, Geo: a.bandOf[s.Index]}
+// item takes school i.
+func (a *assembler) item(i int32) FeedItem {
+	var s Scored
+	if a.lean != nil {
+		s = a.lean.Scored(int(i))
+	} else {
+		s = a.in.Ranked[a.rank[i]]
+	}
+	a.used[i] = true
+	return FeedItem{Scored: s, Geo: a.bandOf[i]}
+}
+
+// distance is school i's distance as the ranking lists it.
+func (a *assembler) distance(i int32) float64 {
+	if a.lean != nil {
+		return float64(a.lean.dist[i])
+	}
+	return a.in.Ranked[a.rank[i]].Distance
 }
 
 // next is the best-ranked unused school of band b, falling back along the
@@ -677,7 +773,7 @@ func (a *assembler) probe(b GeoBand, ordinal int) (int32, string, bool) {
 // school is tested against each kind at most once per feed.
 func (a *assembler) pastBoundaryIn(kind int, c GeoBand, n int) []int32 {
 	pm := &a.pmatch[kind][c]
-	list, ranked, used := a.bands[c], a.in.Ranked, a.used
+	list, used := a.bands[c], a.used
 	found, scanned := pm.found, pm.scanned
 	if scanned == 0 && a.noneFarther(kind, c) {
 		scanned = len(list) // what testing each school would find: none
@@ -688,10 +784,10 @@ func (a *assembler) pastBoundaryIn(kind int, c GeoBand, n int) []int32 {
 	j := pm.head
 	for ; len(out) < n; j++ {
 		for j == len(found) && scanned < len(list) {
-			pos := list[scanned]
+			i := list[scanned]
 			scanned++
-			if a.pastBoundary(kind, &ranked[pos]) {
-				found = append(found, pos)
+			if a.pastBoundary(kind, int(i), a.distance(i)) {
+				found = append(found, i)
 			}
 		}
 		if j == len(found) {
@@ -719,10 +815,9 @@ func (a *assembler) noneFarther(kind int, c GeoBand) bool {
 	return c == GeoNear || c != GeoBeyond && a.distHi <= 2*a.maxDist
 }
 
-// pastBoundary reports whether school s is just past the learned boundary
-// of the given kind.
-func (a *assembler) pastBoundary(kind int, s *Scored) bool {
-	i := int(s.Index)
+// pastBoundary reports whether school i, at distance dist, is just past
+// the learned boundary of the given kind.
+func (a *assembler) pastBoundary(kind, i int, dist float64) bool {
 	sc := &a.le.sc
 	switch kind {
 	case probePricier:
@@ -736,7 +831,7 @@ func (a *assembler) pastBoundary(kind int, s *Scored) bool {
 		l := float64(a.cat.levels[i])
 		return l > a.selLo && l <= a.selHi
 	case probeFarther:
-		return s.Distance > a.maxDist && s.Distance <= a.distHi
+		return dist > a.maxDist && dist <= a.distHi
 	case probeOtherSize:
 		// sizes[i] is -1 without a size: |-1 - pref| > sizeHi.
 		d := math.Abs(float64(a.cat.sizes[i]) - sc.sizePref)
@@ -783,17 +878,16 @@ func (a *assembler) explore(b GeoBand) (int32, bool) {
 	return 0, false
 }
 
-// candidate is the linearised model at the school at position pos of
-// Ranked, computed once.
-func (a *assembler) candidate(pos int32) *exploreCand { return &a.cand[a.candIndex(pos)] }
+// candidate is the linearised model at school i, computed once.
+func (a *assembler) candidate(i int32) *exploreCand { return &a.cand[a.candIndex(i)] }
 
 // candIndex is candidate's index in a.cand (a pointer into a.cand does not
 // outlive the next candidate computed).
-func (a *assembler) candIndex(pos int32) int32 {
-	if k := a.candAt[pos]; k > 0 {
+func (a *assembler) candIndex(school int32) int32 {
+	if k := a.candAt[school]; k > 0 {
 		return k - 1
 	}
-	i := int(a.in.Ranked[pos].Index)
+	i := int(school)
 	var b breakdown
 	var s float64
 	var g [nWeights]float64
@@ -810,7 +904,7 @@ func (a *assembler) candIndex(pos int32) int32 {
 		c.x, c.z = x, z
 	}
 	a.cand = append(a.cand, c)
-	a.candAt[pos] = int32(len(a.cand))
+	a.candAt[school] = int32(len(a.cand))
 	return int32(len(a.cand) - 1)
 }
 
@@ -920,11 +1014,19 @@ func (a *assembler) observeVirtually(c *exploreCand) {
 	a.version++
 }
 
-// sortPositions sorts positions of Ranked ascending: ranked order.
-func sortPositions(s []int32) {
+// sortRanked sorts schools into ranked order.
+func (a *assembler) sortRanked(s []int32) {
 	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+		for j := i; j > 0 && a.before(s[j], s[j-1]); j-- {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
+}
+
+// before reports whether school i comes before school j in the ranking.
+func (a *assembler) before(i, j int32) bool {
+	if a.lean != nil {
+		return a.lean.compare(i, j) < 0
+	}
+	return a.rank[i] < a.rank[j]
 }

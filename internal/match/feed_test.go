@@ -77,7 +77,7 @@ func TestFeedProbesArePastABoundary(t *testing.T) {
 		}
 		require.NotEmpty(t, it.ProbeKind, "a probe names the boundary it tests")
 		k := map[string]int{ProbePricier: 0, ProbeMoreSelective: 1, ProbeFarther: 2, ProbeOtherSize: 3}[it.ProbeKind]
-		assert.True(t, a.pastBoundary(k, &it.Scored), "%s probe %d", it.ProbeKind, it.Index)
+		assert.True(t, a.pastBoundary(k, int(it.Index), it.Distance), "%s probe %d", it.ProbeKind, it.Index)
 		kinds[it.ProbeKind]++
 	}
 	assert.GreaterOrEqual(t, len(kinds), 3, "probes test several boundaries: %v", kinds)
@@ -333,7 +333,7 @@ func TestFeedExplorationTeachesMoreThanUniform(t *testing.T) {
 				if !it.IsExploration {
 					continue
 				}
-				c := a.candidate(int32(rankPos(in.Ranked, it.Index)))
+				c := a.candidate(it.Index)
 				like, _, vw := moments(&c.x, c.z, &a.cov)
 				sum += 0.5 * math.Log1p(like*(1-like)*vw)
 				a.observeVirtually(c)
@@ -346,15 +346,6 @@ func TestFeedExplorationTeachesMoreThanUniform(t *testing.T) {
 		t.Logf("swipes %d: guided %.3f uniform %.3f", swipes, guided, uniform)
 		assert.Greater(t, guided, 1.1*uniform, "swipes %d: guided %.3f uniform %.3f", swipes, guided, uniform)
 	}
-}
-
-func rankPos(ranked []Scored, idx int32) int {
-	for k, s := range ranked {
-		if s.Index == idx {
-			return k
-		}
-	}
-	return -1
 }
 
 func TestFeedWithoutLocation(t *testing.T) {

@@ -37,30 +37,16 @@ func rankModel(dst []Scored, p Profile, m Model, cat *Catalog, keep []schoolFact
 	if n == 0 {
 		return out
 	}
-	w := m.Weights()
-	sc := newScorer(p, w, cat)
-	sizeTab, selTab := expectedFits(&sc, m)
-	res := newResidualTables(&m.rmean, sc.strength())
-	kSize, kSel := sc.fw.Campus*sc.wSize, sc.fw.Academic*sc.wSel
+	var k rankKit
+	k.init(p, m, cat)
 	var b breakdown
 	for i := range tmp {
-		f := &cat.feat[i]
-		sc.score(f, i, &b)
+		score := k.scoreModel(cat, i, &b)
 		if keep != nil {
 			keep[i] = b.factors()
 		}
 		s := b.scored(i)
-		if f.hasSize {
-			s.Score += kSize * (lookup(&sizeTab, float64(f.sizeScale)) - b.size)
-		}
-		if f.selK > 0 {
-			s.Score += kSel * (lookup(&selTab, float64(f.selLevel)) - b.selFit)
-		}
-		if res.on {
-			in := residualInOf(cat, i, &b)
-			s.Score += res.of(&in)
-		}
-		s.Score = clamp01(s.Score)
+		s.Score = score
 		tmp[i] = s
 	}
 	rankInto(out, tmp)

@@ -67,11 +67,34 @@ func rankInto(dst, src []Scored) {
 		counts[0][k&radixMask]++
 		counts[1][k>>radixBits]++
 	}
+	sorted := radixSort(keys, spare, counts[0][:], counts[1][:], radixBits)
+	for j, k := range sorted {
+		dst[j] = src[uint32(k)]
+	}
+	// Runs of equal keys, in exact order.
+	for start, end := 0, 0; start < n; start = end {
+		end = equalRun(sorted, start)
+		if end-start > 1 {
+			sortRun(dst[start:end])
+		}
+	}
+	keyBuffers.Put(buf)
+}
+
+// radixSort sorts keys (a sort key << 32 | the entry's place in its
+// list) by their upper half, stably, in two passes: the low digit is the
+// key's lo bits, the high digit the rest, lo0 and hi their histograms
+// (len(hi) covers every high digit). spare is scratch of the same length.
+// It returns the sorted keys: keys or spare.
+func radixSort(keys, spare []uint64, lo0, hi []int32, lo uint) []uint64 {
+	n := len(keys)
 	from, to := keys, spare
-	for d := range 2 {
-		c := &counts[d]
-		shift := uint(32 + d*radixBits)
-		if int(c[(from[0]>>shift)&radixMask]) == n {
+	for d, c := range [2][]int32{lo0, hi} {
+		shift, mask := uint(32), uint64(len(lo0)-1)
+		if d == 1 {
+			shift, mask = 32+lo, uint64(len(hi)-1)
+		}
+		if int(c[(from[0]>>shift)&mask]) == n {
 			continue // every key has the same digit: this pass would not move anything
 		}
 		pos := int32(0)
@@ -79,29 +102,24 @@ func rankInto(dst, src []Scored) {
 			c[j], pos = pos, pos+c[j]
 		}
 		for _, k := range from {
-			j := (k >> shift) & radixMask
+			j := (k >> shift) & mask
 			to[c[j]] = k
 			c[j]++
 		}
 		from, to = to, from
 	}
-	for j, k := range from {
-		dst[j] = src[uint32(k)]
+	return from
+}
+
+// equalRun is the end of the run of sorted keys equal to sorted[start]'s
+// upper half (start < len(sorted)).
+func equalRun(sorted []uint64, start int) int {
+	k := sorted[start] >> 32
+	end := start + 1
+	for end < len(sorted) && sorted[end]>>32 == k {
+		end++
 	}
-	// Runs of equal keys, in exact order.
-	start, prev := 0, from[0]>>32
-	for j := 1; j < n; j++ {
-		if k := from[j] >> 32; k != prev {
-			if j-start > 1 {
-				sortRun(dst[start:j])
-			}
-			start, prev = j, k
-		}
-	}
-	if n-start > 1 {
-		sortRun(dst[start:])
-	}
-	keyBuffers.Put(buf)
+	return end
 }
 
 // keyBuffers are rankInto's key buffers (*[]uint64).

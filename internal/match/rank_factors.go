@@ -117,7 +117,6 @@ func ScoreFactors(dst []Scored, f *Factors, p Profile, w Weights, idx []int32) [
 // factors were made for.
 func RankFactors(dst []Scored, f *Factors, p Profile, m Model) []Scored {
 	cat := f.cat
-	m = m.orDefault()
 	n := cat.Len()
 	if cap(dst) < 2*n {
 		dst = make([]Scored, 2*n)
@@ -126,54 +125,39 @@ func RankFactors(dst []Scored, f *Factors, p Profile, m Model) []Scored {
 	if n == 0 {
 		return out
 	}
-	sc := newScorer(p, m.Weights(), cat)
-	sizeTab, selTab := expectedFits(&sc, m)
-	res := newResidualTables(&m.rmean, sc.strength())
-	kSize, kSel := sc.fw.Campus*sc.wSize, sc.fw.Academic*sc.wSel
-	fw := sc.fw
+	var k rankKit
+	k.init(p, m.orDefault(), cat)
 	school := f.school[:len(tmp)]
-	levels, sizes, feat := cat.levels[:len(school)], cat.sizes[:len(school)], cat.feat[:len(school)]
 	for i := range school {
-		sf := &school[i]
-		level, sz := levels[i], sizes[i]
-		// As weigh (and so score) computes them, written out here: this
-		// is the loop every rebuild runs over the whole catalogue.
-		selFit := Neutral
-		if level >= 0 {
-			selFit = selectivityFit(float64(level), sc.target)
-		}
-		academic := sc.wSAT*unpack16(sf.sat) + sc.wSel*selFit + sc.wProg*unpack16(sf.prog)
-		financial := sc.wAff*unpack16(sf.afford) + sc.wAid*unpack16(sf.aid) + sc.wVal*unpack16(sf.value)
-		size := Neutral
-		if sz >= 0 {
-			size = sizeFit(float64(sz), sc.sizePref)
-		}
-		campus := sc.wLoc*unpack16(sf.loc) + sc.wSize*size + sc.wSet*unpack16(sf.setting)
-		outcomes := float64(feat[i].outcomes)
-		s := Scored{
-			Score:    clamp01(fw.Academic*academic + fw.Financial*financial + fw.Campus*campus + fw.Outcomes*outcomes),
-			Academic: academic, Financial: financial, Campus: campus, Outcomes: outcomes,
-			Distance: float64(sf.dist), Index: int32(i),
-		}
-		plain := s.Score
-		// As RankModel adjusts it.
-		if sz >= 0 {
-			s.Score += kSize * (lookup(&sizeTab, float64(sz)) - size)
-		}
-		if level >= 0 {
-			s.Score += kSel * (lookup(&selTab, float64(level)) - selFit)
-		}
-		if res.on {
-			in := residualIn{
-				afford: unpack16(sf.afford), aid: unpack16(sf.aid), value: unpack16(sf.value),
-				sat: unpack16(sf.sat), prog: unpack16(sf.prog), outcomes: outcomes, score: plain, dist: float64(sf.dist),
-				level: float64(level), size: float64(sz), setting: feat[i].setting,
-			}
-			s.Score += res.of(&in)
-		}
-		s.Score = clamp01(s.Score)
-		tmp[i] = s
+		tmp[i] = k.scored(&school[i], cat, i)
 	}
 	rankInto(out, tmp)
 	return out
+}
+
+// ShownFactors is what a feed shows of the schools idx for the student p
+// with the model m, from the student's factors f: ScoreFactors with the
+// model's weights, the model's residual added as Model.AddResidual adds
+// it, the same scores bit for bit. dst is reused when it is large enough.
+func ShownFactors(dst []Scored, f *Factors, p Profile, m Model, idx []int32) []Scored {
+	m = m.orDefault()
+	if cap(dst) < len(idx) {
+		dst = make([]Scored, len(idx))
+	}
+	dst = dst[:len(idx)]
+	if len(idx) == 0 {
+		return dst
+	}
+	sc := newScorer(p, m.Weights(), f.cat)
+	var b breakdown
+	for k, i := range idx {
+		f.breakdown(&sc, int(i), &b)
+		s := b.score
+		if m.nhist > 0 {
+			s = clamp01(s + m.residualAt(&sc, f.cat, int(i), &b))
+		}
+		dst[k] = Scored{Score: s, Academic: b.academic, Financial: b.financial, Campus: b.campus,
+			Outcomes: b.outcomes, Distance: b.distance, Index: i}
+	}
+	return dst
 }

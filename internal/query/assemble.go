@@ -33,7 +33,11 @@ const FeedPageSize = 20
 // AssembleInput is everything feed assembly may read. It is plain data; no
 // clock, no global random source.
 type AssembleInput struct {
-	Ranked      []match.Scored // the whole catalogue ranked for the student, best first (match.RankModel)
+	Ranked []match.Scored // the whole catalogue ranked for the student, best first (match.RankModel)
+	// Ranking is the ranking made lean from the student's factors
+	// (match.RankFactorsLean), in place of Ranked; Factors are then the
+	// ranking's.
+	Ranking     *match.Ranking
 	Catalog     *match.Catalog
 	Profile     match.Profile
 	Model       match.Model // the student's learned model (probe boundaries, exploration picks)
@@ -80,7 +84,7 @@ type Slot struct {
 //   - every school appears at most once.
 func Assemble(in AssembleInput, dst []Slot) []Slot {
 	dst = dst[:0]
-	if in.Size <= 0 || len(in.Ranked) == 0 {
+	if in.Size <= 0 || len(in.Ranked) == 0 && (in.Ranking == nil || in.Ranking.Len() == 0) {
 		return dst
 	}
 	page := in.PageSize
@@ -89,7 +93,7 @@ func Assemble(in AssembleInput, dst []Slot) []Slot {
 	}
 	buf := assembled.Get().(*[]match.FeedItem)
 	items := match.AssembleFeedTo(*buf, match.FeedInput{
-		Catalog: in.Catalog, Profile: in.Profile, Model: in.Model, Ranked: in.Ranked,
+		Catalog: in.Catalog, Profile: in.Profile, Model: in.Model, Ranked: in.Ranked, Ranking: in.Ranking,
 		Swipes: in.TotalSwipes, Length: in.Size, PageSize: page,
 		Excluded: in.Excluded, SwipedRegions: in.SwipedRegions, Seed: in.Seed, Factors: in.Factors,
 	})

@@ -11,14 +11,13 @@ import (
 
 // BenchmarkBuildFeed6500 builds one student's feed from a 6,500-school
 // catalogue: rank everything, assemble the DefaultFeedSize items stored,
-// round, encode the compact first page and its ETag. Rank's buffer is
-// reused, as the service does.
+// round, encode the compact first page and its ETag.
 func BenchmarkBuildFeed6500(b *testing.B) {
 	in := buildInput(b, 6500, query.DefaultFeedSize)
-	_, scratch := query.BuildFeed(in, nil)
+	query.BuildFeed(in)
 	b.ReportAllocs()
 	for b.Loop() {
-		_, scratch = query.BuildFeed(in, scratch)
+		query.BuildFeed(in)
 	}
 }
 
@@ -27,9 +26,8 @@ func BenchmarkBuildFeed6500Parallel(b *testing.B) {
 	in := buildInput(b, 6500, query.DefaultFeedSize)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		_, scratch := query.BuildFeed(in, nil)
 		for pb.Next() {
-			_, scratch = query.BuildFeed(in, scratch)
+			query.BuildFeed(in)
 		}
 	})
 }
@@ -84,13 +82,13 @@ func benchRebuildWith(b *testing.B, n int, factors factorsKept, residual bool) {
 	case factorsMissed:
 		in.Factors = query.NewFactorCache(1, nil) // too small to keep any
 	}
-	f, scratch := query.BuildFeed(in, nil)
+	f := query.BuildFeed(in)
 	_ = cache.FeedFields(&f)
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := benchcpu.Start()
 	for b.Loop() {
-		f, scratch = query.BuildFeed(in, scratch)
+		f = query.BuildFeed(in)
 		_ = cache.FeedFields(&f)
 	}
 	cpu.Report(b, 0, "")

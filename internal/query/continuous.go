@@ -301,13 +301,11 @@ func (c *Continuous) reassemble(ctx context.Context, studentID string, cat *acti
 		swipes = counts.total
 	}
 	start := time.Now()
-	scratch := s.getScratch()
-	f, scratch := BuildFeed(FeedInput{
+	f := BuildFeed(FeedInput{
 		StudentID: studentID, StudentVersion: state.Version, LearningVersion: state.LearningVersion, Profile: p,
 		Model: model, TotalSwipes: swipes, Swiped: stateSwiped, Exclude: exclude,
 		Catalog: cat, Size: limit, Now: now,
-	}, scratch)
-	s.putScratch(scratch)
+	})
 	s.m.FeedBuilds.Observe(time.Since(start).Seconds())
 	f.TotalCount += cooling // the whole list counts the schools cooling down, as the stored feed does
 	out.from = &feedState{feed: f, profile: p, weights: model.Weights(), missing: state.Student.Missing()}

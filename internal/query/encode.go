@@ -2,7 +2,9 @@ package query
 
 import (
 	"bytes"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -415,3 +417,91 @@ var jsonSafe = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// appendProfile appends p as json.Marshal writes it (match.Profile has no
+// field tags: every field by its name, in order), nil when json.Marshal
+// would refuse it (a float that is not finite). A rebuild encodes the
+// profile every time (the factors' key, the stored feed's profile), and
+// encoding/json's reflection was most of that.
+// TestAppendProfileIsJSONMarshal keeps the two the same, field for field.
+func appendProfile(b []byte, p *match.Profile) []byte {
+	w := jsonAppender{b: b}
+	w.raw(`{"SAT":`)
+	w.int(int64(p.SAT))
+	w.raw(`,"Basis":`)
+	w.int(int64(p.Basis))
+	w.raw(`,"ACT":`)
+	w.int(int64(p.ACT))
+	w.raw(`,"GPA":`)
+	w.float(p.GPA)
+	w.raw(`,"HasGPA":`)
+	w.bool(p.HasGPA)
+	w.raw(`,"HasHome":`)
+	w.bool(p.HasHome)
+	w.raw(`,"HomeLat":`)
+	w.float(p.HomeLat)
+	w.raw(`,"HomeLon":`)
+	w.float(p.HomeLon)
+	w.raw(`,"HomeApprox":`)
+	w.bool(p.HomeApprox)
+	w.raw(`,"State":`)
+	w.str(p.State)
+	w.raw(`,"MaxDistanceMiles":`)
+	w.float(p.MaxDistanceMiles)
+	w.raw(`,"Budget":`)
+	w.int(int64(p.Budget))
+	w.raw(`,"HasBudget":`)
+	w.bool(p.HasBudget)
+	w.raw(`,"IncomeBand":`)
+	w.int(int64(p.IncomeBand))
+	w.raw(`,"Majors":`)
+	if p.Majors == nil {
+		w.null()
+	} else {
+		w.b = append(w.b, '[')
+		for i, m := range p.Majors {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.str(string(m))
+		}
+		w.b = append(w.b, ']')
+	}
+	w.raw(`,"PreferredSize":`)
+	w.str(p.PreferredSize)
+	w.raw(`,"PreferredSetting":`)
+	w.str(string(p.PreferredSetting))
+	w.b = append(w.b, '}')
+	if w.bad {
+		return nil
+	}
+	return w.b
+}
+
+// appendWeightsShown appends the weights as a page shows them, each
+// rounded to 4 decimals, as json.Marshal writes the map (keys sorted); nil
+// when json.Marshal would refuse it (a value that is not finite).
+func appendWeightsShown(b []byte, weights map[string]float64) []byte {
+	w := jsonAppender{b: b}
+	w.b = append(w.b, '{')
+	for i, k := range slices.Sorted(maps.Keys(weights)) {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.str(k)
+		w.b = append(w.b, ':')
+		w.float(round4(weights[k]))
+	}
+	w.b = append(w.b, '}')
+	if w.bad {
+		return nil
+	}
+	return w.b
+}
+
+// appendStrings appends ss as json.Marshal writes a []string.
+func appendStrings(b []byte, ss []string) []byte {
+	w := jsonAppender{b: b}
+	w.strings(ss)
+	return w.b
+}

@@ -2,8 +2,11 @@ package query
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +15,7 @@ import (
 
 	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/catalog"
+	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/match"
 )
 
@@ -267,4 +271,81 @@ func TestSchoolRecordsAreTheRecordsEncoded(t *testing.T) {
 	assert.Nil(t, schoolRecords(cat))
 	assert.Nil(t, schoolRecords(cat).of(0))
 	assert.Same(t, schoolRecords(other), schoolRecords(other))
+}
+
+// genProfile is a profile with every field set at random, non-finite
+// floats among them now and then.
+func genProfile(r *rand.Rand) match.Profile {
+	p := match.Profile{
+		SAT: r.IntN(1700) - 50, Basis: match.AcademicBasis(r.IntN(4)), ACT: r.IntN(40), GPA: genFloat(r),
+		HasGPA: r.IntN(2) == 0, HasHome: r.IntN(2) == 0, HomeLat: genFloat(r), HomeLon: genFloat(r),
+		HomeApprox: r.IntN(2) == 0, State: genString(r), MaxDistanceMiles: genFloat(r),
+		Budget: r.IntN(100000) - 10, HasBudget: r.IntN(2) == 0, IncomeBand: r.IntN(7) - 1,
+		PreferredSize: genString(r), PreferredSetting: domain.Setting(genString(r)),
+	}
+	if ss := genStringSlice(r); ss != nil {
+		p.Majors = make([]domain.Major, len(ss))
+		for i, s := range ss {
+			p.Majors[i] = domain.Major(s)
+		}
+	}
+	switch r.IntN(20) {
+	case 0:
+		p.GPA = math.NaN()
+	case 1:
+		p.MaxDistanceMiles = math.Inf(1)
+	}
+	return p
+}
+
+// TestAppendProfileIsJSONMarshal: the profile a rebuild encodes by hand
+// is what json.Marshal writes, and nil where json.Marshal refuses it; a
+// field added to match.Profile and not to appendProfile fails here.
+func TestAppendProfileIsJSONMarshal(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 8))
+	for range 20000 {
+		p := genProfile(r)
+		want, err := json.Marshal(p)
+		if err != nil {
+			want = nil
+		}
+		require.Equal(t, string(want), string(appendProfile(nil, &p)), "%+v", p)
+	}
+	names := []string{}
+	for f := range reflect.TypeFor[match.Profile]().Fields() {
+		names = append(names, f.Name)
+	}
+	var got map[string]any
+	p := genProfile(r)
+	p.GPA, p.MaxDistanceMiles = 1, 1
+	require.NoError(t, json.Unmarshal(appendProfile(nil, &p), &got))
+	assert.ElementsMatch(t, names, slices.Collect(maps.Keys(got)), "every field of the profile")
+}
+
+// TestAppendWeightsShownIsJSONMarshal: the weights a page shows, encoded
+// by hand, are json.Marshal of the rounded map; the learned texts are
+// json.Marshal of the strings.
+func TestAppendWeightsShownIsJSONMarshal(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 9))
+	for range 5000 {
+		w := map[string]float64{}
+		for range r.IntN(10) {
+			w[genString(r)] = genFloat(r)
+		}
+		if r.IntN(10) == 0 {
+			w["bad"] = math.Inf(-1)
+		}
+		want, err := json.Marshal(roundWeights(w))
+		if err != nil {
+			want = nil
+		}
+		require.Equal(t, string(want), string(appendWeightsShown(nil, w)))
+		ss := genStringSlice(r)
+		want, err = json.Marshal(ss)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(appendStrings(nil, ss)))
+	}
+	weights := match.SeedWeights(match.NewProfile(domain.Student{})).Sanitize().Map()
+	want, _ := json.Marshal(roundWeights(weights))
+	assert.Equal(t, string(want), string(appendWeightsShown(nil, weights)))
 }

@@ -17,7 +17,7 @@ const DefaultFactorCacheBytes = 64 << 20
 // factors of their scores that the learned weights do not move
 // (match.Factors), up to a memory bound, least recently used first out. A
 // swipe changes only the learned weights, so the rebuild that follows it
-// ranks from the kept factors (match.RankFactors) instead of working every
+// ranks from the kept factors (match.RankFactorsLean) instead of working every
 // factor out again. An entry serves only the profile and the catalogue it
 // was made from: a changed profile or a new catalogue makes it again. Safe
 // for concurrent use.
@@ -29,7 +29,7 @@ type FactorCache struct {
 	bytes int
 	lru   list.List // of *factorEntry, most recently used first
 	byID  map[string]*list.Element
-	// missed is the doorkeeper of Rank: the students of the latest
+	// missed is the doorkeeper of RankLean: the students of the latest
 	// misses, in a ring (ring, next) and a set.
 	missed map[string]struct{}
 	ring   []string
@@ -70,12 +70,12 @@ func (c *FactorCache) Get(studentID string, profile []byte, p match.Profile, cat
 	return f
 }
 
-// Rank ranks cat for the student with the profile p (encoded as profile)
-// and the model m, as match.RankModel does (dst reused as it reuses it),
-// and returns the student's factors: from the factors kept
-// (match.RankFactors), or, when none are kept for this profile and
-// catalogue, working them out in the ranking's own pass
-// (match.RankModelFactors) and keeping them.
+// RankLean ranks cat for the student with the profile p (encoded as
+// profile) and the model m, as match.RankModel does, into dst (a new
+// ranking when dst is nil), made lean (match.Ranking), and returns the
+// student's factors: from the factors kept (match.RankFactorsLean), or,
+// when none are kept for this profile and catalogue, working them out in
+// the ranking's own pass (match.RankModelFactorsLean) and keeping them.
 //
 // A miss keeps the factors only for a student missed before, within as
 // many misses as there are students in the cache twice over (a
@@ -84,19 +84,19 @@ func (c *FactorCache) Get(studentID string, profile []byte, p match.Profile, cat
 // through it) would evict another student's factors and never read its
 // own: working out and keeping them costs about a fifth more than a
 // ranking without them, so such a miss ranks as a build without a cache
-// does and returns nil factors (the caller builds as without a cache).
-func (c *FactorCache) Rank(dst []match.Scored, studentID string, profile []byte, p match.Profile, m match.Model, cat *match.Catalog) ([]match.Scored, *match.Factors) {
+// does (match.RankModelLean) and returns nil factors.
+func (c *FactorCache) RankLean(dst *match.Ranking, studentID string, profile []byte, p match.Profile, m match.Model, cat *match.Catalog) (*match.Ranking, *match.Factors) {
 	if f := c.lookup(studentID, profile, cat); f != nil {
-		return match.RankFactors(dst, f, p, m), f
+		return match.RankFactorsLean(dst, f, p, m), f
 	}
 	if !c.admit(studentID) {
 		c.m.FactorRequests.WithLabelValues("pass").Inc()
-		return match.RankModel(dst, p, m, cat), nil
+		return match.RankModelLean(dst, p, m, cat), nil
 	}
 	c.m.FactorRequests.WithLabelValues("miss").Inc()
-	ranked, f := match.RankModelFactors(dst, p, m, cat)
+	r, f := match.RankModelFactorsLean(dst, p, m, cat)
 	c.keep(studentID, profile, f)
-	return ranked, f
+	return r, f
 }
 
 // minDoorkeeper is the fewest misses the doorkeeper remembers.

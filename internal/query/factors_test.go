@@ -66,10 +66,10 @@ func TestFactorCacheKeepsAStudentsFactorsForTheirProfileAndCatalogue(t *testing.
 func TestBuildFeedWithFactorsIsTheSameFeed(t *testing.T) {
 	in := buildInput(t, 800, 300)
 	in.Describe = query.DescribedItems
-	want, _ := query.BuildFeed(in, nil)
+	want := query.BuildFeed(in)
 	in.Factors = query.NewFactorCache(0, nil)
 	for range 2 { // made, then kept
-		got, _ := query.BuildFeed(in, nil)
+		got := query.BuildFeed(in)
 		assert.Equal(t, want, got)
 	}
 }
@@ -102,7 +102,7 @@ func TestConcurrentBuildsShareNoBuffers(t *testing.T) {
 	}
 	want := make([]cache.Feed, len(inputs))
 	for i, in := range inputs {
-		want[i], _ = query.BuildFeed(in, nil)
+		want[i] = query.BuildFeed(in)
 	}
 	for i := 1; i < len(want); i++ {
 		require.NotEqual(t, want[0].Items, want[i].Items, "students %d and 0 differ, so a mixed-up buffer shows", i)
@@ -116,7 +116,7 @@ func TestConcurrentBuildsShareNoBuffers(t *testing.T) {
 			in := inputs[i]
 			in.Factors = shared
 			for range 3 { // a miss, then hits, while the others build
-				f, _ := query.BuildFeed(in, nil)
+				f := query.BuildFeed(in)
 				got[i] = append(got[i], f)
 			}
 		})
@@ -156,7 +156,11 @@ func TestFactorCacheDoorkeeper(t *testing.T) {
 	want := order(match.RankModel(nil, p, model, cat.Catalog))
 	rank := func(id string) *match.Factors {
 		t.Helper()
-		got, f := c.Rank(nil, id, raw, p, model, cat.Catalog)
+		lean, f := c.RankLean(nil, id, raw, p, model, cat.Catalog)
+		var got []match.Scored
+		for _, i := range lean.Order(nil) {
+			got = append(got, lean.Scored(int(i)))
+		}
 		assert.Equal(t, want, order(got), "the same ranking, kept or not")
 		return f
 	}
@@ -191,7 +195,7 @@ func TestFactorCacheEmptyCatalogue(t *testing.T) {
 	require.NoError(t, err)
 	c := query.NewFactorCache(0, nil)
 	for range 2 {
-		ranked, _ := c.Rank(nil, "a", raw, p, match.NewModel(match.SeedWeights(p)), cat.Catalog)
-		assert.Empty(t, ranked)
+		lean, _ := c.RankLean(nil, "a", raw, p, match.NewModel(match.SeedWeights(p)), cat.Catalog)
+		assert.Zero(t, lean.Len())
 	}
 }

@@ -1,7 +1,6 @@
 package query
 
 import (
-	"encoding/json"
 	"math"
 	"slices"
 	"sync"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/collegematch/matching/internal/active"
 	"github.com/collegematch/matching/internal/cache"
+	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/match"
 )
 
@@ -64,10 +64,16 @@ type FeedInput struct {
 }
 
 // BuildFeed ranks the catalogue for the student with the learned model
-// (match.RankModel), assembles the feed (Assemble: probes, exploration,
-// geographic mix, swiped schools left out) and encodes its compact first
-// page. It is pure apart from reusing scratch (the ranking's buffer,
-// returned for the next call).
+// (match.RankModel's ranking, made lean: match.Ranking), assembles the
+// feed (Assemble: probes, exploration, geographic mix, swiped schools left
+// out) and encodes its compact first page. It is pure apart from the
+// buffers it reuses between builds and the factors in.Factors keeps.
+//
+// The ranking is lean: every school's score, but the schools sorted one
+// geographic band at a time and the components worked out only for the
+// items listed, so a rebuild writes and sorts no Scored of the whole
+// catalogue; the feed is the one the whole ranking gives, byte for byte
+// (TestRebuildIsTheWholeBuild).
 //
 // The order is the model's: RankModel ranks by the score expected under
 // the model's uncertainty about the preferred size and selectivity, plus
@@ -83,23 +89,59 @@ type FeedInput struct {
 // the stored feed, the compact page and every response show the same
 // rounded value, and the compact score s and every grade are derived from
 // it, so s = round(match_score * 100) holds for what a client sees.
-func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored) {
-	size := in.Size
-	if size <= 0 {
-		size = DefaultFeedSize
-	}
+func BuildFeed(in FeedInput) cache.Feed {
 	cat := in.Catalog
-	w := in.Model.Weights()
-	profile, _ := json.Marshal(in.Profile) // plain numbers and strings: cannot fail
-	var ranked []match.Scored
-	var factors *match.Factors
-	if in.Factors != nil {
-		ranked, factors = in.Factors.Rank(scratch, in.StudentID, profile, in.Profile, in.Model, cat.Catalog)
-	} else {
-		ranked = match.RankModel(scratch, in.Profile, in.Model, cat.Catalog)
-	}
+	profile := appendProfile(nil, &in.Profile)
 	buf := buildBuffers.Get().(*buildBuffer)
 	defer buildBuffers.Put(buf)
+	// The ranking is made lean: each school's score, each geographic band
+	// ordered as the feed reads it, the components worked out for the
+	// items listed only. From the student's factors when they are kept.
+	var factors *match.Factors
+	if in.Factors != nil {
+		buf.ranking, factors = in.Factors.RankLean(buf.ranking, in.StudentID, profile, in.Profile, in.Model, cat.Catalog)
+	} else {
+		buf.ranking = match.RankModelLean(buf.ranking, in.Profile, in.Model, cat.Catalog)
+	}
+	ex := buf.exclusion(in)
+	slots := Assemble(AssembleInput{
+		Ranking: buf.ranking, Catalog: cat.Catalog, Profile: in.Profile, Model: in.Model, TotalSwipes: in.TotalSwipes,
+		Excluded: ex.excluded, SwipedRegions: ex.swipedRegions,
+		Seed: FeedSeed(in.StudentID, in.TotalSwipes), Size: feedSize(in), Factors: factors,
+	}, buf.slots[:0])
+	buf.slots = slots
+	buf.idx = slotIndices(buf.idx, slots)
+	if factors != nil {
+		buf.scores = match.ShownFactors(buf.scores, factors, in.Profile, in.Model, buf.idx)
+	} else {
+		buf.scores = match.ScoreAll(buf.scores, in.Profile, in.Model.Weights(), cat.Catalog, buf.idx)
+		in.Model.AddResidual(in.Profile, cat.Catalog, buf.scores)
+	}
+	for i, s := range buf.scores {
+		slots[i].Score = s.Score
+	}
+	return feedOf(in, profile, slots, ex.eligible)
+}
+
+// feedSize is how many items the feed keeps.
+func feedSize(in FeedInput) int {
+	if in.Size <= 0 {
+		return DefaultFeedSize
+	}
+	return in.Size
+}
+
+// exclusion is what leaves schools out of a student's feed.
+type exclusion struct {
+	excluded      []bool // by catalogue index: swiped or excluded
+	swipedRegions []domain.Region
+	eligible      int // schools not excluded
+}
+
+// exclusion marks the schools in.Swiped and in.Exclude name (unknown ids
+// are ignored), in buf's mask.
+func (buf *buildBuffer) exclusion(in FeedInput) exclusion {
+	cat := in.Catalog
 	excluded := buf.excluded[:0]
 	if cap(excluded) < cat.Len() {
 		excluded = make([]bool, 0, cat.Len())
@@ -107,14 +149,10 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	excluded = excluded[:cat.Len()]
 	clear(excluded)
 	buf.excluded = excluded
-	for _, id := range in.Swiped {
-		if i, ok := cat.Index(id); ok {
-			excluded[i] = true
-		}
-	}
 	swipedIdx := make([]int, 0, len(in.Swiped))
 	for _, id := range in.Swiped {
 		if i, ok := cat.Index(id); ok {
+			excluded[i] = true
 			swipedIdx = append(swipedIdx, i)
 		}
 	}
@@ -129,26 +167,24 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 			eligible++
 		}
 	}
-	slots := Assemble(AssembleInput{
-		Ranked: ranked, Catalog: cat.Catalog, Profile: in.Profile, Model: in.Model, TotalSwipes: in.TotalSwipes,
-		Excluded: excluded, SwipedRegions: match.RegionsOf(cat.Catalog, swipedIdx),
-		Seed: FeedSeed(in.StudentID, in.TotalSwipes), Size: size, Factors: factors,
-	}, buf.slots[:0])
-	idx := buf.idx[:0]
-	for i := range slots {
-		idx = append(idx, slots[i].Index)
-	}
-	if factors != nil {
-		buf.scores = match.ScoreFactors(buf.scores, factors, in.Profile, w, idx)
-	} else {
-		buf.scores = match.ScoreAll(buf.scores, in.Profile, w, cat.Catalog, idx)
-	}
-	in.Model.AddResidual(in.Profile, cat.Catalog, buf.scores)
-	for i, s := range buf.scores {
-		slots[i].Score = s.Score
-	}
-	buf.slots, buf.idx = slots, idx
+	return exclusion{excluded: excluded, swipedRegions: match.RegionsOf(cat.Catalog, swipedIdx), eligible: eligible}
+}
 
+// slotIndices are the slots' catalogue indices, appended to dst[:0].
+func slotIndices(dst []int32, slots []Slot) []int32 {
+	dst = dst[:0]
+	for i := range slots {
+		dst = append(dst, slots[i].Index)
+	}
+	return dst
+}
+
+// feedOf is the stored feed of the assembled slots, their scores the ones
+// shown: the items rounded, the first described, the compact page and
+// its ETag.
+func feedOf(in FeedInput, profile []byte, slots []Slot, eligible int) cache.Feed {
+	cat := in.Catalog
+	w := in.Model.Weights()
 	model, _ := in.Model.MarshalBinary() // cannot fail
 	f := cache.Feed{
 		StudentID:        in.StudentID,
@@ -168,19 +204,20 @@ func BuildFeed(in FeedInput, scratch []match.Scored) (cache.Feed, []match.Scored
 	if k := min(in.Describe, len(slots)); k > 0 {
 		d := match.NewModelDescriber(in.Profile, in.Model, cat.Catalog)
 		f.Described = describe(cat, &d, slots[:k], f.Items[:k])
-		f.ShownWeights, _ = json.Marshal(roundWeights(f.Weights)) // finite floats: cannot fail
-		f.ShownLearned, _ = json.Marshal(match.LearnedTexts(d.Learned()))
+		f.ShownWeights = appendWeightsShown(nil, f.Weights)
+		f.ShownLearned = appendStrings(nil, match.LearnedTexts(d.Learned()))
 	}
 	n := min(CompactPageSize, len(slots))
 	f.CompactItems = compactItems(cat, slots[:n], f.Items[:n])
 	body := cache.CompactBody(f.CompactItems)
 	f.Compact = cache.Compact{ETag: cache.ETag(body), Body: body}
-	return f, ranked
+	return f
 }
 
 // buildBuffer is BuildFeed's scratch, kept between builds (buildBuffers):
 // nothing in it outlives a build.
 type buildBuffer struct {
+	ranking  *match.Ranking // the build's ranking, made lean
 	excluded []bool
 	slots    []Slot
 	idx      []int32
@@ -266,21 +303,23 @@ func compactItems(cat *active.Catalog, slots []Slot, items []cache.FeedItem) [][
 	return out
 }
 
-// describeChunk is the size of the arrays described items are copied into:
-// a dozen items (1.1-1.5 KB each), and small enough for the allocator's
-// size classes (a larger array costs a page allocation of its own).
-const describeChunk = 16 << 10
+// describeChunk is the size of the arrays described items are encoded
+// into: a dozen items (1.1-1.5 KB each), and small enough for the
+// allocator's size classes (a larger array costs a page allocation of its
+// own). An item starts a new chunk when less than describeRoom is left.
+const (
+	describeChunk = 16 << 10
+	describeRoom  = 3 << 10
+)
 
 // describe encodes the first items as POST /recommendations shows each
-// (recommendation), with the weights a page read from Redis shows. Each is
-// encoded in a reused buffer and copied, after its stored prefix, into a
-// shared chunk: the field Feeds.Put stores as it is. An item json.Marshal
-// would refuse (a float that is not finite, which the scores never are)
-// is stored with its prefix alone, as json.Marshal's error left it.
+// (recommendation), with the weights a page read from Redis shows. Each
+// is encoded, after its stored prefix, straight into a shared chunk: the
+// field Feeds.Put stores as it is. An item json.Marshal would refuse (a
+// float that is not finite, which the scores never are) is stored with
+// its prefix alone, as json.Marshal's error left it.
 func describe(cat *active.Catalog, d *match.Describer, slots []Slot, items []cache.FeedItem) []cache.Described {
 	out := make([]cache.Described, len(items))
-	scratch := encodeBuffers.Get().(*[]byte)
-	defer encodeBuffers.Put(scratch)
 	var chunk []byte
 	records := schoolRecords(cat)
 	for i, it := range items {
@@ -292,25 +331,18 @@ func describe(cat *active.Catalog, d *match.Describer, slots []Slot, items []cac
 		} else {
 			r.School = schoolViewPriced(cat, idx, price)
 		}
-		enc, ok := appendRecommendationWith((*scratch)[:0], &r, record)
-		if ok {
-			*scratch = enc
-		} else {
-			enc = nil // stored with its prefix alone
-		}
 		id := cat.ID(idx).String()
-		if n := cache.MaxDescribedPrefix + len(enc); n > cap(chunk)-len(chunk) {
-			chunk = make([]byte, 0, max(describeChunk, n))
+		if cap(chunk)-len(chunk) < describeRoom {
+			chunk = make([]byte, 0, describeChunk)
 		}
 		start := len(chunk)
-		chunk = append(cache.AppendDescribedPrefix(chunk, id, it.Probe), enc...)
+		// An item larger than the room left grows the chunk into a new
+		// array: the items before it keep the old one.
+		chunk, _ = appendRecommendationWith(cache.AppendDescribedPrefix(chunk, id, it.Probe), &r, record)
 		out[i] = cache.Described{SchoolID: id, Probe: it.Probe, Field: chunk[start:len(chunk):len(chunk)]}
 	}
 	return out
 }
-
-// encodeBuffers are describe's encoding buffers (*[]byte).
-var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // CompactPage is a pre-encoded compact page with its ETag.
 type CompactPage = cache.Compact

@@ -59,7 +59,7 @@ func buildInput(t testing.TB, n, size int) query.FeedInput {
 func TestBuildFeed(t *testing.T) {
 	in := buildInput(t, 600, 250)
 	in.Swiped = []string{in.Catalog.Schools[5].ID, in.Catalog.Schools[9].ID, "not-a-school"}
-	f, _ := query.BuildFeed(in, nil)
+	f := query.BuildFeed(in)
 
 	assert.Equal(t, in.StudentID, f.StudentID)
 	assert.EqualValues(t, 4, f.StudentVersion)
@@ -144,28 +144,28 @@ func TestBuildFeed(t *testing.T) {
 
 func TestBuildFeedIsDeterministicAndTheETagFollowsTheBody(t *testing.T) {
 	in := buildInput(t, 300, 100)
-	a, _ := query.BuildFeed(in, nil)
-	b, scratch := query.BuildFeed(in, nil)
+	a := query.BuildFeed(in)
+	b := query.BuildFeed(in)
 	assert.Equal(t, a, b, "same state, same feed")
-	c, _ := query.BuildFeed(in, scratch)
+	c := query.BuildFeed(in)
 	assert.Equal(t, a, c, "reusing the ranking's buffer changes nothing")
 
 	w := in.Model.Weights()
 	w.CostWeight, w.DistanceWeight = 0.99, 0.01
 	in.Model = match.NewModel(w)
-	d, _ := query.BuildFeed(in, nil)
+	d := query.BuildFeed(in)
 	require.NotEqual(t, a.Compact.Body, d.Compact.Body)
 	assert.NotEqual(t, a.Compact.ETag, d.Compact.ETag, "another body, another ETag")
 }
 
 func TestBuildFeedSmallAndEmptyCatalogues(t *testing.T) {
 	in := buildInput(t, 7, 100)
-	f, _ := query.BuildFeed(in, nil)
+	f := query.BuildFeed(in)
 	assert.Len(t, f.Items, 7)
 	assert.Equal(t, 7, f.TotalCount)
 
 	in.Catalog = active.NewCatalog(nil, 1)
-	f, _ = query.BuildFeed(in, nil)
+	f = query.BuildFeed(in)
 	assert.Empty(t, f.Items)
 	assert.JSONEq(t, `{"r":[]}`, string(f.Compact.Body))
 }

@@ -16,7 +16,7 @@ type Metrics struct {
 	FeedWrites *prometheus.CounterVec
 	// FactorRequests counts feed builds by whether the student's
 	// weight-free score factors were kept from an earlier build (hit),
-	// worked out and kept (miss) or not kept (pass: FactorCache.Rank's
+	// worked out and kept (miss) or not kept (pass: FactorCache.RankLean's
 	// doorkeeper); FactorEvictions the students' factors dropped to
 	// keep the FactorCache within its bound, FactorBytes what it holds.
 	FactorRequests  *prometheus.CounterVec

@@ -18,7 +18,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -107,7 +106,6 @@ type Service struct {
 	images   string
 
 	builds     singleflight.Group // one build per student at a time
-	scratch    sync.Pool          // *[]match.Scored, Rank's buffer
 	factors    *FactorCache       // nil: none kept
 	categories atomic.Pointer[categoriesMemo]
 }
@@ -290,13 +288,11 @@ func (s *Service) project(st domain.LearnerState, cat *active.Catalog, folded *m
 		learned = st.Version // every event of this snapshot is folded in
 	}
 	start := time.Now()
-	scratch := s.getScratch()
-	fs.feed, scratch = BuildFeed(FeedInput{
+	fs.feed = BuildFeed(FeedInput{
 		StudentID: st.Student.ID, StudentVersion: st.Version, LearningVersion: st.LearningVersion,
 		LearnedVersion: learned, Profile: p, Model: model, TotalSwipes: st.Student.SwipeCount, Swiped: swiped,
 		Catalog: cat, Size: s.size, Describe: DescribedItems, Now: s.now(), Factors: s.factors,
-	}, scratch)
-	s.putScratch(scratch)
+	})
 	s.m.FeedBuilds.Observe(time.Since(start).Seconds())
 	fs.feed.Complete = len(missing) == 0
 	if len(missing) > 0 {
@@ -416,15 +412,6 @@ func (s *Service) RebuildFeeds(ctx context.Context, states []domain.LearnerState
 func (s *Service) LearnedVersion(ctx context.Context, studentID string) (int64, bool, error) {
 	return s.feeds.LearnedVersion(ctx, studentID)
 }
-
-func (s *Service) getScratch() []match.Scored {
-	if p, ok := s.scratch.Get().(*[]match.Scored); ok {
-		return *p
-	}
-	return nil
-}
-
-func (s *Service) putScratch(b []match.Scored) { s.scratch.Put(&b) }
 
 // Recommendations is one page of the student's ranked feed (POST
 // /recommendations); an incomplete profile is MISSING_PROFILE. limit and
@@ -620,13 +607,11 @@ func (s *Service) deeper(studentID string, fs *feedState, cat *active.Catalog, n
 		}
 		swiped = slices.DeleteFunc(slices.Clone(swiped), func(id string) bool { return taken[strings.ToLower(id)] })
 	}
-	scratch := s.getScratch()
-	f, scratch := BuildFeed(FeedInput{
+	f := BuildFeed(FeedInput{
 		StudentID: studentID, StudentVersion: fs.feed.StudentVersion, Profile: fs.profile, Model: l.model,
 		TotalSwipes: fs.feed.TotalSwipes - len(removed), Swiped: swiped, Catalog: cat, Size: n + len(removed),
 		Now: fs.feed.BuiltAt,
-	}, scratch)
-	s.putScratch(scratch)
+	})
 	items := f.Items
 	for len(removed) > 0 && len(items) > 0 && items[0].SchoolID == removed[0] {
 		items, removed = items[1:], removed[1:]
