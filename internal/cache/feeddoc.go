@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -51,11 +52,9 @@ type Feed struct {
 	// them. A feed read back leaves Items nil and keeps them encoded:
 	// read them with Len and Range, which decode only what is asked for.
 	Items []FeedItem
-	// Compact is the compact first page, encoded when the feed was built;
-	// CompactItems are its items' JSON objects, in order (the page is
-	// {"r":[items]}), which a swipe's patch can drop one of.
-	Compact      Compact
-	CompactItems [][]byte
+	// Compact is the compact first page, encoded when the feed was built
+	// (NewCompact).
+	Compact Compact
 	// Described are the first items as the standard envelope shows them
 	// (pages.go); Complete and ShownWeights are what that envelope says
 	// besides the counts: whether POST /recommendations serves the profile,
@@ -112,11 +111,78 @@ type FeedItem struct {
 type Compact struct {
 	ETag string
 	Body []byte
+	// Starts are, in a page made by NewCompact, where each item starts in
+	// Body and then where the list ends (len(Body) - 2): the page left
+	// once swipes took the first k schools off the feed is {"r":[
+	// followed by Body[Starts[k]:] (After).
+	Starts []int
+	// Next are the ETags of the pages left once 1, 2, ... schools are
+	// taken off (at most PatchedETags), made with the page.
+	Next []string
 }
+
+// PatchedETags is how many of the pages a swipe's patch leaves have their
+// ETag made when the page is built: a swipe's patch leaves the page as
+// built and a read serves it past the schools taken off (After), so the
+// first ones are served without hashing the body on the read; a deeper
+// one (more swipes than that before the worker's rebuild lands) is hashed
+// by its read.
+const PatchedETags = 2
+
+// NewCompact is the compact page of items (JSON objects), with what its
+// reads after a swipe's patch need (Starts, Next).
+func NewCompact(items [][]byte) Compact {
+	body := CompactBody(items)
+	c := Compact{ETag: ETag(body), Body: body, Starts: make([]int, len(items)+1)}
+	at := len(compactOpen)
+	for k, it := range items {
+		c.Starts[k] = at
+		at += len(it) + 1 // the comma, or the closing bracket
+	}
+	c.Starts[len(items)] = len(body) - len(compactClose)
+	for k := 1; k <= min(PatchedETags, len(items)); k++ {
+		c.Next = append(c.Next, ETag(c.after(k)))
+	}
+	return c
+}
+
+// After is the page left once swipes took the first k schools off the
+// feed (all of the page's when k reaches them): the same bytes and ETag
+// a page of the items left would have. c must be NewCompact's (or read
+// back by ParseCompact).
+func (c Compact) After(k int) Compact {
+	k = min(k, len(c.Starts)-1)
+	if k <= 0 {
+		return c
+	}
+	body := c.after(k)
+	if k <= len(c.Next) {
+		return Compact{ETag: c.Next[k-1], Body: body}
+	}
+	return Compact{ETag: ETag(body), Body: body}
+}
+
+// after is the body of the page without its first k items (0 < k <
+// len(c.Starts)).
+func (c Compact) after(k int) []byte {
+	rest := c.Body[c.Starts[k]:]
+	b := make([]byte, 0, len(compactOpen)+len(rest))
+	return append(append(b, compactOpen...), rest...)
+}
+
+// compactOpen and compactClose are what a compact body starts and ends with.
+const (
+	compactOpen  = `{"r":[`
+	compactClose = `]}`
+)
 
 // ErrNotBuilt means the read model does not exist (never built, expired or
 // invalidated): the caller computes it.
 var ErrNotBuilt = errors.New("read model not built")
+
+// ErrMalformed means a stored read model could not be read (written by
+// another layout): the caller computes it, as when it is not built.
+var ErrMalformed = errors.New("read model malformed")
 
 // itemSize is the size of one encoded FeedItem: the school's UUID, five
 // scores as uint16 in 1e-4, the distance as uint16 in 0.1 mile
@@ -187,9 +253,47 @@ func decodeHeader(b []byte, f *Feed) error {
 	return nil
 }
 
+// headerProfile is the profile an encoded header holds (aliasing b),
+// read past the rest without decoding it: what a swipe reads of the
+// header. ok is false for a header decodeHeader refuses.
+func headerProfile(b []byte) (profile []byte, ok bool) {
+	if !bytes.HasPrefix(b, headerMagic) {
+		return nil, false
+	}
+	d := decoder{b: b[len(headerMagic):]}
+	d.varint()
+	d.skip()
+	n := d.uvarint()
+	if n > 64 {
+		return nil, false
+	}
+	for range n {
+		d.skip()
+		d.uint64()
+	}
+	n = d.uvarint()
+	if d.err != nil || n > uint64(len(d.b)) {
+		return nil, false
+	}
+	if n == 0 {
+		return nil, true
+	}
+	return d.b[:n:n], true
+}
+
 type decoder struct {
 	b   []byte
 	err error
+}
+
+// skip reads past a string.
+func (d *decoder) skip() {
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(d.b)) {
+		d.fail()
+		return
+	}
+	d.b = d.b[n:]
 }
 
 func (d *decoder) fail() {
@@ -303,44 +407,49 @@ func decodeItems(b []byte) ([]FeedItem, error) {
 
 // encodeCompact is the stored compact value: a header line with what a
 // reader checks before serving it (the catalogue and algorithm versions it
-// was built with, and the ETag), then the body.
+// was built with, and the ETag), a line of the items' offsets
+// (Compact.Starts), a line of the ETags of the pages a patch leaves
+// (Compact.Next), then the body.
 func encodeCompact(f *Feed) []byte {
-	head := strconv.FormatInt(f.CatalogVersion, 10) + " " + f.AlgorithmVersion + " " + f.Compact.ETag + "\n"
-	b := make([]byte, 0, len(head)+len(f.Compact.Body))
-	return append(append(b, head...), f.Compact.Body...)
+	c := &f.Compact
+	b := make([]byte, 0, 64+8*len(c.Starts)+44*len(c.Next)+len(c.Body))
+	b = strconv.AppendInt(b, f.CatalogVersion, 10)
+	b = append(append(append(b, ' '), f.AlgorithmVersion...), ' ')
+	b = append(append(b, c.ETag...), '\n')
+	for k, at := range c.Starts {
+		if k > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendInt(b, int64(at), 10)
+	}
+	b = append(b, '\n')
+	b = append(append(b, strings.Join(c.Next, " ")...), '\n')
+	return append(b, c.Body...)
 }
 
-// CompactBody is the compact page made of items: {"r":[items]}. The
-// stored page and the page a swipe's patch leaves (feedScripts' patch) are
-// both made this way.
+// CompactBody is the compact page made of items: {"r":[items]}.
 func CompactBody(items [][]byte) []byte {
-	n := len(`{"r":[]}`) + len(items)
+	n := len(compactOpen) + len(compactClose) + len(items)
 	for _, it := range items {
 		n += len(it)
 	}
 	b := make([]byte, 0, n)
-	b = append(b, `{"r":[`...)
+	b = append(b, compactOpen...)
 	for i, it := range items {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, it...)
 	}
-	return append(b, "]}"...)
+	return append(b, compactClose...)
 }
 
-// ETag is the strong ETag of a compact body: its SHA-1 in hex, quoted, as
-// the patch script makes it too (Redis' Lua has SHA-1 only), so a body
-// has one ETag whoever encoded it.
+// ETag is the strong ETag of a compact body: its SHA-1 in hex, quoted
+// (what the patch script made while it rebuilt pages in Redis' Lua, which
+// has SHA-1 only), so a body has one ETag whoever encoded it.
 func ETag(body []byte) string {
 	sum := sha1.Sum(body)
 	return `"` + hex.EncodeToString(sum[:]) + `"`
-}
-
-// joinLines joins JSON objects with newlines: compact JSON never holds a
-// raw newline, so the patch script can split them again.
-func joinLines(items [][]byte) []byte {
-	return bytes.Join(items, []byte("\n"))
 }
 
 // StoredCompact is a compact page as read back from Redis.
@@ -350,31 +459,59 @@ type StoredCompact struct {
 	Compact
 }
 
-// ParseCompact reads a stored compact value (the FieldCompact field of
-// FeedKey). The body aliases raw.
+// ParseCompact reads a stored compact value (encodeCompact). The body
+// aliases raw.
 func ParseCompact(raw []byte) (StoredCompact, error) {
 	var out StoredCompact
-	nl := bytes.IndexByte(raw, '\n')
-	if nl < 0 {
-		return out, errors.New("compact feed: no header line")
+	head, rest, ok := bytes.Cut(raw, []byte("\n"))
+	starts, rest, ok2 := bytes.Cut(rest, []byte("\n"))
+	next, body, ok3 := bytes.Cut(rest, []byte("\n"))
+	if !ok || !ok2 || !ok3 {
+		return out, errors.New("compact feed: no header lines")
 	}
-	head := raw[:nl]
-	sp1 := bytes.IndexByte(head, ' ')
-	if sp1 < 0 {
+	cv, rest, ok := bytes.Cut(head, []byte(" "))
+	algo, etag, ok2 := bytes.Cut(rest, []byte(" "))
+	if !ok || !ok2 {
 		return out, errors.New("compact feed: malformed header")
 	}
-	rest := head[sp1+1:]
-	sp2 := bytes.IndexByte(rest, ' ')
-	if sp2 < 0 {
-		return out, errors.New("compact feed: malformed header")
-	}
-	cv, err := strconv.ParseInt(string(head[:sp1]), 10, 64)
+	n, err := strconv.ParseInt(string(cv), 10, 64)
 	if err != nil {
 		return out, fmt.Errorf("compact feed: catalogue version: %w", err)
 	}
-	out.CatalogVersion = cv
-	out.AlgorithmVersion = string(rest[:sp2])
-	out.ETag = string(rest[sp2+1:])
-	out.Body = raw[nl+1:]
+	out.CatalogVersion, out.AlgorithmVersion = n, string(algo)
+	out.ETag, out.Body = string(etag), body
+	if out.Starts, err = parseStarts(starts, body); err != nil {
+		return out, err
+	}
+	if len(next) > 0 {
+		out.Next = strings.Split(string(next), " ")
+	}
+	if len(out.Next) > len(out.Starts)-1 {
+		return out, errors.New("compact feed: more ETags than items")
+	}
 	return out, nil
+}
+
+// parseStarts reads the items' offsets of a stored compact body: rising,
+// from the first item to the closing bracket.
+func parseStarts(line, body []byte) ([]int, error) {
+	starts := make([]int, 0, 1+bytes.Count(line, []byte(" ")))
+	for f := range bytes.SplitSeq(line, []byte(" ")) {
+		at, err := strconv.Atoi(string(f))
+		if err != nil {
+			return nil, fmt.Errorf("compact feed: item offsets: %w", err)
+		}
+		starts = append(starts, at)
+	}
+	last := len(starts) - 1
+	if starts[0] != len(compactOpen) || starts[last] != len(body)-len(compactClose) ||
+		!bytes.HasPrefix(body, []byte(compactOpen)) || !bytes.HasSuffix(body, []byte(compactClose)) {
+		return nil, errors.New("compact feed: item offsets do not fit the body")
+	}
+	for k := 1; k <= last; k++ {
+		if starts[k] <= starts[k-1] {
+			return nil, errors.New("compact feed: item offsets do not rise")
+		}
+	}
+	return starts, nil
 }

@@ -49,13 +49,6 @@ func NewFeeds(rdb redis.UniversalClient, ttl time.Duration) *Feeds {
 // TTL is the lifetime of a stored feed.
 func (s *Feeds) TTL() time.Duration { return s.ttl }
 
-// CompactLocation is where the compact first page of a student's feed is
-// stored (an HGET of field on key), for callers that fetch it in a
-// pipeline of their own; ParseCompact reads what they get.
-func (s *Feeds) CompactLocation(studentID string) (key, field string) {
-	return FeedKey(studentID), FieldCompact
-}
-
 // call runs fn with the per-call timeout and the failure breaker.
 func (s *Feeds) call(ctx context.Context, op string, fn func(ctx context.Context) error) error {
 	err := s.breaker.Do(ctx, fn, expectedAnswer)
@@ -66,8 +59,10 @@ func (s *Feeds) call(ctx context.Context, op string, fn func(ctx context.Context
 }
 
 // expectedAnswer tells the answers of Redis that are not failures: a
-// missing key or feed.
-func expectedAnswer(err error) bool { return errors.Is(err, redis.Nil) || errors.Is(err, ErrNotBuilt) }
+// missing key or feed, or one that cannot be read.
+func expectedAnswer(err error) bool {
+	return errors.Is(err, redis.Nil) || errors.Is(err, ErrNotBuilt) || errors.Is(err, ErrMalformed)
+}
 
 // feedFields are the fields a read of a whole feed (without the compact
 // page) takes, in feedFromHash's order.
@@ -127,7 +122,8 @@ func feedFromHash(studentID string, vals []any) (Feed, error) {
 	if len(str[7])%itemSize != 0 {
 		return f, fmt.Errorf("feed items: %d bytes is not a whole number of %d-byte records", len(str[7]), itemSize)
 	}
-	f.encoded = []byte(str[7])
+	// The items as built, less the schools swipes took off the top.
+	f.encoded = []byte(str[7][min(len(str[7]), len(f.Removed)*itemSize):])
 	if str[9] != "" {
 		f.Model = []byte(str[9])
 	}
@@ -189,20 +185,83 @@ func (s *Feeds) HeaderModel(ctx context.Context, studentID string) (Feed, error)
 	return f, err
 }
 
-// CompactRaw reads the stored compact page of a student's feed, to be read
-// with ParseCompact. ErrNotBuilt when there is none.
-func (s *Feeds) CompactRaw(ctx context.Context, studentID string) ([]byte, error) {
-	var raw []byte
-	err := s.call(ctx, "get compact feed", func(ctx context.Context) error {
-		var err error
-		raw, err = s.rdb.HGet(ctx, FeedKey(studentID), FieldCompact).Bytes()
-		if errors.Is(err, redis.Nil) {
-			return ErrNotBuilt
+// CompactRead is a read of the compact first page of a student's feed in
+// one plain command (an HMGET of the page as built and the schools swipes
+// took off the top since), for a caller that queues it on a pipeline of
+// its own (Queue, with the request's rate-limit count) and reads its
+// answer after the pipeline ran (Result).
+type CompactRead struct {
+	key string
+	cmd *redis.SliceCmd
+}
+
+// CompactRead is the read of studentID's compact first page.
+func (s *Feeds) CompactRead(studentID string) *CompactRead {
+	return &CompactRead{key: FeedKey(studentID)}
+}
+
+// Queue adds the read's command to pipe.
+func (r *CompactRead) Queue(ctx context.Context, pipe redis.Pipeliner) {
+	r.cmd = redis.NewSliceCmd(ctx, "hmget", r.key, FieldCompact, fieldRemoved)
+	_ = pipe.Process(ctx, r.cmd) // a pipeline queues; its Exec reports
+}
+
+// Result is the page the read found, as it is served: the page as built
+// past the schools swipes took off (Compact.After), its catalogue and
+// algorithm versions for the reader to check. ErrNotBuilt when there is
+// none (no feed, a tombstone, a feed without a compact page), ErrMalformed
+// when what is stored cannot be read.
+func (r *CompactRead) Result() (StoredCompact, error) {
+	if r.cmd == nil {
+		return StoredCompact{}, errors.New("compact feed: read not made")
+	}
+	vals, err := r.cmd.Result()
+	if err != nil {
+		return StoredCompact{}, err
+	}
+	raw, ok := vals[0].(string)
+	if !ok {
+		return StoredCompact{}, ErrNotBuilt
+	}
+	c, err := ParseCompact([]byte(raw))
+	if err != nil {
+		return c, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	x, _ := vals[1].(string) // absent: none taken off
+	c.Compact = c.After(len(x) / 16)
+	return c, nil
+}
+
+// ReadCompact reads a student's compact first page (CompactRead.Result),
+// in one round trip. r, when not nil, is a read already made: when it
+// answered, its answer is used.
+func (s *Feeds) ReadCompact(ctx context.Context, studentID string, r *CompactRead) (StoredCompact, error) {
+	if r != nil && r.cmd != nil && r.key == FeedKey(studentID) {
+		c, err := r.Result()
+		if err == nil || errors.Is(err, ErrNotBuilt) || !isRedisFailure(r.cmd.Err()) {
+			return c, err
 		}
+		// The read did not answer: make it here.
+	}
+	read := s.CompactRead(studentID)
+	var c StoredCompact
+	err := s.call(ctx, "read the compact feed", func(ctx context.Context) error {
+		if _, err := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			read.Queue(ctx, pipe)
+			return nil
+		}); err != nil {
+			return err
+		}
+		var err error
+		c, err = read.Result()
 		return err
 	})
-	return raw, err
+	return c, err
 }
+
+// isRedisFailure reports whether err is Redis not answering a command
+// (rather than an answer, or no command at all).
+func isRedisFailure(err error) bool { return err != nil && !errors.Is(err, redis.Nil) }
 
 // Put stores a feed with the TTL, newer versions winning: it reports
 // false, and changes nothing, when the stored feed or tombstone is newer:
@@ -317,7 +376,7 @@ func FeedFields(f *Feed) []any {
 		fieldItems, encodeItems(f.Items),
 		fieldModel, f.Model)
 	if f.Compact.ETag != "" {
-		out = append(out, fieldCompactItems, joinLines(f.CompactItems), FieldCompact, encodeCompact(f))
+		out = append(out, FieldCompact, encodeCompact(f))
 	}
 	if len(f.Described) > 0 {
 		out = append(out, fieldEnvelope, encodeEnvelope(f))

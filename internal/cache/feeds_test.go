@@ -28,7 +28,7 @@ func sampleFeed(student string, sv, cv int64, n int) cache.Feed {
 		AlgorithmVersion: "1.0.0", TotalSwipes: 17, TotalCount: 6500, LearningVersion: 4, LearnedVersion: 2,
 		Weights: map[string]float64{"cost_weight": 0.6, "size_preference": 0.2, "academic_selectivity": 0.5},
 		Profile: []byte(`{"SAT":1380,"HasHome":true}`),
-		Compact: cache.Compact{ETag: `"abc_DEF-123"`, Body: []byte(`{"r":[{"i":"x","n":"A \"quoted\" name\nwith a newline","s":87}]}`)},
+		Compact: cache.NewCompact([][]byte{[]byte(`{"i":"x","n":"A \"quoted\" name\nwith a newline","s":87}`)}),
 	}
 	for i := range n {
 		f.Items = append(f.Items, cache.FeedItem{
@@ -54,7 +54,7 @@ func TestFeedRoundTrip(t *testing.T) {
 	require.ErrorIs(t, err, cache.ErrNotBuilt, "a feed never built is not an error, it is not built")
 	_, err = feeds.Header(ctx, student)
 	require.ErrorIs(t, err, cache.ErrNotBuilt)
-	_, err = feeds.CompactRaw(ctx, student)
+	_, err = feeds.ReadCompact(ctx, student, nil)
 	require.ErrorIs(t, err, cache.ErrNotBuilt)
 
 	want := sampleFeed(student, 3, 42, 1000)
@@ -86,24 +86,19 @@ func TestFeedRoundTrip(t *testing.T) {
 	assert.Equal(t, want, h)
 	assert.Zero(t, h.Len())
 
-	raw, err := feeds.CompactRaw(ctx, student)
-	require.NoError(t, err)
-	c, err := cache.ParseCompact(raw)
+	c, err := feeds.ReadCompact(ctx, student, nil)
 	require.NoError(t, err)
 	assert.Equal(t, int64(42), c.CatalogVersion)
 	assert.Equal(t, "1.0.0", c.AlgorithmVersion)
-	assert.Equal(t, `"abc_DEF-123"`, c.ETag)
-	assert.Equal(t, sampleFeed(student, 3, 42, 0).Compact.Body, c.Body, "the body comes back byte for byte")
+	assert.Equal(t, sampleFeed(student, 3, 42, 0).Compact, c.Compact, "the page comes back byte for byte, with its offsets and ETags")
 
 	// Any spelling of the id is one key.
-	key, field := feeds.CompactLocation(student)
+	key := cache.FeedKey(student)
 	assert.Equal(t, "rm:v2:{student:"+student+"}:feed", key)
-	assert.Equal(t, "m", field)
-	upper, _ := feeds.CompactLocation(strings.ToUpper(student))
-	assert.Equal(t, key, upper)
-	v, err := rdb.HGet(ctx, key, field).Bytes()
+	assert.Equal(t, key, cache.FeedKey(strings.ToUpper(student)))
+	upper, err := feeds.ReadCompact(ctx, strings.ToUpper(student), nil)
 	require.NoError(t, err)
-	assert.Equal(t, raw, v)
+	assert.Equal(t, c, upper)
 }
 
 func TestFeedRoundsToStoredPrecision(t *testing.T) {
@@ -182,9 +177,7 @@ func TestPutLeavesNothingStaged(t *testing.T) {
 	got, err := feeds.Feed(ctx, student)
 	require.NoError(t, err)
 	assert.Equal(t, want.Items, got.Range(0, 12))
-	raw, err := feeds.CompactRaw(ctx, student)
-	require.NoError(t, err)
-	c, err := cache.ParseCompact(raw)
+	c, err := feeds.ReadCompact(ctx, student, nil)
 	require.NoError(t, err)
 	assert.Equal(t, want.Compact.ETag, c.ETag)
 
@@ -248,7 +241,7 @@ func TestInvalidateLeavesAVersionedTombstone(t *testing.T) {
 	require.NoError(t, feeds.Invalidate(ctx, student, 3))
 	_, err = feeds.Feed(ctx, student)
 	require.ErrorIs(t, err, cache.ErrNotBuilt)
-	_, err = feeds.CompactRaw(ctx, student)
+	_, err = feeds.ReadCompact(ctx, student, nil)
 	require.ErrorIs(t, err, cache.ErrNotBuilt)
 	_, err = feeds.Header(ctx, student)
 	require.ErrorIs(t, err, cache.ErrNotBuilt)
@@ -306,7 +299,7 @@ func TestFeedSize(t *testing.T) {
 		_, err := feeds.Put(ctx, f)
 		require.NoError(t, err)
 		var total int64
-		for _, field := range []string{"h", "i", "m", "mi"} {
+		for _, field := range []string{"h", "ib", "mb"} {
 			l, err := rdb.HStrLen(ctx, cache.FeedKey(f.StudentID), field).Result()
 			require.NoError(t, err)
 			total += l
@@ -329,18 +322,40 @@ func TestUnreachableRedisFailsFast(t *testing.T) {
 	require.False(t, errors.Is(err, cache.ErrNotBuilt), "an outage is not a miss")
 	_, err = feeds.Put(ctx, sampleFeed(uuid.NewString(), 1, 1, 1))
 	require.ErrorIs(t, err, cache.ErrUnavailable, "after a failure Redis is left alone for a while")
-	_, err = feeds.CompactRaw(ctx, uuid.NewString())
+	_, err = feeds.ReadCompact(ctx, uuid.NewString(), nil)
 	require.ErrorIs(t, err, cache.ErrUnavailable)
 	assert.Less(t, time.Since(start), time.Second)
 }
 
 func TestParseCompactRejectsGarbage(t *testing.T) {
-	for _, raw := range []string{"", "no header line", "1 1.0.0\n{}", "x 1.0.0 \"e\"\n{}"} {
+	for _, raw := range []string{"", "no header line", "1 1.0.0\n6\n\n{}", "x 1.0.0 \"e\"\n6\n\n{\"r\":[]}",
+		"7 1.2.3 \"e\"\n{\"r\":[]}", "7 1.2.3 \"e\"\n5\n\n{\"r\":[]}", "7 1.2.3 \"e\"\nsix\n\n{\"r\":[]}",
+		"7 1.2.3 \"e\"\n6 9 8\n\n{\"r\":[1,2]}", "7 1.2.3 \"e\"\n6\n\"f\"\n{\"r\":[]}"} {
 		_, err := cache.ParseCompact([]byte(raw))
 		assert.Error(t, err, "%q", raw)
 	}
-	c, err := cache.ParseCompact([]byte("7 1.2.3 \"e\"\n{\"r\":[]}"))
+	c, err := cache.ParseCompact([]byte("7 1.2.3 \"e\"\n6\n\n{\"r\":[]}"))
 	require.NoError(t, err)
 	assert.Equal(t, cache.StoredCompact{CatalogVersion: 7, AlgorithmVersion: "1.2.3",
-		Compact: cache.Compact{ETag: `"e"`, Body: []byte(`{"r":[]}`)}}, c)
+		Compact: cache.Compact{ETag: `"e"`, Body: []byte(`{"r":[]}`), Starts: []int{6}}}, c)
+}
+
+// A page left once swipes took its first items off is the page of the
+// items left, byte for byte, with that page's ETag: made with the page for
+// the first PatchedETags, hashed by the read past them.
+func TestCompactAfterIsThePageOfTheItemsLeft(t *testing.T) {
+	items := [][]byte{[]byte(`{"i":"a","s":90}`), []byte(`{"i":"b","n":"x, y","s":80}`), []byte(`{"i":"c"}`),
+		[]byte(`{"i":"d","p":true}`)}
+	c := cache.NewCompact(items)
+	require.Len(t, c.Next, cache.PatchedETags)
+	for k := range len(items) + 3 {
+		left := cache.NewCompact(items[min(k, len(items)):])
+		after := c.After(k)
+		assert.Equal(t, string(left.Body), string(after.Body), "%d taken off", k)
+		assert.Equal(t, left.ETag, after.ETag, "%d taken off", k)
+	}
+	assert.Equal(t, c, c.After(0))
+	empty := cache.NewCompact(nil)
+	assert.Equal(t, `{"r":[]}`, string(empty.Body))
+	assert.Equal(t, empty.ETag, empty.After(3).ETag)
 }

@@ -47,16 +47,21 @@ const (
 )
 
 // swipeView reads, for KEYS[1] (a feed) and KEYS[2] (its student's probe
-// memory), the feed's profile and model, then for each school of ARGV
-// (pairs: 16 bytes, lower-case id) the flags of its item (-1: none) and its
-// probe memory score (false: none).
+// memory), the feed's header and model, then for each school of ARGV
+// (pairs: 16 bytes, lower-case id) the flags of its item among the items
+// left (past the schools swipes took off the top; -1: none) and its probe
+// memory score (false: none).
 var swipeView = redis.NewScript(`
-local f = redis.call('HMGET', KEYS[1], 'h', 'l', 'i')
+local f = redis.call('HMGET', KEYS[1], 'h', 'l', 'ib', 'x')
 local out = {f[1] or false, f[2] or false}
+local from = 1
+if f[4] then
+  from = #f[4] / 16 * ` + strconv.Itoa(itemSize) + ` + 1
+end
 for k = 1, #ARGV - 1, 2 do
   local flags = -1
   if f[3] then
-    local pos = 1
+    local pos = from
     while true do
       local s = string.find(f[3], ARGV[k], pos, true)
       if not s then break end
@@ -79,23 +84,25 @@ return out
 // took, its 16 bytes and its id (lower case). A feed of that version or
 // newer, or none, is left alone (0).
 //
-// When the swiped schools are the feed's first items (a client swipes its
+// When the swiped schools are the feed's next items (a client swipes its
 // feed from the top), the patch keeps every later item where the probe
-// rule wants it: the counts move, the items shift up by as many places as
-// the count moved, and those schools leave the items and the compact page
-// (whose ETag changes with its body); the described items (pages.go) are
-// read past them; the order stays the one learned
-// before until the worker's rebuild (1). The schools taken out are kept
-// in order (x), so a page deeper than the stored items extends the list
-// the feed was built as (query: Service.deeper). Otherwise (a school further down,
-// a repeat swipe on a school no longer listed) a patch would put probes in
-// the wrong places: the feed is dropped for a tombstone of the new version
+// rule wants it: the counts move and the schools are added, in order, to
+// those taken off the top (x), which readers skip in the items, the
+// compact page and the described items (pages.go), all left as built; so
+// every later item moves up by as many places as the count moved, and the
+// order stays the one learned before until the worker's rebuild (1). The
+// patch reads the items and writes only the small fields: no page goes
+// through the script. The schools taken out are kept in order, so a page
+// deeper than the stored items extends the list the feed was built as
+// (query: Service.deeper). Otherwise (a school further down, a repeat
+// swipe on a school no longer listed) a patch would put probes in the
+// wrong places: the feed is dropped for a tombstone of the new version
 // instead, and the next read builds it (2). The tombstone keeps the
 // header and the model (the profile and the learned model, which a swipe
 // does not change), so the next swipe is still predicted from Redis
 // rather than PostgreSQL; readers see no feed until one is built.
 var patchFeed = redis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], 'sv', 'i', 'mi', 't', 'm')
+local cur = redis.call('HMGET', KEYS[1], 'sv', 'ib', 't', 'x')
 if not cur[1] or tonumber(cur[1]) >= tonumber(ARGV[1]) then
   return 0
 end
@@ -104,15 +111,18 @@ if k == 0 then
   redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'n', ARGV[2])
   return 1
 end
-local items = cur[2] or ''
+local items, x = cur[2] or '', cur[4] or ''
 local size = ` + strconv.Itoa(itemSize) + `
-local head = {}
-for j = 0, k - 1 do
+local from = #x / 16
+local head, removed = {}, {}
+for j = from, from + k - 1 do
   if #items < (j + 1) * size then
     head = nil
     break
   end
-  head[string.sub(items, j * size + 1, j * size + 16)] = true
+  local id = string.sub(items, j * size + 1, j * size + 16)
+  head[id] = true
+  removed[#removed + 1] = id
 end
 local ok = head ~= nil
 if ok then
@@ -135,30 +145,8 @@ if not ok then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return 2
 end
-local removed = ''
-for j = 0, k - 1 do
-  removed = removed .. string.sub(items, j * size + 1, j * size + 16)
-end
-redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'n', ARGV[2], 'i', string.sub(items, k * size + 1),
-  't', tostring(math.max(0, (tonumber(cur[4]) or k) - k)))
-local x = redis.call('HGET', KEYS[1], 'x') or ''
-redis.call('HSET', KEYS[1], 'x', x .. removed)
-if cur[3] and cur[5] then
-  local lines = {}
-  for line in string.gmatch(cur[3], '[^\n]+') do
-    lines[#lines + 1] = line
-  end
-  local kept = {}
-  for j = k + 1, #lines do
-    kept[#kept + 1] = lines[j]
-  end
-  local body = '{"r":[' .. table.concat(kept, ',') .. ']}'
-  local nl = string.find(cur[5], '\n', 1, true)
-  local hl = string.sub(cur[5], 1, nl - 1)
-  local sp = string.find(hl, ' [^ ]*$')
-  redis.call('HSET', KEYS[1], 'mi', table.concat(kept, '\n'),
-    'm', string.sub(hl, 1, sp) .. '"' .. redis.sha1hex(body) .. '"\n' .. body)
-end
+redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'n', ARGV[2], 'x', x .. table.concat(removed),
+  't', tostring(math.max(0, (tonumber(cur[3]) or k) - k)))
 return 1
 `)
 
@@ -252,9 +240,8 @@ func (r *SwipeViewRead) View() (SwipeView, error) {
 	h, _ := vals[0].(string)
 	l, _ := vals[1].(string)
 	if h != "" && l != "" {
-		var f Feed
-		if err := decodeHeader([]byte(h), &f); err == nil {
-			v.Found, v.Profile, v.Model = true, f.Profile, []byte(l)
+		if p, ok := headerProfile([]byte(h)); ok {
+			v.Found, v.Profile, v.Model = true, p, []byte(l)
 		}
 	}
 	for k := range n {

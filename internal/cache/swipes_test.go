@@ -21,20 +21,23 @@ import (
 func feedWithPage(student string, n, m int) cache.Feed {
 	f := sampleFeed(student, 10, 1, n)
 	f.Model = []byte(`{"model":1}`)
-	for i := range m {
-		b, _ := json.Marshal(map[string]any{"i": f.Items[i].SchoolID.String(), "n": fmt.Sprintf("School %d", i), "s": 90 - i})
-		f.CompactItems = append(f.CompactItems, b)
-	}
-	body := cache.CompactBody(f.CompactItems)
-	f.Compact = cache.Compact{ETag: cache.ETag(body), Body: body}
+	f.Compact = cache.NewCompact(compactItems(f, m))
 	return f
+}
+
+// compactItems are the compact page's items of f's first m items.
+func compactItems(f cache.Feed, m int) [][]byte {
+	var items [][]byte
+	for i := range min(m, len(f.Items)) {
+		b, _ := json.Marshal(map[string]any{"i": f.Items[i].SchoolID.String(), "n": fmt.Sprintf("School %d", i), "s": 90 - i})
+		items = append(items, b)
+	}
+	return items
 }
 
 func compactPage(t *testing.T, feeds *cache.Feeds, student string) cache.StoredCompact {
 	t.Helper()
-	raw, err := feeds.CompactRaw(context.Background(), student)
-	require.NoError(t, err)
-	c, err := cache.ParseCompact(raw)
+	c, err := feeds.ReadCompact(context.Background(), student, nil)
 	require.NoError(t, err)
 	return c
 }
@@ -161,4 +164,80 @@ func TestBeforeSwipeReadsTheModelSlotsAndProbes(t *testing.T) {
 	assert.Equal(t, f.Model, v.Model)
 	assert.Equal(t, []string{cache.SlotProbe, cache.SlotExploration, cache.SlotRanked, ""}, v.Slots)
 	assert.Equal(t, []bool{true, false, false, false}, v.WasProbe)
+}
+
+// A swipe's patch writes only the small fields: the items, the compact
+// page and the described items stay as built, byte for byte, and every
+// read skips the schools taken off the top. Swipe after swipe, the page
+// read is the page of the items left, with that page's ETag (made with
+// the page for the first swipes, hashed by the read after them), and the
+// feed's items are the ones left.
+func TestPatchesLeaveThePagesAsBuilt(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
+	feeds := cache.NewFeeds(rdb, ttl)
+	trips := cache.NewSwipeTrips(feeds, handover.NewQueuer())
+	ctx := context.Background()
+	student := uuid.NewString()
+	f := feedWithPage(student, 30, 20)
+	f.Described = []cache.Described{cache.NewDescribed(f.Items[0].SchoolID.String(), false, []byte(`{"a":0}`)),
+		cache.NewDescribed(f.Items[1].SchoolID.String(), true, []byte(`{"a":1}`))}
+	_, err := feeds.Put(ctx, f)
+	require.NoError(t, err)
+	key := cache.FeedKey(student)
+	asBuilt, err := rdb.HMGet(ctx, key, "ib", cache.FieldCompact, "j:0", "j:1", "h", "l").Result()
+	require.NoError(t, err)
+
+	for k := 1; k <= cache.PatchedETags+2; k++ {
+		swiped := f.Items[k-1].SchoolID.String()
+		require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: student, Version: int64(10 + k),
+			SwipeCount: 17 + k, Swiped: []string{swiped}}))
+		now, err := rdb.HMGet(ctx, key, "ib", cache.FieldCompact, "j:0", "j:1", "h", "l").Result()
+		require.NoError(t, err)
+		assert.Equal(t, asBuilt, now, "after %d swipes the pages are as built", k)
+
+		left := cache.NewCompact(compactItems(f, 20)[k:])
+		page := compactPage(t, feeds, student)
+		assert.Equal(t, string(left.Body), string(page.Body), "after %d swipes", k)
+		assert.Equal(t, left.ETag, page.ETag, "after %d swipes", k)
+		got, err := feeds.Feed(ctx, student)
+		require.NoError(t, err)
+		assert.Equal(t, f.Items[k:], got.Range(0, 30), "after %d swipes", k)
+		assert.Equal(t, f.TotalCount-k, got.TotalCount)
+		assert.Len(t, got.Removed, k)
+
+		v, err := trips.BeforeSwipe(ctx, student, swiped, f.Items[k].SchoolID.String())
+		require.NoError(t, err)
+		assert.Equal(t, "", v.Slots[0], "a school taken off is no longer listed")
+		assert.NotEmpty(t, v.Slots[1], "the next one is")
+	}
+}
+
+// A feed of the layout whose patch cut the items and the page in place
+// ("i", "m", "mi") is neither read nor patched as this one: its reads find
+// nothing (the reader builds the feed), and a swipe drops it for a
+// tombstone.
+func TestAFeedOfTheEarlierLayoutIsNotReadAsThisOne(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
+	feeds := cache.NewFeeds(rdb, ttl)
+	trips := cache.NewSwipeTrips(feeds, handover.NewQueuer())
+	ctx := context.Background()
+	student := uuid.NewString()
+	f := feedWithPage(student, 10, 5)
+	_, err := feeds.Put(ctx, f)
+	require.NoError(t, err)
+	key := cache.FeedKey(student)
+	fields, err := rdb.HGetAll(ctx, key).Result()
+	require.NoError(t, err)
+	require.NoError(t, rdb.HDel(ctx, key, "ib", cache.FieldCompact).Err())
+	require.NoError(t, rdb.HSet(ctx, key, "i", fields["ib"], "m", "10 1.0.0 \"e\"\n{\"r\":[]}", "mi", "{}").Err())
+
+	_, err = feeds.Feed(ctx, student)
+	require.ErrorIs(t, err, cache.ErrNotBuilt)
+	_, err = feeds.ReadCompact(ctx, student, nil)
+	require.ErrorIs(t, err, cache.ErrNotBuilt)
+	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: student, Version: 11, SwipeCount: 18,
+		Swiped: []string{f.Items[0].SchoolID.String()}}))
+	left, err := rdb.HKeys(ctx, key).Result()
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"sv", "lv", "cv", "h", "l"}, left, "a tombstone that keeps the prediction's header and model")
 }

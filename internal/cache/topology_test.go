@@ -174,9 +174,9 @@ func exerciseTopology(t *testing.T, rdb redis.UniversalClient) {
 		got, err := feeds.Feed(ctx, student)
 		require.NoError(t, err)
 		assert.Equal(t, want.Items, got.Range(0, 50))
-		raw, err := feeds.CompactRaw(ctx, student)
+		c, err := feeds.ReadCompact(ctx, student, nil)
 		require.NoError(t, err)
-		assert.NotEmpty(t, raw)
+		assert.NotEmpty(t, c.Body)
 		stored, err = feeds.Put(ctx, sampleFeed(student, 2, 7, 50))
 		require.NoError(t, err)
 		assert.False(t, stored, "an older build is refused")
@@ -224,11 +224,12 @@ func exerciseTopology(t *testing.T, rdb redis.UniversalClient) {
 		assert.False(t, d.Allowed, "the fourth is over the allowance")
 		assert.Positive(t, d.RetryAfter)
 
-		key, field := cache.NewFeeds(rdb, ttl).CompactLocation(student)
-		d, f, err := lim.AllowFetch(ctx, ratelimit.GroupRecommendations, student, ratelimit.Fetch{Key: key, Field: field})
+		read := cache.NewFeeds(rdb, ttl).CompactRead(student)
+		d, _, err = lim.AllowFetch(ctx, ratelimit.GroupRecommendations, student, ratelimit.Fetch{Read: read})
 		require.NoError(t, err)
 		assert.True(t, d.Allowed)
-		assert.True(t, f.Found, "the compact feed is read in the pipeline that counts")
+		_, err = read.Result()
+		require.NoError(t, err, "the compact feed is read in the pipeline that counts")
 	})
 
 	t.Run("tasks", func(t *testing.T) {

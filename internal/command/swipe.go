@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -302,14 +301,15 @@ func (s *Swipes) predictRead(ctx context.Context, sws []domain.Swipe, read *Swip
 
 // viewModel decodes the profile and model of a stored feed.
 func viewModel(v cache.SwipeView) (match.Profile, match.Model, bool) {
-	var (
-		p match.Profile
-		m match.Model
-	)
-	if !v.Found || json.Unmarshal(v.Profile, &p) != nil {
+	var m match.Model
+	if !v.Found {
+		return match.Profile{}, m, false
+	}
+	p, err := match.ParseProfile(v.Profile)
+	if err != nil {
 		return p, m, false
 	}
-	m, err := match.DecodeModel(v.Model)
+	m, err = match.DecodeModel(v.Model)
 	if err != nil {
 		return p, m, false
 	}

@@ -212,7 +212,7 @@ func (oaNoQueries) MatchDetail(context.Context, string, string) (query.MatchDeta
 	return query.MatchDetailView{}, errors.New("not used")
 }
 
-func (oaNoQueries) CompactFeedLocation(string) (string, string) { return "", "" }
+func (oaNoQueries) CompactRead(string) *query.CompactRead { return nil }
 
 func (oaNoQueries) CompactFeed(context.Context, string, query.Prefetched) (query.CompactPage, error) {
 	return query.CompactPage{}, errors.New("not used")

@@ -25,7 +25,7 @@ type Queries interface {
 	StoredRecommendations(ctx context.Context, studentID string, limit, offset int, anyProfile bool, pf query.Prefetched, dst []byte) ([]byte, bool)
 	PageRead(studentID string, limit, offset int) *query.PageRead
 	MatchDetail(ctx context.Context, studentID, schoolID string) (query.MatchDetailView, error)
-	CompactFeedLocation(studentID string) (key, field string)
+	CompactRead(studentID string) *query.CompactRead
 	CompactFeed(ctx context.Context, studentID string, pf query.Prefetched) (query.CompactPage, error)
 	Schools(ctx context.Context, ids []string) query.BatchSchools
 }
@@ -165,7 +165,8 @@ func serveStoredPage(w http.ResponseWriter, r *http.Request, q Queries, limit, o
 func prefetched(ctx context.Context) query.Prefetched {
 	pf := prefetchedFrom(ctx)
 	page, _ := pf.Read.(*query.PageRead)
-	return query.Prefetched{Done: pf.Done, Found: pf.Found, Raw: pf.Value, Page: page}
+	compact, _ := pf.Read.(*query.CompactRead)
+	return query.Prefetched{Done: pf.Done, Page: page, Compact: compact}
 }
 
 // handleMatchDetail answers GET /match/{student_id}/{school_id}.

@@ -26,8 +26,10 @@ func addRoutes(r chi.Router, d Deps) {
 	if pl, ok := d.Limiter.(PrefetchLimiter); ok {
 		compactLimit = rateLimitPrefetch(d.Log, pl, d.Metrics, ratelimit.GroupRecommendations, d.RateLimits.FailClosed,
 			func(_ *http.Request, student string) ratelimit.Fetch {
-				key, field := d.Queries.CompactFeedLocation(student)
-				return ratelimit.Fetch{Key: key, Field: field}
+				if read := d.Queries.CompactRead(student); read != nil {
+					return ratelimit.Fetch{Read: read}
+				}
+				return ratelimit.Fetch{}
 			})
 		pageLimit = rateLimitPrefetch(d.Log, pl, d.Metrics, ratelimit.GroupRecommendations, d.RateLimits.FailClosed,
 			func(r *http.Request, student string) ratelimit.Fetch {

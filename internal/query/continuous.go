@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -175,8 +174,8 @@ func (c *Continuous) feedState(ctx context.Context, studentID string, st cache.C
 		s.m.FeedReads.WithLabelValues("continuous", "stale").Inc()
 		return nil, false
 	}
-	var p match.Profile
-	if err := json.Unmarshal(st.Feed.Profile, &p); err != nil {
+	p, err := match.ParseProfile(st.Feed.Profile)
+	if err != nil {
 		s.m.FeedReads.WithLabelValues("continuous", "stale").Inc()
 		return nil, false
 	}

@@ -208,9 +208,7 @@ func feedOf(in FeedInput, profile []byte, slots []Slot, eligible int) cache.Feed
 		f.ShownLearned = appendStrings(nil, match.LearnedTexts(d.Learned()))
 	}
 	n := min(CompactPageSize, len(slots))
-	f.CompactItems = compactItems(cat, slots[:n], f.Items[:n])
-	body := cache.CompactBody(f.CompactItems)
-	f.Compact = cache.Compact{ETag: cache.ETag(body), Body: body}
+	f.Compact = cache.NewCompact(compactItems(cat, slots[:n], f.Items[:n]))
 	return f
 }
 

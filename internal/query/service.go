@@ -43,7 +43,8 @@ type Students interface {
 type FeedStore interface {
 	Feed(ctx context.Context, studentID string) (cache.Feed, error)
 	HeaderModel(ctx context.Context, studentID string) (cache.Feed, error)
-	CompactRaw(ctx context.Context, studentID string) ([]byte, error)
+	ReadCompact(ctx context.Context, studentID string, made *cache.CompactRead) (cache.StoredCompact, error)
+	CompactRead(studentID string) *cache.CompactRead
 	Put(ctx context.Context, f cache.Feed) (bool, error)
 	// PutMany stores several feeds, and also's writes, in one round trip.
 	PutMany(ctx context.Context, feeds []cache.Feed, also ...cache.Write) ([]bool, error)
@@ -51,7 +52,6 @@ type FeedStore interface {
 	Model(ctx context.Context, studentID string) ([]byte, error)
 	Invalidate(ctx context.Context, studentID string, version int64) error
 	Delete(ctx context.Context, studentID string) error
-	CompactLocation(studentID string) (key, field string)
 	TTL() time.Duration
 	ReadPage(ctx context.Context, studentID string, offset, limit int, made *cache.PageRead) (cache.StoredPage, error)
 	PageRead(studentID string, offset, limit int) *cache.PageRead
@@ -207,8 +207,8 @@ func (s *Service) cachedFeed(ctx context.Context, endpoint, studentID string, ca
 		s.m.FeedReads.WithLabelValues(endpoint, "stale").Inc()
 		return nil, false
 	}
-	var p match.Profile
-	if err := json.Unmarshal(f.Profile, &p); err != nil {
+	p, err := match.ParseProfile(f.Profile)
+	if err != nil {
 		s.m.FeedReads.WithLabelValues(endpoint, "stale").Inc()
 		return nil, false
 	}
@@ -639,21 +639,23 @@ func (s *Service) loadLearner(studentID string, fs *feedState) *learnerState {
 	return &learnerState{model: model, swiped: st.SwipedSchools()}
 }
 
-// Prefetched is a compact feed value read before the query was called (in
-// the same Redis round trip as the rate-limit count).
+// Prefetched are reads made before the query was called (in the same
+// Redis round trip as the rate-limit count), their commands run.
 type Prefetched struct {
-	Done  bool   // the read answered; when false, CompactFeed reads Redis itself
-	Found bool   // a value was there
-	Raw   []byte // the stored value when Found
-	// Page is a page read made for StoredRecommendations (PageRead), its
-	// commands run.
+	Done bool // the round trip was made
+	// Page is a page read made for StoredRecommendations (PageRead).
 	Page *PageRead
+	// Compact is a compact page read made for CompactFeed (CompactRead).
+	Compact *CompactRead
 }
 
-// CompactFeedLocation is the Redis hash and field holding a student's
-// compact feed, for a caller that prefetches it.
-func (s *Service) CompactFeedLocation(studentID string) (key, field string) {
-	return s.feeds.CompactLocation(studentID)
+// CompactRead is a read of the stored compact page (cache.CompactRead).
+type CompactRead = cache.CompactRead
+
+// CompactRead is the read CompactFeed makes, for a caller that queues it
+// in a round trip of its own (with the request's rate-limit count).
+func (s *Service) CompactRead(studentID string) *CompactRead {
+	return s.feeds.CompactRead(studentID)
 }
 
 // CompactFeed is the compact first page of the student's feed (GET
@@ -661,22 +663,15 @@ func (s *Service) CompactFeedLocation(studentID string) (key, field string) {
 // is returned without touching PostgreSQL or re-encoding anything.
 func (s *Service) CompactFeed(ctx context.Context, studentID string, pf Prefetched) (CompactPage, error) {
 	cat := s.catalogs.Current()
-	raw, found := pf.Raw, pf.Found
-	if !pf.Done {
-		r, err := s.feeds.CompactRaw(ctx, studentID)
-		switch {
-		case err == nil:
-			raw, found = r, true
-		case !errors.Is(err, cache.ErrNotBuilt):
-			s.cacheErr(ctx, "compact", studentID, err)
-			return s.compactBuild(ctx, studentID, cat)
-		}
-	}
-	if !found {
+	c, err := s.feeds.ReadCompact(ctx, studentID, pf.Compact)
+	switch {
+	case errors.Is(err, cache.ErrNotBuilt):
 		s.m.FeedReads.WithLabelValues("compact", "miss").Inc()
 		return s.compactBuild(ctx, studentID, cat)
+	case err != nil && !errors.Is(err, cache.ErrMalformed):
+		s.cacheErr(ctx, "compact", studentID, err)
+		return s.compactBuild(ctx, studentID, cat)
 	}
-	c, err := cache.ParseCompact(raw)
 	if err != nil || c.ETag == "" || !fresh(c.CatalogVersion, c.AlgorithmVersion, cat) {
 		s.m.FeedReads.WithLabelValues("compact", "stale").Inc()
 		return s.compactBuild(ctx, studentID, cat)
@@ -710,7 +705,7 @@ func (s *Service) MatchDetail(ctx context.Context, studentID, schoolID string) (
 	h, err := s.feeds.HeaderModel(ctx, studentID)
 	switch {
 	case err == nil:
-		if json.Unmarshal(h.Profile, &p) == nil {
+		if p, err = match.ParseProfile(h.Profile); err == nil {
 			s.m.FeedReads.WithLabelValues("match", "hit").Inc()
 			loaded = true
 			if model, err = match.DecodeModel(h.Model); err != nil {

@@ -212,21 +212,29 @@ func TestPrefetchedCompactFeed(t *testing.T) {
 	e := newEnv(t, 100, 0)
 	ctx := context.Background()
 	st := e.save(t, completeStudent())
+	prefetch := func() query.Prefetched {
+		read := e.Service.CompactRead(st.ID)
+		_, err := e.Redis.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			read.Queue(ctx, pipe)
+			return nil
+		})
+		require.NoError(t, err)
+		return query.Prefetched{Done: true, Compact: read}
+	}
 
-	built, err := e.Service.CompactFeed(ctx, st.ID, query.Prefetched{Done: true}) // prefetched: not there
+	built, err := e.Service.CompactFeed(ctx, st.ID, prefetch()) // prefetched: not there
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, e.reads(t, "compact", "miss"))
-	key, field := e.Service.CompactFeedLocation(st.ID)
-	raw, err := e.Redis.HGet(ctx, key, field).Bytes()
-	require.NoError(t, err)
 
-	got, err := e.Service.CompactFeed(ctx, st.ID, query.Prefetched{Done: true, Found: true, Raw: raw})
+	got, err := e.Service.CompactFeed(ctx, st.ID, prefetch())
 	require.NoError(t, err)
-	assert.Equal(t, built, got)
+	assert.Equal(t, built.ETag, got.ETag)
+	assert.Equal(t, built.Body, got.Body)
 	assert.EqualValues(t, 1, e.Students.loads.Load(), "a prefetched page needs nothing else")
 	assert.EqualValues(t, 1, e.reads(t, "compact", "hit"))
 
-	_, err = e.Service.CompactFeed(ctx, st.ID, query.Prefetched{Done: true, Found: true, Raw: []byte("garbage")})
+	require.NoError(t, e.Redis.HSet(ctx, cache.FeedKey(st.ID), cache.FieldCompact, "garbage").Err())
+	_, err = e.Service.CompactFeed(ctx, st.ID, prefetch())
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, e.reads(t, "compact", "stale"), "an unreadable value is rebuilt, not served")
 }
