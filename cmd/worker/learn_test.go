@@ -83,10 +83,11 @@ func metricLine(t *testing.T, base, prefix string) string {
 	return ""
 }
 
-// While Redis is down the API records swipes and feedback but cannot queue
-// their learn tasks; once a worker runs with Redis, its learn sweep queues
-// them again from PostgreSQL, the learner folds everything once, and its
-// relay publishes every swipe's event once.
+// While Redis is down the API records swipes and feedback but cannot mark
+// their students for learning; once a worker runs with Redis, its learn
+// sweep finds them in PostgreSQL and marks them in their learn drains, the
+// drains fold everything once, and its relay publishes every swipe's event
+// once.
 func TestRedisOutageThenTheSweepLearnsEverythingOnce(t *testing.T) {
 	dbURL := testutil.NewDBURL(t)
 	pool, err := store.Open(context.Background(), dbURL)
@@ -194,6 +195,6 @@ func TestSwipeReachesTheFeedThroughTheWorker(t *testing.T) {
 			`matching_outbox_relayed_total{topic="swipe.recorded"} 3`
 	}, 5*time.Second, 20*time.Millisecond, "the relay publishes each swipe's event")
 	assert.Equal(t, `matching_learn_requeued_total 0`, metricLine(t, "http://"+w.ops, `matching_learn_requeued_total`),
-		"the write queued every learn task itself")
+		"the writes marked every student themselves")
 	w.stop(t, 10*time.Second)
 }

@@ -180,8 +180,8 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	opt.relay.ShutdownTimeout = opt.shutdownTimeout
 	relay := webhook.NewRelay(log.With("component", "outbox_relay"), db, queue, subscriptions(endpoints),
 		webhook.NewRelayMetrics(reg), opt.relay)
-	// The learn sweep queues again the learn tasks Redis lost; one replica
-	// at a time runs each pass.
+	// The learn sweep marks again, in their learn drains, the students whose
+	// marks Redis lost; one replica at a time runs each pass.
 	host, _ := os.Hostname()
 	leader := handover.NewLeader(rdb, host+"/"+strconv.Itoa(os.Getpid()))
 	// Every worker must read the same subscriber list (any replica's relay
@@ -190,7 +190,8 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	agreement := webhook.NewAgreement(log.With("component", "webhook_config"),
 		cache.NewConfigPeers(rdb, webhook.AgreementName, "worker/"+host+"/"+strconv.Itoa(os.Getpid()), 3*webhook.AgreementInterval),
 		endpoints, webhook.NewAgreementGauge(reg))
-	sweep := tasks.NewLearnSweep(log.With("component", "learn_sweep"), db, queue, leader, reg, opt.sweep)
+	learnDrains := tasks.NewLearnDrains(rdb)
+	sweep := tasks.NewLearnSweep(log.With("component", "learn_sweep"), db, learnDrains, queue, leader, reg, opt.sweep)
 	// The queues' state (matching_queue_*) is exported once for the fleet,
 	// by the replica that holds the queue-metrics lease.
 	queueMetrics := tasks.NewQueueMetrics(log.With("component", "queue_metrics"),
@@ -250,7 +251,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		})
 	})
 	tasks.NewHandler(tasks.Deps{
-		Log: log, LearnDrains: tasks.NewLearnDrains(rdb), Learning: db, Feeds: feeds, Catalogs: catalog,
+		Log: log, LearnDrains: learnDrains, Learning: db, Feeds: feeds, Catalogs: catalog,
 		LearnMetrics: tasks.NewLearnMetrics(reg),
 	}).Register(mux)
 	hooks := webhook.NewHandler(webhook.Deps{

@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -35,7 +36,7 @@ import (
 // learned state has not folded (its cursors), and a fold is saved only over
 // the version it read. The pending set is only a hint of who to look at: a
 // student it loses (Redis lost its data, a mark that failed after the
-// commit) is found by the learn sweep, which queues student:learn for them.
+// commit) is found by the learn sweep, which marks them again.
 const (
 	// TypeLearnDrain is the task that drains one shard's pending students.
 	TypeLearnDrain = "learn:drain"
@@ -147,6 +148,42 @@ func NewLearnDrains(rdb redis.UniversalClient) *LearnDrains {
 		panic("tasks.NewLearnDrains: nil client")
 	}
 	return &LearnDrains{rdb: rdb, client: handover.NewClient(rdb, handover.NewQueuer())}
+}
+
+// Pending reports which of studentIDs are marked in their shard's learn
+// drain while it is armed, in one round trip. A student marked in a shard
+// that is not armed (its drain task died and its arm lapsed) is not: the
+// next mark queues a drain for the shard.
+func (d *LearnDrains) Pending(ctx context.Context, studentIDs []string) (map[string]bool, error) {
+	scores := make([]*redis.FloatCmd, len(studentIDs))
+	var armed [LearnShards]*redis.IntCmd
+	_, err := d.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, id := range studentIDs {
+			shard := LearnShard(id)
+			pending, arm := handover.DrainKeys(QueueCritical, learnDrainName(shard))
+			scores[i] = pipe.ZScore(ctx, pending, strings.ToLower(id))
+			if armed[shard] == nil {
+				armed[shard] = pipe.Exists(ctx, arm)
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) { // redis.Nil: a student not marked
+		return nil, fmt.Errorf("read the learn drains' marks of %d students: %w", len(studentIDs), err)
+	}
+	out := make(map[string]bool, len(studentIDs))
+	for i, id := range studentIDs {
+		marked := scores[i].Err()
+		arm, err := armed[LearnShard(id)].Result()
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("read the learn drains' arms: %w", err)
+		case marked != nil && !errors.Is(marked, redis.Nil):
+			return nil, fmt.Errorf("read the learn drains' marks: %w", marked)
+		}
+		out[id] = marked == nil && arm == 1
+	}
+	return out, nil
 }
 
 func (d *LearnDrains) shard(n int) *handover.Drain {

@@ -27,6 +27,15 @@ type LearnDebts interface {
 	AdvanceLearnSweep(ctx context.Context, cur domain.SweepCursor, settled, holdBack time.Duration) (domain.SweepCursor, error)
 }
 
+// LearnMarks is what the learn sweep asks of the learn drains
+// (*LearnDrains).
+type LearnMarks interface {
+	// Pending reports which of studentIDs are marked in their shard's
+	// learn drain while the drain is armed (its task queued or running),
+	// which folds them without the sweep.
+	Pending(ctx context.Context, studentIDs []string) (map[string]bool, error)
+}
+
 // LearnSweepConfig tunes the sweep; zero fields take the defaults.
 type LearnSweepConfig struct {
 	Interval time.Duration // between passes; default 15 s
@@ -60,59 +69,54 @@ func (c LearnSweepConfig) withDefaults() LearnSweepConfig {
 	return c
 }
 
-// LearnSweep is the repair path of learning: every swipe and feedback is
-// folded in by the student:learn task its write queued after the commit,
-// but that task is lost when the write could not queue it (Redis down, the
-// API killed between commit and queue) or when Redis loses its queue (a
-// restart without persistence). The sweep finds, from PostgreSQL, students
-// with events recorded more than Grace ago that their learned state does
-// not cover, and queues their task again under the id the write used (the
-// queue refuses it while the original is there). So nothing a student did
-// stays unlearned for much more than Interval + Grace once Redis answers.
+// LearnSweep is the repair path of learning: every swipe marks its
+// student in their shard's learn drain after the commit (and feedback
+// queues a student:learn task), but a mark is lost when the write could
+// not set it (Redis down, the API killed between commit and mark) or when
+// Redis loses its data (a restart without persistence). The sweep finds,
+// from PostgreSQL, students with events recorded more than Grace ago that
+// their learned state does not cover, and hands each back to their learn
+// drain with the mark a swipe sets (LearnMark), which queues the shard's
+// drain when none is armed; the drains then fold them in batches, as they
+// fold every swipe. A student still marked in an armed drain is left to
+// it: that drain folds them (at a high rate a drain lags by more than the
+// grace, and reading each such student again would do its work twice).
+// So nothing a student did stays unlearned for much more than Interval +
+// Grace once Redis answers; a drain whose task died holds its students
+// back until its arm lapses (a minute), and the next pass hands them on.
 //
 // A pass reads the events after a cursor kept in PostgreSQL; the cursor
 // moves past events once they are Settled (no transaction that could still
-// commit one is running) and learned. A queued task is no proof: Redis may
-// lose its queues with their tasks, and the sweep then finds every event
-// that waited in them. The cursor moves past an unlearned event only once
-// it is HoldBack old (a student whose task fails for good must not pin it
-// forever; such a student's next swipe queues a task that folds
-// everything). One replica at a time runs the passes (the learn-sweep
-// lease, periodic.Lease): with N worker replicas the sweep's work does not
-// grow N-fold.
+// commit one is running) and learned. A mark is no proof: Redis may lose
+// it, and the sweep then finds every event it stood for. The cursor moves
+// past an unlearned event only once it is HoldBack old (a student whose
+// fold fails for good must not pin it forever; such a student's next
+// swipe marks them again, and the fold takes everything). One replica at a
+// time runs the passes (the learn-sweep lease, periodic.Lease): with N
+// worker replicas the sweep's work does not grow N-fold.
 type LearnSweep struct {
 	log    *slog.Logger
 	debts  LearnDebts
+	marks  LearnMarks
 	q      Queue
 	job    *periodic.Runner
 	cfg    LearnSweepConfig
 	queued prometheus.Counter
 	passes *prometheus.CounterVec
-
-	// owed is what the last pass found unlearned. A debt a whole pass
-	// later is queued under a second id (sweepIDSuffix): the task the write
-	// queued may be held by a worker that died (asynq keeps it active
-	// until its lease runs out and its recoverer sends it to retry, a
-	// minute or more), and a task under its id is refused meanwhile. One
-	// second id, not one per pass, so a debt that is only waiting in a
-	// long queue adds one task at most.
-	owed map[domain.Unlearned]bool
 }
 
-// sweepIDSuffix makes the second id of a learn task the sweep queues.
-const sweepIDSuffix = ":sweep"
-
 // NewLearnSweep builds the sweep; its collectors are registered on reg.
-func NewLearnSweep(log *slog.Logger, debts LearnDebts, q Queue, lease periodic.Lease, reg prometheus.Registerer, cfg LearnSweepConfig) *LearnSweep {
-	if log == nil || debts == nil || q == nil || lease == nil || reg == nil {
+func NewLearnSweep(log *slog.Logger, debts LearnDebts, marks LearnMarks, q Queue, lease periodic.Lease, reg prometheus.Registerer,
+	cfg LearnSweepConfig) *LearnSweep {
+	if log == nil || debts == nil || marks == nil || q == nil || lease == nil || reg == nil {
 		panic("tasks.NewLearnSweep: nil dependency")
 	}
 	cfg = cfg.withDefaults()
-	s := &LearnSweep{log: log, debts: debts, q: q, cfg: cfg,
+	s := &LearnSweep{log: log, debts: debts, marks: marks, q: q, cfg: cfg,
 		job: periodic.New(periodic.Config{Name: "learn-sweep", Interval: cfg.Interval, Lease: lease, Log: log}),
 		queued: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "matching_learn_requeued_total",
-			Help: "student:learn tasks queued again by the learn sweep for events their learned state lacked (the task was lost).",
+			Help: "Students the learn sweep marked again in their learn drain for events their learned state lacked (their mark was lost).",
 		}),
 		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "matching_learn_sweep_passes_total",
@@ -135,7 +139,7 @@ func (s *LearnSweep) Run(ctx context.Context) {
 }
 
 // Pass runs one pass when this replica holds the lease, and returns how
-// many tasks it queued again.
+// many students it marked again.
 func (s *LearnSweep) Pass(ctx context.Context) (int, error) {
 	n := 0
 	lead, err := s.job.Do(ctx, func(ctx context.Context) (err error) {
@@ -163,32 +167,46 @@ func (s *LearnSweep) pass(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	queued := 0
-	if len(debts) == 0 {
-		s.owed = nil
-	} else {
-		jobs := make([]handover.Job, len(debts))
-		owed := make(map[domain.Unlearned]bool, len(debts))
-		for i, d := range debts {
-			jobs[i] = LearnJob(d.StudentID, d.Version, d.LastFeedbackID)
-			if s.owed[d] {
-				jobs[i].ID += sweepIDSuffix
-			}
-			owed[d] = true
-		}
-		s.owed = owed
-		if queued, err = s.q.Queue(ctx, jobs...); err != nil {
-			return 0, err // the cursor stays: the next pass finds them again
-		}
-		s.queued.Add(float64(queued))
-		if queued > 0 {
-			s.log.WarnContext(ctx, "student:learn tasks queued again for unlearned events", "queued", queued,
-				"unlearned", len(debts))
-		}
+	marked, err := s.remark(ctx, debts)
+	if err != nil {
+		return 0, err // the cursor stays: the next pass finds them again
 	}
 	if len(debts) == s.cfg.Limit {
-		return queued, nil // more to look at: the cursor stays until a pass sees them all
+		return marked, nil // more to look at: the cursor stays until a pass sees them all
 	}
 	_, err = s.debts.AdvanceLearnSweep(ctx, cur, s.cfg.Settled, s.cfg.HoldBack)
-	return queued, err
+	return marked, err
+}
+
+// remark marks again, in their learn drains, the students of debts that an
+// armed drain does not hold, and returns how many it marked.
+func (s *LearnSweep) remark(ctx context.Context, debts []domain.Unlearned) (int, error) {
+	if len(debts) == 0 {
+		return 0, nil
+	}
+	ids := make([]string, len(debts))
+	for i, d := range debts {
+		ids[i] = d.StudentID
+	}
+	pending, err := s.marks.Pending(ctx, ids)
+	if err != nil {
+		return 0, err
+	}
+	var jobs []handover.Job
+	for _, d := range debts {
+		if !pending[d.StudentID] {
+			jobs = append(jobs, LearnMark(d.StudentID, d.Version))
+		}
+	}
+	s.log.DebugContext(ctx, "learn sweep", "unlearned", len(debts), "left_to_drains", len(debts)-len(jobs), "marked", len(jobs))
+	if len(jobs) == 0 {
+		return 0, nil
+	}
+	if _, err := s.q.Queue(ctx, jobs...); err != nil {
+		return 0, err
+	}
+	s.queued.Add(float64(len(jobs)))
+	s.log.WarnContext(ctx, "students with unlearned events marked again in their learn drains", "marked", len(jobs),
+		"unlearned", len(debts))
+	return len(jobs), nil
 }

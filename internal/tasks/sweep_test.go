@@ -16,129 +16,161 @@ import (
 	"github.com/collegematch/matching/internal/testutil"
 )
 
-// The learn sweep queues again the learn task of a student whose swipes
-// their learned state lacks, under the id the write used, and under an id
-// of its own when the debt is still there a pass later; one replica leads
-// each pass.
-func TestLearnSweepQueuesLostLearnTasks(t *testing.T) {
-	ctx := context.Background()
-	e := newLearnEnv(t, 50)
+// newSweep is a learn sweep over e whose grace the tests' aged events are
+// past; pass runs a pass as if the lease had lapsed since the last.
+func (e *learnEnv) newSweep(t *testing.T, reg *prometheus.Registry) (pass func() int) {
+	t.Helper()
 	queue := handover.NewClient(e.rdb, handover.NewQueuer())
-	cat := e.catalog.Current()
-	a, b := e.student(t), e.student(t)
-	rec := e.swipe(t, a, cat.Schools[0].ID, "right")
-	e.swipe(t, b, cat.Schools[1].ID, "left")
-	e.learn(t, b) // b's is learned
-	// Older than the grace, younger than what the cursor moves past.
-	_, err := e.db.Pool().Exec(ctx, `UPDATE swipes SET created_at = now() - interval '30 seconds'`)
-	require.NoError(t, err)
-
-	sweep := tasks.NewLearnSweep(testutil.Logger(t), e.db, queue, handover.NewLeader(e.rdb, "test"), prometheus.NewRegistry(),
-		tasks.LearnSweepConfig{Interval: time.Second, Grace: 10 * time.Second})
-	n, err := sweep.Pass(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, 1, n)
-	insp := asynq.NewInspectorFromRedisClient(e.rdb)
-	ti, err := insp.GetTaskInfo(tasks.QueueCritical, tasks.LearnJob(a, rec.Version, 0).ID)
-	require.NoError(t, err, "under the id the swipe's own task had")
-	assert.Equal(t, tasks.TypeStudentLearn, ti.Type)
-
-	// Another replica within the interval does nothing.
-	other := tasks.NewLearnSweep(testutil.Logger(t), e.db, queue, handover.NewLeader(e.rdb, "other"), prometheus.NewRegistry(),
-		tasks.LearnSweepConfig{Interval: time.Second})
-	n, err = other.Pass(ctx)
-	require.NoError(t, err)
-	assert.Zero(t, n, "another replica leads this pass")
-
-	// Still unlearned a pass later, as when the task under that id is held
-	// by a worker that died (asynq keeps it active until its lease runs
-	// out): the sweep queues it under an id of its own, which is not
-	// refused. The handler folds once whichever runs first.
-	require.NoError(t, e.rdb.Del(ctx, "lead:learn-sweep").Err())
-	n, err = sweep.Pass(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, 1, n, "queued again under a new id")
-	pending, err := insp.ListPendingTasks(tasks.QueueCritical)
-	require.NoError(t, err)
-	var ids []string
-	for _, ti := range pending {
-		ids = append(ids, ti.ID)
+	sweep := tasks.NewLearnSweep(testutil.Logger(t), e.db, tasks.NewLearnDrains(e.rdb), queue, handover.NewLeader(e.rdb, "test"),
+		reg, tasks.LearnSweepConfig{Interval: time.Second, Grace: 10 * time.Second})
+	return func() int {
+		t.Helper()
+		require.NoError(t, e.rdb.Del(context.Background(), "lead:learn-sweep").Err())
+		n, err := sweep.Pass(context.Background())
+		require.NoError(t, err)
+		return n
 	}
-	assert.Len(t, ids, 2, "the write's id and the sweep's: %v", ids)
-	require.NoError(t, e.rdb.Del(ctx, "lead:learn-sweep").Err())
-	n, err = sweep.Pass(ctx)
-	require.NoError(t, err)
-	assert.Zero(t, n, "one second id at most: a debt waiting in a long queue does not pile up tasks")
-
-	// Once learned, nothing is owed.
-	e.learn(t, a)
-	require.NoError(t, e.rdb.FlushDB(ctx).Err())
-	n, err = sweep.Pass(ctx)
-	require.NoError(t, err)
-	assert.Zero(t, n)
 }
 
-// Redis loses its data (a restart without persistence) while learn tasks
-// wait in the queue, events older than what the sweep's cursor moves past:
-// a queued task is not a learned event, so the cursor waited below them,
-// the next pass queues the student's task again and the learned state
+// age makes every swipe and feedback older than the sweep's grace, younger
+// than what its cursor moves past.
+func (e *learnEnv) age(t *testing.T, by string) {
+	t.Helper()
+	for _, table := range []string{"swipes", "feedback"} {
+		_, err := e.db.Pool().Exec(context.Background(), `UPDATE `+table+` SET created_at = now() - $1::interval`, by)
+		require.NoError(t, err)
+	}
+}
+
+// pendingMarks lists the students marked in the learn drain of student's shard.
+func (e *learnEnv) pendingMarks(t *testing.T, student string) []string {
+	t.Helper()
+	pending, _ := tasks.LearnDrainKeys(student)
+	ids, err := e.rdb.ZRange(context.Background(), pending, 0, -1).Result()
+	require.NoError(t, err)
+	return ids
+}
+
+// workOff runs a worker until every one of students has learned their
+// newest swipe.
+func (e *learnEnv) workOff(t *testing.T, last map[string]int64) {
+	t.Helper()
+	srv := asynq.NewServerFromRedisClient(e.rdb, asynq.Config{Concurrency: 2, Queues: map[string]int{tasks.QueueCritical: 1},
+		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel})
+	mux := asynq.NewServeMux()
+	e.handler.Register(mux)
+	require.NoError(t, srv.Start(mux))
+	defer srv.Shutdown()
+	require.Eventually(t, func() bool {
+		for student, swipe := range last {
+			var learned int64
+			err := e.db.Pool().QueryRow(context.Background(), `SELECT last_swipe_id FROM learning_state WHERE student_id = $1`, student).
+				Scan(&learned)
+			if err != nil || learned < swipe {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 20*time.Millisecond, "every swipe learned")
+}
+
+// The learn sweep leaves a student whose mark waits in an armed learn
+// drain to that drain: it reads and queues nothing for them (the drain
+// folds them; at a high rate drains lag by more than the grace, and a
+// re-read each would be their work done twice). A student whose mark was
+// lost (never set, or set in a drain whose task died and whose arm lapsed)
+// is marked again, which arms their shard's drain, and is folded.
+func TestLearnSweepLeavesMarkedStudentsToTheirDrains(t *testing.T) {
+	ctx := context.Background()
+	e := newLearnEnv(t, 50)
+	cat := e.catalog.Current()
+	a := e.studentInShard(t, 1)
+	b := e.studentInShard(t, 2)
+	c := e.studentInShard(t, 3)
+	recA := e.swipe(t, a, cat.Schools[0].ID, "right")
+	require.True(t, e.mark(t, recA), "a's swipe arms a's shard")
+	recB := e.swipe(t, b, cat.Schools[1].ID, "left") // its mark is lost
+	e.swipe(t, c, cat.Schools[2].ID, "left")
+	e.learn(t, c) // c's is learned
+	e.age(t, "30 seconds")
+	reg := prometheus.NewRegistry()
+	pass := e.newSweep(t, reg)
+
+	require.Len(t, e.drainTasks(t), 1, "a's drain")
+	assert.Equal(t, 1, pass(), "b only: a waits in an armed drain, c is learned")
+	drains := e.drainTasks(t)
+	require.Len(t, drains, 2, "a's drain, and b's, which b's new mark armed")
+	var payloads []string
+	for _, d := range drains {
+		payloads = append(payloads, string(d.Payload))
+	}
+	assert.ElementsMatch(t, []string{`{"shard":1}`, `{"shard":2}`}, payloads)
+	assert.Equal(t, []string{b}, e.pendingMarks(t, b))
+	assert.Equal(t, []string{a}, e.pendingMarks(t, a), "a's mark as the swipe set it")
+	pending, err := asynq.NewInspectorFromRedisClient(e.rdb).ListPendingTasks(tasks.QueueCritical)
+	require.NoError(t, err)
+	for _, ti := range pending {
+		assert.Equal(t, tasks.TypeLearnDrain, ti.Type, "no student:learn task: nobody is read alone")
+	}
+	assert.Zero(t, pass(), "both wait in armed drains now")
+
+	// a's drain task dies and its arm lapses: a's mark is there, but no
+	// drain will run for it; the next pass arms the shard again.
+	insp := asynq.NewInspectorFromRedisClient(e.rdb)
+	for _, d := range e.drainTasks(t) {
+		if string(d.Payload) == `{"shard":1}` {
+			require.NoError(t, insp.DeleteTask(tasks.QueueCritical, d.ID))
+		}
+	}
+	_, armA := tasks.LearnDrainKeys(a)
+	require.NoError(t, e.rdb.Del(ctx, armA).Err())
+	assert.Equal(t, 1, pass(), "a, whose drain lapsed")
+	assert.Len(t, e.drainTasks(t), 2)
+	assert.Equal(t, 2.0, counterValue(t, reg, "matching_learn_requeued_total"), "b, then a")
+
+	e.workOff(t, map[string]int64{a: recA.ID, b: recB.ID})
+	assert.Zero(t, pass(), "nothing is owed once learned")
+}
+
+// Redis loses its data (a restart without persistence) while students
+// wait in learn drains, with events older than what the sweep's cursor
+// moves past: a mark is not a learned event, so the cursor waited below
+// them, and the next pass marks the student again; the learned state
 // catches up with every swipe and feedback.
 func TestLearnSweepRedrivesWhatRedisLost(t *testing.T) {
 	ctx := context.Background()
 	e := newLearnEnv(t, 50)
-	queue := handover.NewClient(e.rdb, handover.NewQueuer())
 	cat := e.catalog.Current()
 	a, b := e.student(t), e.student(t)
 	var last domain.RecordedSwipe
 	for i := range 3 {
 		last = e.swipe(t, a, cat.Schools[i].ID, "right")
+		e.mark(t, last)
 	}
 	fb, err := e.db.RecordFeedback(ctx, domain.Feedback{StudentID: a, SchoolID: cat.Schools[0].ID, Reason: "too_expensive"})
 	require.NoError(t, err)
 	newest := e.swipe(t, b, cat.Schools[1].ID, "left")
 	e.learn(t, b)
-	// The writes queued a's task, which waits (the workers are busy or
-	// paused) past the time the cursor moves past settled events.
-	_, err = queue.Queue(ctx, tasks.LearnJob(a, e.studentVersion(t, a), fb.ID))
-	require.NoError(t, err)
-	for _, table := range []string{"swipes", "feedback"} {
-		_, err = e.db.Pool().Exec(ctx, `UPDATE `+table+` SET created_at = now() - interval '2 minutes'`)
-		require.NoError(t, err)
-	}
+	// a's marks wait (the workers are busy or paused) past the time the
+	// cursor moves past settled events.
+	e.age(t, "2 minutes")
+	pass := e.newSweep(t, prometheus.NewRegistry())
 
-	sweep := tasks.NewLearnSweep(testutil.Logger(t), e.db, queue, handover.NewLeader(e.rdb, "test"), prometheus.NewRegistry(),
-		tasks.LearnSweepConfig{Interval: time.Second, Grace: 10 * time.Second})
-	n, err := sweep.Pass(ctx)
-	require.NoError(t, err)
-	assert.Zero(t, n, "a's task is in the queue")
+	assert.Zero(t, pass(), "a waits in an armed drain")
 	cur, err := e.db.LearnSweepCursor(ctx)
 	require.NoError(t, err)
 	assert.Less(t, cur.SwipeID, last.ID-2, "the cursor waits below a's first unlearned swipe")
 	assert.Less(t, cur.FeedbackID, fb.ID, "and below its feedback")
 
-	require.NoError(t, e.rdb.FlushDB(ctx).Err(), "Redis loses its data, the queued task with it")
-	n, err = sweep.Pass(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, 1, n, "the sweep queues a's task again")
-
-	srv := asynq.NewServerFromRedisClient(e.rdb, asynq.Config{Concurrency: 1, Queues: map[string]int{tasks.QueueCritical: 1},
-		TaskCheckInterval: 20 * time.Millisecond, LogLevel: asynq.FatalLevel})
-	mux := asynq.NewServeMux()
-	e.handler.Register(mux)
-	require.NoError(t, srv.Start(mux))
-	t.Cleanup(srv.Shutdown)
-	require.Eventually(t, func() bool {
-		var swipe, feedback int64
-		err := e.db.Pool().QueryRow(ctx, `SELECT last_swipe_id, last_feedback_id FROM learning_state WHERE student_id = $1`, a).
-			Scan(&swipe, &feedback)
-		return err == nil && swipe == last.ID && feedback == fb.ID
-	}, 10*time.Second, 20*time.Millisecond, "every swipe and the feedback learned")
+	require.NoError(t, e.rdb.FlushDB(ctx).Err(), "Redis loses its data, the marks and the drain's task with it")
+	assert.Equal(t, 1, pass(), "the sweep marks a again")
+	e.workOff(t, map[string]int64{a: last.ID})
+	var folded int64
+	require.NoError(t, e.db.Pool().QueryRow(ctx, `SELECT last_feedback_id FROM learning_state WHERE student_id = $1`, a).Scan(&folded))
+	assert.Equal(t, fb.ID, folded, "the feedback learned with the swipes")
 
 	// Learned: the cursor moves past everything and nothing is owed.
-	require.NoError(t, e.rdb.Del(ctx, "lead:learn-sweep").Err())
-	n, err = sweep.Pass(ctx)
-	require.NoError(t, err)
-	assert.Zero(t, n)
+	assert.Zero(t, pass())
 	cur, err = e.db.LearnSweepCursor(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, newest.ID, cur.SwipeID)
