@@ -46,38 +46,6 @@ const (
 	SlotProbe       = "probe"
 )
 
-// swipeView reads, for KEYS[1] (a feed) and KEYS[2] (its student's probe
-// memory), the feed's header and model, then for each school of ARGV
-// (pairs: 16 bytes, lower-case id) the flags of its item among the items
-// left (past the schools swipes took off the top; -1: none) and its probe
-// memory score (false: none).
-var swipeView = redis.NewScript(`
-local f = redis.call('HMGET', KEYS[1], 'h', 'l', 'ib', 'x')
-local out = {f[1] or false, f[2] or false}
-local from = 1
-if f[4] then
-  from = #f[4] / 16 * ` + strconv.Itoa(itemSize) + ` + 1
-end
-for k = 1, #ARGV - 1, 2 do
-  local flags = -1
-  if f[3] then
-    local pos = from
-    while true do
-      local s = string.find(f[3], ARGV[k], pos, true)
-      if not s then break end
-      if (s - 1) % ` + strconv.Itoa(itemSize) + ` == 0 then
-        flags = string.byte(f[3], s + ` + strconv.Itoa(itemSize-1) + `)
-        break
-      end
-      pos = s + 1
-    end
-  end
-  out[#out + 1] = flags
-  out[#out + 1] = redis.call('ZSCORE', KEYS[2], ARGV[k + 1])
-end
-return out
-`)
-
 // patchFeed moves a student's stored feed to writes just committed:
 // KEYS[1] the feed; ARGV: the student version after them, the counted
 // swipes after them, the TTL (ms), then for each school a counted swipe
@@ -174,7 +142,7 @@ func (t *SwipeTrips) BeforeSwipe(ctx context.Context, studentID string, schoolID
 	}
 	var v SwipeView
 	err = t.feeds.call(ctx, "read before a swipe", func(ctx context.Context) error {
-		err := handover.Exec(ctx, t.feeds.rdb, []*redis.Script{swipeView}, func(pipe redis.Pipeliner) error {
+		err := handover.Exec(ctx, t.feeds.rdb, nil, func(pipe redis.Pipeliner) error {
 			read.Queue(ctx, pipe)
 			return nil
 		})
@@ -187,33 +155,45 @@ func (t *SwipeTrips) BeforeSwipe(ctx context.Context, studentID string, schoolID
 	return v, err
 }
 
-// SwipeViewRead is BeforeSwipe's read as a command for a pipeline of the
+// SwipeViewRead is BeforeSwipe's read as commands for a pipeline of the
 // caller's: POST /swipe queues it with the request's rate-limit count, so
-// the swipe's Redis round trip before its commit is the count's.
+// the swipe's Redis round trip before its commit is the count's. It is
+// plain reads, no script: the feed's header, model, items and the schools
+// taken off the top (one HMGET), and each school's probe memory (ZSCORE);
+// the schools are looked up in the items here, so the items are read as
+// they are stored rather than copied into a script.
 type SwipeViewRead struct {
 	studentID string
 	schoolIDs []string
-	args      []any
+	ids       [][16]byte // schoolIDs as the items store them
 	ttl       time.Duration
-	cmd       *redis.Cmd
+	fields    *redis.SliceCmd
+	scores    []*redis.FloatCmd
 }
 
 // ViewRead builds the read of what swipes on schoolIDs are predicted from.
 func (t *SwipeTrips) ViewRead(studentID string, schoolIDs ...string) (*SwipeViewRead, error) {
-	args := make([]any, 0, 2*len(schoolIDs))
-	for _, id := range schoolIDs {
+	ids := make([][16]byte, len(schoolIDs))
+	for i, id := range schoolIDs {
 		school, err := uuid.Parse(id)
 		if err != nil {
 			return nil, fmt.Errorf("cache: school id %q: %w", id, err)
 		}
-		args = append(args, string(school[:]), strings.ToLower(id))
+		ids[i] = school
 	}
-	return &SwipeViewRead{studentID: studentID, schoolIDs: schoolIDs, args: args, ttl: t.feeds.ttl}, nil
+	return &SwipeViewRead{studentID: studentID, schoolIDs: schoolIDs, ids: ids, ttl: t.feeds.ttl}, nil
 }
 
-// Queue queues the read in pipe.
+// Queue queues the read in pipe. The pipeline's Exec then reports
+// redis.Nil for a school with no probe memory, which is no failure: View
+// reads each answer.
 func (r *SwipeViewRead) Queue(ctx context.Context, pipe redis.Pipeliner) {
-	r.cmd = swipeView.EvalSha(ctx, pipe, []string{FeedKey(r.studentID), ProbesKey(r.studentID)}, r.args...)
+	r.fields = pipe.HMGet(ctx, FeedKey(r.studentID), fieldHeader, fieldModel, fieldItems, fieldRemoved)
+	r.scores = make([]*redis.FloatCmd, len(r.schoolIDs))
+	probes := ProbesKey(r.studentID)
+	for i, id := range r.schoolIDs {
+		r.scores[i] = pipe.ZScore(ctx, probes, strings.ToLower(id))
+	}
 }
 
 // For reports whether the read is of the swipes of studentID on schoolIDs.
@@ -222,20 +202,19 @@ func (r *SwipeViewRead) For(studentID string, schoolIDs ...string) bool {
 }
 
 // View is the read's answer, once its pipeline ran. An error (not queued,
-// Redis failed, the script not loaded) leaves the caller to read again
-// with BeforeSwipe, which loads the script.
+// Redis failed) leaves the caller to read again with BeforeSwipe.
 func (r *SwipeViewRead) View() (SwipeView, error) {
-	if r.cmd == nil {
+	if r.fields == nil {
 		return SwipeView{}, errors.New("cache: the read before a swipe was not made")
 	}
-	vals, err := r.cmd.Slice()
+	vals, err := r.fields.Result()
 	if err != nil {
 		return SwipeView{}, err
 	}
-	n := len(r.schoolIDs)
-	if len(vals) != 2+2*n {
+	if len(vals) != 4 {
 		return SwipeView{}, errors.New("cache: unexpected answer before a swipe")
 	}
+	n := len(r.schoolIDs)
 	v := SwipeView{Slots: make([]string, n), WasProbe: make([]bool, n)}
 	h, _ := vals[0].(string)
 	l, _ := vals[1].(string)
@@ -244,24 +223,40 @@ func (r *SwipeViewRead) View() (SwipeView, error) {
 			v.Found, v.Profile, v.Model = true, p, []byte(l)
 		}
 	}
+	items, _ := vals[2].(string)
+	removed, _ := vals[3].(string)
 	for k := range n {
-		if flags, _ := vals[2+2*k].(int64); flags >= 0 {
-			switch {
-			case flags&flagProbe != 0:
-				v.Slots[k] = SlotProbe
-			case flags&flagExploration != 0:
-				v.Slots[k] = SlotExploration
-			default:
-				v.Slots[k] = SlotRanked
-			}
-		}
-		if score := vals[3+2*k]; score != nil {
-			if ms, err := strconv.ParseFloat(fmt.Sprint(score), 64); err == nil {
-				v.WasProbe[k] = time.Since(time.UnixMilli(int64(ms))) <= r.ttl
-			}
+		v.Slots[k] = slotIn(items, len(removed)/16, r.ids[k])
+		score, err := r.scores[k].Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+		case err != nil:
+			return SwipeView{}, err
+		default:
+			v.WasProbe[k] = time.Since(time.UnixMilli(int64(score))) <= r.ttl
 		}
 	}
 	return v, nil
+}
+
+// slotIn is the slot of school among the stored items past the first
+// skip (the schools swipes took off the top), "" when it is not among
+// them.
+func slotIn(items string, skip int, school [16]byte) string {
+	for at := skip * itemSize; at+itemSize <= len(items); at += itemSize {
+		if items[at:at+16] != string(school[:]) {
+			continue
+		}
+		switch flags := items[at+itemSize-1]; {
+		case flags&flagProbe != 0:
+			return SlotProbe
+		case flags&flagExploration != 0:
+			return SlotExploration
+		default:
+			return SlotRanked
+		}
+	}
+	return ""
 }
 
 // FeedPatch is what committed writes change in the student's stored feed.

@@ -97,44 +97,62 @@ func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.
 // client id of printable ASCII. It returns the problems by field, none
 // when the swipe is valid.
 func ValidateSwipe(in SwipeInput) (domain.Swipe, map[string]string) {
-	problems := map[string]string{}
+	var problems map[string]string // made at the first problem: none for a valid swipe
+	add := func(field, problem string) {
+		if problems == nil {
+			problems = map[string]string{}
+		}
+		problems[field] = problem
+	}
 	out := domain.Swipe{Direction: in.Direction, Interaction: in.InteractionType, ClientID: in.ClientID,
 		OccurredAt: in.OccurredAt}
-	for field, v := range map[string]struct {
-		in  string
-		out *string
-	}{"student_id": {in.StudentID, &out.StudentID}, "school_id": {in.SchoolID, &out.SchoolID}} {
-		u, err := uuid.Parse(v.in)
-		if err != nil || len(v.in) != 36 {
-			problems[field] = "must be a UUID"
-			continue
-		}
-		*v.out = u.String()
+	var ok bool
+	if out.StudentID, ok = canonicalUUID(in.StudentID); !ok {
+		add("student_id", "must be a UUID")
+	}
+	if out.SchoolID, ok = canonicalUUID(in.SchoolID); !ok {
+		add("school_id", "must be a UUID")
 	}
 	if _, ok := match.ParseDirection(in.Direction); !ok {
-		problems["direction"] = "must be left or right"
+		add("direction", "must be left or right")
 	}
 	if out.Interaction == "" {
 		out.Interaction = domain.InteractionSwipe
 	}
 	if !match.ValidInteraction(out.Interaction) {
-		problems["interaction_type"] = "must be swipe, tap, detail_view or save"
+		add("interaction_type", "must be swipe, tap, detail_view or save")
 	}
 	if t := in.TimeSpent; t != nil {
 		if math.IsNaN(*t) || *t < 0 || *t > MaxTimeSpent {
-			problems["time_spent"] = fmt.Sprintf("must be a number of seconds from 0 to %d", MaxTimeSpent)
+			add("time_spent", fmt.Sprintf("must be a number of seconds from 0 to %d", MaxTimeSpent))
 		} else {
 			v := math.Round(*t*1000) / 1000 // to the millisecond, as it comes back
 			out.TimeSpent = &v
 		}
 	}
 	if p := ClientIDProblem(in.ClientID); p != "" {
-		problems["swipe_id"] = p
+		add("swipe_id", p)
 	}
-	if u, err := uuid.Parse(in.ClientID); err == nil && len(in.ClientID) == 36 {
-		out.ClientID = u.String() // one spelling of a UUID key, whatever its letter case
+	if id, ok := canonicalUUID(in.ClientID); ok {
+		out.ClientID = id // one spelling of a UUID key, whatever its letter case
 	}
 	return out, problems
+}
+
+// canonicalUUID is s in canonical form (8-4-4-4-12 hex digits, lower
+// case), or false when s is not a UUID in 8-4-4-4-12 form. A UUID already
+// in canonical form is returned as it is (no copy).
+func canonicalUUID(s string) (string, bool) {
+	u, err := uuid.Parse(s)
+	if err != nil || len(s) != 36 {
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'F' {
+			return u.String(), true
+		}
+	}
+	return s, true
 }
 
 // ClientIDProblem says what is wrong with a client id (a swipe_id or an
@@ -182,7 +200,8 @@ func summarize(problems map[string]string) string {
 //     used for another school, direction or interaction the id is 409.
 //   - after: the stored feed is patched (count, phase, progress and version
 //     move, a counted swipe's school leaves the list: the next read is a
-//     cache hit with the exact count) and the student:learn task is queued.
+//     cache hit with the exact count) and the student is marked in their
+//     shard's learn drain (tasks.LearnMark).
 //     A failure is logged and left to the worker's rebuild and learn sweep.
 //
 // Only interaction_type swipe is counted and published (swipe.recorded);
@@ -201,11 +220,11 @@ type SwipeRead = cache.SwipeViewRead
 // nil when there is nothing to read (schoolID is not a UUID: the swipe is
 // refused).
 func (s *Swipes) ReadBefore(studentID, schoolID string) *SwipeRead {
-	school, err := uuid.Parse(schoolID)
-	if err != nil || len(schoolID) != 36 {
+	school, ok := canonicalUUID(schoolID)
+	if !ok {
 		return nil
 	}
-	read, err := s.redis.ViewRead(studentID, school.String()) // as ValidateSwipe writes it
+	read, err := s.redis.ViewRead(studentID, school) // as ValidateSwipe writes it
 	if err != nil {
 		return nil
 	}

@@ -36,7 +36,8 @@ func unlimited() config.RateLimits {
 // benchAPI is the real router over real PostgreSQL and Redis with a
 // 6,500-school catalogue and one student whose feed is cached.
 func benchAPI(b testing.TB, schools int) (api *testAPI, student, tok string) {
-	// Request logs as in production (JSON lines at info), written nowhere:
+	// Request logs as in production (JSON lines at info, where a request
+	// answered 2xx writes none), written nowhere:
 	// the test logger would send each one to the test log under -v.
 	quiet := func(d *httpapi.Deps) { d.Log = slog.New(slog.NewJSONHandler(io.Discard, nil)) }
 	api = newTestAPI(b, withRates(redisClient(b), unlimited()), quiet)

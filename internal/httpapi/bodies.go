@@ -9,7 +9,7 @@ import (
 // and the most entries of each array, checked before the body is decoded.
 var (
 	recommendationsBody = object("student_id", "limit", "offset")
-	swipeBody           = object("student_id", "school_id", "direction", "interaction_type", "time_spent", "swipe_id")
+	swipeBody           = object(swipeFields)
 	feedbackBody        = object("student_id", "school_id", "reason", "comment")
 	categorySwipeBody   = object("student_id", "category_id", "direction")
 	continuousBody      = object("student_id", "limit",
@@ -24,6 +24,10 @@ var (
 		field{"home", object("lat", "lon")},
 		field{"intended_majors", arrayOf(maxIntendedMajors, nil)})
 )
+
+// swipeFields are the fields of a swipe's body, in the order of
+// swipeRequest's.
+var swipeFields = []string{"student_id", "school_id", "direction", "interaction_type", "time_spent", "swipe_id"}
 
 // bodyShapes are the shapes by route pattern (every route with a body is
 // a POST). actingStudent checks a body against its route's shape as soon

@@ -55,11 +55,11 @@ type categorySwipeRequest struct {
 // stringField reads a required string field; the problem is empty when it
 // is one.
 func stringField(raw json.RawMessage) (string, string) {
-	var s string
-	switch {
-	case len(raw) == 0 || string(raw) == "null":
+	if len(raw) == 0 || string(raw) == "null" {
 		return "", "is required"
-	case json.Unmarshal(raw, &s) != nil:
+	}
+	s, ok := jsonString(raw)
+	if !ok {
 		return "", "must be a string"
 	}
 	return s, ""

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -250,7 +251,25 @@ func FuzzReadSwipe(f *testing.F) {
 	hostileSeeds(f, "direction")
 	f.Add([]byte(`{"student_id":"` + fuzzStudent + `","school_id":"` + fuzzSchool + `","direction":"right","interaction_type":"save","time_spent":4.2,"swipe_id":"` + fuzzSchool + `"}`))
 	f.Add([]byte(`{"student_id":"` + fuzzStudent + `","school_id":"` + fuzzSchool + `","direction":"up","time_spent":-1}`))
+	f.Add([]byte(`{"student_id":"` + fuzzStudent + `","sch\u006fol_id":"` + fuzzSchool + `" ,"direction" : "left","time_spent":null}`))
+	f.Add([]byte(`{"student_id":"a\u00e9","school_id":"\ud800","direction":"le\u0066t","time_spent":"1","swipe_id":17}`))
+	f.Add([]byte(`{"student_id":"a` + "\x01" + `","school_id":"` + "\xff" + `","direction":"right","time_spent":1e999}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
+		// The fast path reads what the general decoder reads, and fails
+		// where it fails, with the same error.
+		var want swipeRequest
+		wantErr := decodeBytes(body, swipeBody, &want)
+		got, err := decodeSwipe(fuzzRequest(body, nil))
+		if !reflect.DeepEqual(err, wantErr) {
+			t.Fatalf("decodeSwipe: %v, the general decoder: %v", err, wantErr)
+		}
+		for i, pair := range [][2]json.RawMessage{{got.StudentID, want.StudentID}, {got.SchoolID, want.SchoolID},
+			{got.Direction, want.Direction}, {got.InteractionType, want.InteractionType}, {got.TimeSpent, want.TimeSpent},
+			{got.SwipeID, want.SwipeID}} {
+			if (pair[0] == nil) != (pair[1] == nil) || string(pair[0]) != string(pair[1]) {
+				t.Fatalf("%s: %q, the general decoder %q", swipeFields[i], pair[0], pair[1])
+			}
+		}
 		_ = checkDecoded(t, body, func() error {
 			in, err := readSwipe(fuzzRequest(body, map[string]string{"Idempotency-Key": "retry-1"}))
 			if err == nil && (!isUUID(in.SchoolID) || !slices.Contains(swipeDirections, in.Direction) || in.ClientID == "" ||

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,13 +37,13 @@ func RequestIDFrom(ctx context.Context) string {
 // requestID takes a sane incoming X-Request-ID or makes one, and echoes it.
 func requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-ID")
+		id := r.Header.Get(headerRequestID)
 		if !validRequestID(id) {
 			var b [12]byte
 			_, _ = rand.Read(b[:])
 			id = hex.EncodeToString(b[:])
 		}
-		w.Header().Set("X-Request-ID", id)
+		w.Header().Set(headerRequestID, id)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
 	})
 }
@@ -116,9 +115,9 @@ func clip(s string, n int) string {
 	return s[:n] + "..."
 }
 
-// observe logs each request as one JSON line and records its metrics under
-// the route pattern and the method label (methodLabel): never the raw
-// path or method, which would let clients mint series.
+// observe records each request's metrics under the route pattern and the
+// method label (methodLabel): never the raw path or method, which would let
+// clients mint series; and logs it as one JSON line at requestLevel.
 func observe(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -136,12 +135,9 @@ func observe(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler 
 			method := methodLabel(r.Method)
 			m.Requests.WithLabelValues(route, method, strconv.Itoa(sw.status)).Inc()
 			m.Duration.WithLabelValues(route, method).Observe(took.Seconds())
-			level := slog.LevelInfo
-			switch {
-			case sw.status == http.StatusServiceUnavailable:
-				level = slog.LevelWarn // a dependency is down; its own log line says which
-			case sw.status >= 500 && sw.status != http.StatusNotImplemented:
-				level = slog.LevelError
+			level := requestLevel(sw.status)
+			if !log.Enabled(r.Context(), level) {
+				return
 			}
 			log.LogAttrs(r.Context(), level, "request",
 				slog.String("request_id", RequestIDFrom(r.Context())),
@@ -154,6 +150,23 @@ func observe(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler 
 			)
 		})
 	}
+}
+
+// requestLevel is the level a request's log line is written at: debug for
+// a request answered 1xx-3xx (counted in the metrics: a line each would
+// cost the hot path a write per request), info for one the client got
+// wrong (4xx, and 499 when it left), warn for a 503 (a dependency is down;
+// its own log line says which), error for any other 5xx but 501.
+func requestLevel(status int) slog.Level {
+	switch {
+	case status < 400:
+		return slog.LevelDebug
+	case status == http.StatusServiceUnavailable:
+		return slog.LevelWarn
+	case status >= 500 && status != http.StatusNotImplemented:
+		return slog.LevelError
+	}
+	return slog.LevelInfo
 }
 
 // recoverer turns a handler panic into a logged 500 with the error body.
@@ -352,8 +365,7 @@ func bodyStudentID(b []byte) (id string, repeated bool) {
 	ok := members(b, func(key, value []byte) bool {
 		if isStudentIDKey(key) {
 			seen++
-			id = ""
-			_ = json.Unmarshal(value, &id)
+			id, _ = jsonString(value)
 		}
 		return true
 	})
@@ -518,10 +530,20 @@ func rateLimitPrefetch(log *slog.Logger, l PrefetchLimiter, m *metrics.HTTP, gro
 	}
 }
 
+// Response headers set on every request, in the canonical form net/http
+// keeps them in (X-Ratelimit-Limit): set so, they are not canonicalised
+// (a copy) on each request.
+var (
+	headerRequestID      = http.CanonicalHeaderKey("X-Request-ID")
+	headerRateLimit      = http.CanonicalHeaderKey("X-RateLimit-Limit")
+	headerRateRemaining  = http.CanonicalHeaderKey("X-RateLimit-Remaining")
+	headerRateLimitReset = http.CanonicalHeaderKey("X-RateLimit-Reset")
+)
+
 func setRateHeaders(h http.Header, d ratelimit.Decision) {
-	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(max(d.Remaining, 0)))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(d.ResetAt.UnixMilli())/1000)), 10))
+	h.Set(headerRateLimit, strconv.Itoa(d.Limit))
+	h.Set(headerRateRemaining, strconv.Itoa(max(d.Remaining, 0)))
+	h.Set(headerRateLimitReset, strconv.FormatInt(int64(math.Ceil(float64(d.ResetAt.UnixMilli())/1000)), 10))
 }
 
 // isUUID accepts the canonical 8-4-4-4-12 hex form only.

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -130,5 +131,33 @@ func TestDeadlines(t *testing.T) {
 		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
 		assert.Equal(t, "SERVICE_UNAVAILABLE", body.Error.Code)
 		assert.NotContains(t, body.Error.Message, "read the feed", "internals never leak")
+	}
+}
+
+// A request's log line is written at the level its answer calls for: a
+// request answered 2xx or 3xx only at debug (the metrics count it), a
+// client's mistake at info, a dependency down at warn, a fault at error.
+func TestRequestLogLevels(t *testing.T) {
+	for status, want := range map[int]slog.Level{
+		200: slog.LevelDebug, 204: slog.LevelDebug, 304: slog.LevelDebug,
+		400: slog.LevelInfo, 404: slog.LevelInfo, 429: slog.LevelInfo, 499: slog.LevelInfo, 501: slog.LevelInfo,
+		503: slog.LevelWarn, 500: slog.LevelError, 502: slog.LevelError,
+	} {
+		assert.Equal(t, want, requestLevel(status), "%d", status)
+	}
+	for _, c := range []struct {
+		level  slog.Level
+		status int
+		lines  int
+	}{
+		{slog.LevelInfo, 200, 0}, {slog.LevelDebug, 200, 1}, {slog.LevelInfo, 404, 1}, {slog.LevelWarn, 404, 0},
+	} {
+		var buf bytes.Buffer
+		log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: c.level}))
+		h := requestID(observe(log, metrics.NewHTTP(prometheus.NewRegistry()))(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(c.status)
+		})))
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil))
+		assert.Equal(t, c.lines, bytes.Count(buf.Bytes(), []byte(`"msg":"request"`)), "%d at %s: %s", c.status, c.level, buf.String())
 	}
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -68,13 +67,24 @@ func (q recommendationsRequest) Valid() map[string]string {
 }
 
 // jsonString decodes a JSON string; ok is false for any other value. A
-// string without escapes, the usual case, is read without encoding/json.
+// string of printable ASCII without escapes, the usual case, is read
+// without encoding/json (which would give the same string).
 func jsonString(raw json.RawMessage) (s string, ok bool) {
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 &&
-		bytes.IndexByte(raw[1:len(raw)-1], '"') < 0 {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plainASCII(raw[1:len(raw)-1]) {
 		return string(raw[1 : len(raw)-1]), true
 	}
 	return s, json.Unmarshal(raw, &s) == nil
+}
+
+// plainASCII reports whether b is printable ASCII without a quote or a
+// backslash: the contents of a JSON string that decodes to itself.
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // intField reads an optional integer in [lo, hi]; absent gives def. The

@@ -79,8 +79,8 @@ func (q swipeRequest) parse() (command.SwipeInput, map[string]string) {
 		in.InteractionType = it
 	}
 	if len(q.TimeSpent) > 0 {
-		var f float64
-		if string(q.TimeSpent) == "null" || json.Unmarshal(q.TimeSpent, &f) != nil || f < 0 || f > command.MaxTimeSpent {
+		f, ok := jsonNumber(q.TimeSpent)
+		if !ok || f < 0 || f > command.MaxTimeSpent {
 			problems["time_spent"] = "must be a number of seconds from 0 to " + strconv.Itoa(command.MaxTimeSpent)
 		} else {
 			in.TimeSpent = &f
@@ -126,10 +126,47 @@ func SwipeResponse(r command.SwipeResult) any {
 // swipe (the first answer, repeated).
 const IdempotentReplayedHeader = "Idempotent-Replayed"
 
+// jsonNumber reads a JSON number; ok is false for any other value (raw is
+// valid JSON: its body was decoded).
+func jsonNumber(raw json.RawMessage) (float64, bool) {
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	return f, err == nil
+}
+
+// decodeSwipe reads the body of POST /swipe. A body that keeps to its
+// shape and is valid JSON, the usual case, is split into its fields in
+// place (members: nothing is copied); any other goes through the general
+// decoder, which says what is wrong with it.
+func decodeSwipe(r *http.Request) (swipeRequest, error) {
+	var req swipeRequest
+	b, err := readBody(r)
+	if err != nil {
+		return req, err
+	}
+	if p := scanShape(b, swipeBody); p.err() == nil && !p.trailing && json.Valid(b) {
+		values := [...]*json.RawMessage{&req.StudentID, &req.SchoolID, &req.Direction, &req.InteractionType,
+			&req.TimeSpent, &req.SwipeID} // in swipeFields' order
+		ok := members(b, func(key, value []byte) bool {
+			if i := knownIndex(swipeFields, key); i >= 0 {
+				*values[i] = value
+			}
+			return true
+		})
+		if ok {
+			return req, nil
+		}
+		req = swipeRequest{}
+	}
+	return req, decodeBytes(b, swipeBody, &req)
+}
+
 // readSwipe decodes and validates POST /swipe: the body, and the
 // Idempotency-Key header when the body has no swipe_id.
 func readSwipe(r *http.Request) (command.SwipeInput, error) {
-	req, err := decode[swipeRequest](r, swipeBody)
+	req, err := decodeSwipe(r)
 	if err != nil {
 		return command.SwipeInput{}, err
 	}

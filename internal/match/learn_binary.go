@@ -93,81 +93,108 @@ func (m *Model) UnmarshalBinary(b []byte) error {
 		return fmt.Errorf("%w %d (want %d)", ErrModelVersion, b[1], ModelVersion)
 	}
 	b = b[2:]
-	var counts [3]int
-	for i := range counts {
-		v, n := binary.Uvarint(b)
-		if n <= 0 || v > math.MaxInt32 {
+	var v modelValues
+	for i := range v.counts {
+		c, n := binary.Uvarint(b)
+		if n <= 0 || c > math.MaxInt32 {
 			return errBinaryModel
 		}
-		counts[i], b = int(v), b[n:]
+		v.counts[i], b = int(c), b[n:]
 	}
 	if len(b) < binaryModelSize {
 		return errBinaryModel
 	}
 	next := func() float64 {
-		v := math.Float64frombits(binary.LittleEndian.Uint64(b))
+		f := math.Float64frombits(binary.LittleEndian.Uint64(b))
 		b = b[8:]
-		return v
-	}
-	in := modelJSON{Version: ModelVersion, Swipes: counts[0], Signals: counts[1], Feedback: counts[2],
-		Params: paramKeys[:], Mean: make([]float64, nParams), Cov: make([][]float64, nParams),
-		Levels: make(map[string][]float64, nLevels)}
-	for a := range nParams {
-		in.Mean[a] = next()
+		return f
 	}
 	for a := range nParams {
-		in.Cov[a] = make([]float64, nParams)
+		v.mean[a], v.hasMean[a] = next(), true
 	}
 	for a := range nParams {
 		for c := 0; c <= a; c++ {
-			in.Cov[a][c] = next()
-			in.Cov[c][a] = in.Cov[a][c]
+			v.cov[a][c] = next()
+			v.cov[c][a] = v.cov[a][c]
+			v.hasCov[a][c], v.hasCov[c][a] = true, true
 		}
 	}
-	for _, p := range levelParams {
-		g := make([]float64, levelBins)
-		for k := range g {
-			g[k] = next()
+	for l := range nLevels {
+		for k := range levelBins {
+			v.grid[l][k] = next()
 		}
-		in.Levels[paramKeys[p]] = g
+		v.hasGrid[l] = true
 	}
-	r := &residualJSON{Intercept: next(), Features: residualKeys[:], Mean: make([]float64, nResidual)}
-	for a := range nResidual {
-		r.Mean[a] = next()
+	v.hasResidual = true
+	v.rconst = next()
+	for j := range nResidual {
+		v.rmean[j], v.hasRmean[j] = next(), true
 	}
+	if err := v.readHistory(b); err != nil {
+		return err
+	}
+	*m = v.checked()
+	return nil
+}
+
+// readHistory reads the binary form's history into v: every school id it
+// spells as a UUID goes into one string (one allocation, however many).
+func (v *modelValues) readHistory(b []byte) error {
 	nh, k := binary.Uvarint(b)
 	if k <= 0 || nh > historyLen {
 		return errBinaryModel
 	}
 	b = b[k:]
-	r.History = make([]memoryJSON, 0, nh)
-	for range nh {
+	var ids []byte
+	type entry struct {
+		meta       byte
+		start, end int    // of its id in ids, when a UUID
+		other      []byte // its id, when not
+	}
+	var entries [historyLen]entry
+	for i := range nh {
 		if len(b) < 2 {
 			return errBinaryModel
 		}
-		meta, n := b[0], int(b[1])
+		e := entry{meta: b[0]}
+		n := int(b[1])
 		b = b[2:]
-		var id string
 		if n == 0 {
 			if len(b) < 16 {
 				return errBinaryModel
 			}
-			id = formatUUID([16]byte(b[:16]))
+			if ids == nil {
+				ids = make([]byte, 0, 36*nh)
+			}
+			e.start = len(ids)
+			ids = appendUUID(ids, [16]byte(b[:16]))
+			e.end = len(ids)
 			b = b[16:]
 		} else {
 			if len(b) < n {
 				return errBinaryModel
 			}
-			id = string(b[:n])
+			e.other = b[:n]
 			b = b[n:]
 		}
-		r.History = append(r.History, memoryJSON{SchoolID: id, Like: meta&0x80 != 0, Weight: float64(meta&0x7f) / 20})
+		entries[i] = e
 	}
 	if len(b) != 0 {
 		return errBinaryModel
 	}
-	in.Residual = r
-	*m = in.model()
+	all := string(ids)
+	for _, e := range entries[:nh] {
+		id := all[e.start:e.end]
+		if e.other != nil {
+			id = string(e.other)
+		}
+		weight := e.meta & 0x7f
+		if weight == 0 {
+			weight = weightCode(1) // no weight: a counted swipe's, as in the JSON form
+		}
+		v.hist[v.nhist] = swipeMemory{id: id, like: e.meta&0x80 != 0, weight: weight}
+		v.nhist++
+	}
 	return nil
 }
 
@@ -221,17 +248,21 @@ func hexDigit(c byte) (byte, bool) {
 }
 
 // formatUUID writes u in canonical form.
-func formatUUID(u [16]byte) string {
+func formatUUID(u [16]byte) string { return string(appendUUID(make([]byte, 0, 36), u)) }
+
+// appendUUID appends u in canonical form to b.
+func appendUUID(b []byte, u [16]byte) []byte {
 	const hexd = "0123456789abcdef"
-	var b [36]byte
+	n := len(b)
+	b = append(b, "00000000-0000-0000-0000-000000000000"...)
+	out := b[n : n+36]
 	k := 0
 	for i, x := range u {
 		if i == 4 || i == 6 || i == 8 || i == 10 {
-			b[k] = '-'
-			k++
+			k++ // the dash already there
 		}
-		b[k], b[k+1] = hexd[x>>4], hexd[x&0xf]
+		out[k], out[k+1] = hexd[x>>4], hexd[x&0xf]
 		k += 2
 	}
-	return string(b[:])
+	return b
 }

@@ -81,3 +81,25 @@ func TestLevelPriorMemo(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecodeModel decodes a stored model with a full history, as the
+// API does on every swipe predicted from a stored feed.
+func BenchmarkDecodeModel(b *testing.B) {
+	cat, p := learnCatalog, learnStudent()
+	m := NewModel(SeedWeights(p))
+	for i := range historyLen + 4 {
+		d := Like
+		if i%3 == 0 {
+			d = Dislike
+		}
+		m, _ = m.Observe(p, cat, SwipeObservation(i*7%len(cat.Schools), d))
+	}
+	bin, err := m.MarshalBinary()
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeModel(bin); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -104,9 +104,11 @@ func (m *Model) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// model is the Model in holds, checked: see UnmarshalJSON.
+// model is the Model in holds, checked: see UnmarshalJSON. Parameters
+// and residual features are matched by name.
 func (in *modelJSON) model() Model {
-	out := NewModel(DefaultWeights())
+	var v modelValues
+	v.counts = [3]int{in.Swipes, in.Signals, in.Feedback}
 	pos := [nParams]int{} // position in the input of each of our parameters, -1 when absent
 	for j, k := range paramKeys {
 		pos[j] = -1
@@ -116,82 +118,42 @@ func (in *modelJSON) model() Model {
 			}
 		}
 	}
-	get := func(a, b int) (float64, bool) {
-		i, j := pos[a], pos[b]
-		if i < 0 || j < 0 || i >= len(in.Cov) || j >= len(in.Cov[i]) || !finite(in.Cov[i][j]) {
-			return 0, false
-		}
-		return in.Cov[i][j], true
-	}
 	for a := range nParams {
-		if i := pos[a]; i >= 0 && i < len(in.Mean) && finite(in.Mean[i]) {
-			out.mean[a] = clampParam(a, in.Mean[i])
+		if i := pos[a]; i >= 0 && i < len(in.Mean) {
+			v.mean[a], v.hasMean[a] = in.Mean[i], true
 		}
-	}
-	var cov [nParams][nParams]float64
-	valid := true
-	for a := range nParams {
 		for b := range nParams {
-			v, ok := get(a, b)
-			valid = valid && ok
-			cov[a][b] = v
-		}
-	}
-	for a := range nParams {
-		valid = valid && cov[a][a] > 0 && cov[a][a] <= priorVar[a]*(1+1e-9)
-		for b := range a {
-			valid = valid && math.Abs(cov[a][b]-cov[b][a]) <= 1e-9*(1+math.Abs(cov[a][b]))
-		}
-	}
-	if valid && positiveDefinite(&cov) {
-		out.cov = cov
-	} else {
-		for a := range nParams {
-			if v, ok := get(a, a); ok && v > 0 {
-				out.cov[a][a] = min(priorVar[a], v)
+			if i, j := pos[a], pos[b]; i >= 0 && j >= 0 && i < len(in.Cov) && j < len(in.Cov[i]) {
+				v.cov[a][b], v.hasCov[a][b] = in.Cov[i][j], true
 			}
 		}
 	}
 	for l, p := range levelParams {
-		g, ok := in.Levels[paramKeys[p]]
-		valid := ok && len(g) == levelBins
-		for _, v := range g {
-			valid = valid && finite(v) && v >= 0
+		if g, ok := in.Levels[paramKeys[p]]; ok && len(g) == levelBins {
+			copy(v.grid[l][:], g)
+			v.hasGrid[l] = true
 		}
-		if valid {
-			copy(out.grid[l][:], g)
-		} else {
-			// No usable grid: the prior around the decoded mean.
-			w := DefaultWeights()
-			a := weightArray(w)
-			a[p] = out.mean[p]
-			out.grid[l] = NewModel(weightsFromArray(a)).grid[l]
-		}
-		out.syncLevel(l)
 	}
-	out.floorVariances()
-	if in.Residual != nil {
-		in.Residual.into(&out)
+	if r := in.Residual; r != nil {
+		r.into(&v)
 	}
-	out.swipes, out.signals, out.feedback = max(0, in.Swipes), max(0, in.Signals), max(0, in.Feedback)
-	return out
+	return v.checked()
 }
 
-// into sets m's residual from r, checked as the weights are: features
-// matched by name, a coefficient that is missing or not finite at the
-// prior (0), values clamped; history entries without a school id dropped,
-// at most historyLen kept (the newest).
-func (r *residualJSON) into(m *Model) {
+// into sets v's residual from r: features matched by name (the last
+// finite coefficient given for one), history entries without a school id
+// dropped, at most historyLen kept (the newest), a weight that is missing
+// or not a positive number read as a counted swipe's.
+func (r *residualJSON) into(v *modelValues) {
+	v.hasResidual = true
 	for j, k := range residualKeys {
 		for i, name := range r.Features {
 			if name == k && i < len(r.Mean) && finite(r.Mean[i]) {
-				m.rmean[j] = clampResidual(r.Mean[i])
+				v.rmean[j], v.hasRmean[j] = r.Mean[i], true
 			}
 		}
 	}
-	if finite(r.Intercept) {
-		m.rconst = max(-1, min(1, r.Intercept))
-	}
+	v.rconst = r.Intercept
 	h := r.History
 	if len(h) > historyLen {
 		h = h[len(h)-historyLen:]
@@ -204,9 +166,103 @@ func (r *residualJSON) into(m *Model) {
 		if !finite(w) || w <= 0 {
 			w = 1
 		}
-		m.hist[m.nhist] = swipeMemory{id: e.SchoolID, like: e.Like, weight: weightCode(w)}
-		m.nhist++
+		v.hist[v.nhist] = swipeMemory{id: e.SchoolID, like: e.Like, weight: weightCode(w)}
+		v.nhist++
 	}
+}
+
+// modelValues are what a serialised model (either form) says, before it
+// is checked: each value with whether the input had it.
+type modelValues struct {
+	counts  [3]int // swipes, signals, feedback
+	mean    [nParams]float64
+	hasMean [nParams]bool
+	cov     [nParams][nParams]float64
+	hasCov  [nParams][nParams]bool
+	grid    [nLevels][levelBins]float64
+	hasGrid [nLevels]bool
+
+	hasResidual bool
+	rmean       [nResidual]float64
+	hasRmean    [nResidual]bool
+	rconst      float64
+	hist        [historyLen]swipeMemory
+	nhist       int
+}
+
+// checked is the Model v holds, made safe to use: a parameter that is
+// missing or not finite takes its prior, values are clamped, a covariance
+// that is not a valid one (an entry missing, not symmetric, not positive
+// definite, a variance over its prior) is replaced by its diagonal,
+// clamped, and a level's grid that is missing or has a value that is not
+// a finite non-negative number is its prior around the decoded mean.
+func (v *modelValues) checked() Model {
+	out := NewModel(DefaultWeights())
+	get := func(a, b int) (float64, bool) {
+		if !v.hasCov[a][b] || !finite(v.cov[a][b]) {
+			return 0, false
+		}
+		return v.cov[a][b], true
+	}
+	for a := range nParams {
+		if v.hasMean[a] && finite(v.mean[a]) {
+			out.mean[a] = clampParam(a, v.mean[a])
+		}
+	}
+	var cov [nParams][nParams]float64
+	valid := true
+	for a := range nParams {
+		for b := range nParams {
+			c, ok := get(a, b)
+			valid = valid && ok
+			cov[a][b] = c
+		}
+	}
+	for a := range nParams {
+		valid = valid && cov[a][a] > 0 && cov[a][a] <= priorVar[a]*(1+1e-9)
+		for b := range a {
+			valid = valid && math.Abs(cov[a][b]-cov[b][a]) <= 1e-9*(1+math.Abs(cov[a][b]))
+		}
+	}
+	if valid && positiveDefinite(&cov) {
+		out.cov = cov
+	} else {
+		for a := range nParams {
+			if c, ok := get(a, a); ok && c > 0 {
+				out.cov[a][a] = min(priorVar[a], c)
+			}
+		}
+	}
+	for l, p := range levelParams {
+		valid := v.hasGrid[l]
+		for _, g := range v.grid[l] {
+			valid = valid && finite(g) && g >= 0
+		}
+		if valid {
+			out.grid[l] = v.grid[l]
+		} else {
+			// No usable grid: the prior around the decoded mean.
+			w := DefaultWeights()
+			a := weightArray(w)
+			a[p] = out.mean[p]
+			out.grid[l] = NewModel(weightsFromArray(a)).grid[l]
+		}
+		out.syncLevel(l)
+	}
+	out.floorVariances()
+	if v.hasResidual {
+		for j := range nResidual {
+			if v.hasRmean[j] && finite(v.rmean[j]) {
+				out.rmean[j] = clampResidual(v.rmean[j])
+			}
+		}
+		if finite(v.rconst) {
+			out.rconst = max(-1, min(1, v.rconst))
+		}
+		out.hist, out.nhist = v.hist, v.nhist
+	}
+	out.swipes, out.signals, out.feedback = max(0, v.counts[0]), max(0, v.counts[1]), max(0, v.counts[2])
+	return out
 }
 
 // maxMemoryID is the longest school id the history keeps (ids are UUIDs).

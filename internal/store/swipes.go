@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/collegematch/matching/internal/domain"
 )
@@ -74,55 +75,61 @@ const storedSwipeColumns = `id, created_at, school_id::text, direction, interact
 // (Duplicate, nothing stored). An unknown or erased student is
 // INVALID_STUDENT_ID; an unknown or inactive school INVALID_SCHOOL_ID.
 func (s *Store) RecordSwipe(ctx context.Context, in domain.Swipe) (domain.RecordedSwipe, error) {
-	var (
-		live, served bool
-		id           *int64
-		createdAt    *time.Time
-		count        *int
-		version      *int64
-		outboxID     *int64
-		dup          nullableStored
-	)
 	var occurred *time.Time
 	if !in.OccurredAt.IsZero() {
 		occurred = &in.OccurredAt
 	}
+	var row recordedRow
 	err := s.pool.QueryRow(ctx, recordSwipe, in.StudentID, in.SchoolID, in.Direction, in.Interaction, in.Counted(),
 		in.IsProbe, in.TimeSpent, in.ClientID, occurred, in.TriggerFeedback, in.UpdatedWeights).
-		Scan(append([]any{&live, &served, &id, &createdAt, &count, &version, &outboxID}, dup.dest()...)...)
+		Scan(row.dest()...)
 	if err != nil {
 		return domain.RecordedSwipe{}, mapErr(err, "swipe")
 	}
 	switch {
-	case !live:
+	case !row.live:
 		return domain.RecordedSwipe{}, domain.StudentNotFound(in.StudentID)
-	case dup.ID != nil:
-		return dup.recorded(in), nil
-	case !served:
+	case row.dup.ID.Valid:
+		return row.dup.recorded(in), nil
+	case !row.served:
 		return domain.RecordedSwipe{}, domain.SchoolNotFound(in.SchoolID)
-	case id == nil:
+	case !row.id.Valid:
 		// A retry with the same client id committed while this one waited
 		// for the student's lock: it is visible to a new statement.
 		return s.swipeByClientID(ctx, in)
 	}
-	out := domain.RecordedSwipe{Swipe: in, ID: *id, CreatedAt: *createdAt, SwipeCount: *count, Version: *version}
-	if outboxID != nil {
-		out.OutboxID = *outboxID
-	}
-	return out, nil
+	return domain.RecordedSwipe{Swipe: in, ID: row.id.Int64, CreatedAt: row.createdAt.Time, SwipeCount: int(row.count.Int32),
+		Version: row.version.Int64, OutboxID: row.outboxID.Int64}, nil
+}
+
+// recordedRow is the row recordSwipe answers. Its nullable columns are
+// pgtype values (a Valid flag beside the value), which pgx scans into in
+// place: a pointer to a pointer would cost an allocation each.
+type recordedRow struct {
+	live, served bool
+	id           pgtype.Int8
+	createdAt    pgtype.Timestamptz
+	count        pgtype.Int4
+	version      pgtype.Int8
+	outboxID     pgtype.Int8
+	dup          nullableStored
+}
+
+func (r *recordedRow) dest() []any {
+	return append([]any{&r.live, &r.served, &r.id, &r.createdAt, &r.count, &r.version, &r.outboxID}, r.dup.dest()...)
 }
 
 // nullableStored scans storedSwipeColumns from a LEFT JOIN.
 type nullableStored struct {
-	ID              *int64
-	CreatedAt       *time.Time
-	SchoolID        *string
-	Direction       *string
-	Interaction     *string
-	IsProbe         *bool
-	TriggerFeedback *bool
-	UpdatedWeights  *bool
-	SwipeCount      *int
+	ID              pgtype.Int8
+	CreatedAt       pgtype.Timestamptz
+	SchoolID        pgtype.Text
+	Direction       pgtype.Text
+	Interaction     pgtype.Text
+	IsProbe         pgtype.Bool
+	TriggerFeedback pgtype.Bool
+	UpdatedWeights  pgtype.Bool
+	SwipeCount      pgtype.Int4
 	Response        []byte
 }
 
@@ -133,11 +140,11 @@ func (n *nullableStored) dest() []any {
 
 // recorded is the first swipe, as a duplicate of in.
 func (n *nullableStored) recorded(in domain.Swipe) domain.RecordedSwipe {
-	r := domain.RecordedSwipe{Duplicate: true, ID: *n.ID, CreatedAt: *n.CreatedAt, Swipe: domain.Swipe{
-		StudentID: in.StudentID, SchoolID: *n.SchoolID, Direction: *n.Direction, Interaction: *n.Interaction,
-		ClientID: in.ClientID, IsProbe: *n.IsProbe, TriggerFeedback: *n.TriggerFeedback, UpdatedWeights: *n.UpdatedWeights}}
-	if n.SwipeCount != nil {
-		r.SwipeCount = *n.SwipeCount
+	r := domain.RecordedSwipe{Duplicate: true, ID: n.ID.Int64, CreatedAt: n.CreatedAt.Time, Swipe: domain.Swipe{
+		StudentID: in.StudentID, SchoolID: n.SchoolID.String, Direction: n.Direction.String, Interaction: n.Interaction.String,
+		ClientID: in.ClientID, IsProbe: n.IsProbe.Bool, TriggerFeedback: n.TriggerFeedback.Bool, UpdatedWeights: n.UpdatedWeights.Bool}}
+	if n.SwipeCount.Valid {
+		r.SwipeCount = int(n.SwipeCount.Int32)
 	} else if n.Response != nil {
 		// Recorded before the count was stored on the row: the answer kept
 		// then says it.
