@@ -107,9 +107,8 @@ type swipeLearningState struct {
 	UpdatedWeights bool    `json:"updated_weights"`
 }
 
-// SwipeResponse renders a recorded swipe as POST /swipe answers it (also
-// for the swipes POST /continuous-feed records).
-func SwipeResponse(r command.SwipeResult) any {
+// swipeAnswer is the answer of POST /swipe to a recorded swipe.
+func swipeAnswer(r command.SwipeResult) swipeResponse {
 	opts := r.FeedbackOptions
 	if opts == nil {
 		opts = []string{}
@@ -120,6 +119,69 @@ func SwipeResponse(r command.SwipeResult) any {
 			UpdatedWeights: r.UpdatedWeights},
 		TriggerFeedback: r.TriggerFeedback, FeedbackOptions: opts,
 	}
+}
+
+// appendJSON appends the answer as encoding/json encodes it, and a newline
+// (TestSwipeAnswerEncodesAsEncodingJSON), without reflection.
+func (a swipeResponse) appendJSON(b []byte) []byte {
+	b = append(b, `{"success":`...)
+	b = strconv.AppendBool(b, a.Success)
+	b = append(b, `,"swipe_count":`...)
+	b = strconv.AppendInt(b, int64(a.SwipeCount), 10)
+	b = appendJSONField(b, "learning_phase", a.LearningPhase)
+	b = appendJSONField(b, "ui_message", a.UIMessage)
+	b = append(b, `,"learning_state":{"phase":`...)
+	b = appendJSONString(b, a.LearningState.Phase)
+	b = append(b, `,"progress":`...)
+	b = appendJSONFloat(b, a.LearningState.Progress)
+	b = append(b, `,"updated_weights":`...)
+	b = strconv.AppendBool(b, a.LearningState.UpdatedWeights)
+	b = append(b, `},"trigger_feedback":`...)
+	b = strconv.AppendBool(b, a.TriggerFeedback)
+	b = append(b, `,"feedback_options":`...)
+	if a.FeedbackOptions == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, o := range a.FeedbackOptions {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, o)
+		}
+		b = append(b, ']')
+	}
+	return append(b, "}\n"...)
+}
+
+// appendJSONField appends `,"name":` and s as a JSON string.
+func appendJSONField(b []byte, name, s string) []byte {
+	b = append(append(append(b, `,"`...), name...), `":`...)
+	return appendJSONString(b, s)
+}
+
+// appendJSONString appends s as encoding/json writes a string: printable
+// ASCII but for what it escapes (quote, backslash, <, >, &) is written as
+// it is, anything else goes through encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
+}
+
+// appendJSONFloat appends f as encoding/json writes a float64: the
+// shortest form that reads back, in exponent form below 1e-6 and from
+// 1e21 on (f is finite: a progress).
+func appendJSONFloat(b []byte, f float64) []byte {
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		q, _ := json.Marshal(f)
+		return append(b, q...)
+	}
+	return strconv.AppendFloat(b, f, 'f', -1, 64)
 }
 
 // IdempotentReplayedHeader is set to "true" on the answer to a retried
@@ -213,6 +275,6 @@ func handleSwipe(log *slog.Logger, swipes Swipes) http.Handler {
 		if res.Duplicate {
 			w.Header().Set(IdempotentReplayedHeader, "true")
 		}
-		encode(w, http.StatusOK, SwipeResponse(res))
+		writeJSON(w, http.StatusOK, swipeAnswer(res).appendJSON(make([]byte, 0, 256)))
 	})
 }

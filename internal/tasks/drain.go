@@ -81,13 +81,24 @@ func learnDrainName(shard int) string { return "learn:" + strconv.Itoa(shard) }
 
 // learnDrainJob is a learn:drain task for shard, under a fresh id (a drain
 // task is queued once per arm, so its id needs to be unique, not derived).
+// Every swipe builds one (LearnMark), so it is built with few allocations.
 func learnDrainJob(shard int) handover.Job {
-	b, _ := json.Marshal(LearnDrainPayload{Shard: shard}) // a number
-	id := "learn-drain:" + strconv.Itoa(shard) + ":" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" +
-		strconv.FormatUint(rand.Uint64(), 36)
-	return handover.Job{ID: id, Type: TypeLearnDrain, Payload: b, Queue: QueueCritical, MaxRetry: 25,
-		Timeout: drainTimeout}
+	id := make([]byte, 0, 64)
+	id = strconv.AppendInt(append(id, "learn-drain:"...), int64(shard), 10)
+	id = strconv.AppendInt(append(id, ':'), time.Now().UnixNano(), 36)
+	id = strconv.AppendUint(append(id, '-'), rand.Uint64(), 36)
+	return handover.Job{ID: string(id), Type: TypeLearnDrain, Payload: drainPayloads[shard], Queue: QueueCritical,
+		MaxRetry: 25, Timeout: drainTimeout}
 }
+
+// drainPayloads are the payloads of each shard's learn:drain tasks, made
+// once (read only: a job's payload is copied into its task message).
+var drainPayloads = func() (p [LearnShards][]byte) {
+	for n := range p {
+		p[n], _ = json.Marshal(LearnDrainPayload{Shard: n}) // a number
+	}
+	return p
+}()
 
 // LearnMark is the hand-over of a swipe (or of several, in one write) that
 // moved studentID to version: the student marked pending in their shard,
