@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/google/uuid"
 )
@@ -458,6 +459,11 @@ type StoredCompact struct {
 	AlgorithmVersion string
 	Compact
 }
+
+// aliasBytes is s as a []byte without a copy: the bytes must never be
+// written to (a compact page read from Redis is only written out, or
+// copied from by Compact.After).
+func aliasBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // ParseCompact reads a stored compact value (encodeCompact). The body
 // aliases raw.

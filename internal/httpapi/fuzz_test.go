@@ -43,7 +43,7 @@ func fuzzRequest(body []byte, header map[string]string) *http.Request {
 	for k, v := range header {
 		r.Header.Set(k, v)
 	}
-	r.Body = limitedBody{bytes.NewReader(body), body}
+	r.Body = newLimitedBody(body)
 	return r
 }
 

@@ -111,11 +111,22 @@ func encode(w http.ResponseWriter, status int, v any) {
 
 // writeJSON writes pre-encoded JSON bytes.
 func writeJSON(w http.ResponseWriter, status int, b []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	setHeaders(w.Header(), headerContentType, contentTypeJSON, headerContentLength, strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b) // the client is gone; nothing useful to do
+}
+
+// setHeaders sets each canonical name of pairs (name, value, name,
+// value, ...) to its value, the values sharing one array, each capped so
+// that adding to one cannot overwrite the next: one allocation where
+// Header.Set makes one a header and canonicalizes its name.
+func setHeaders(h http.Header, pairs ...string) {
+	n := len(pairs) / 2
+	values := make([]string, n)
+	for i := range n {
+		values[i] = pairs[2*i+1]
+		h[pairs[2*i]] = values[i : i+1 : i+1]
+	}
 }
 
 // validator is implemented by request types that check their own fields.
@@ -179,7 +190,7 @@ func readBody(r *http.Request) ([]byte, error) {
 	if err := checkContentType(r); err != nil {
 		return nil, err
 	}
-	if lb, ok := r.Body.(limitedBody); ok {
+	if lb, ok := r.Body.(*limitedBody); ok {
 		return lb.b, nil
 	}
 	b, err := readLimited(nil, r)
