@@ -44,6 +44,20 @@ type recommendationsRequest struct {
 	Offset    json.RawMessage `json:"offset"`
 }
 
+// takeMember sets the field named key to value (memberDecoder); the
+// value aliases the body, which the request keeps.
+func (q *recommendationsRequest) takeMember(key, value []byte) bool {
+	switch string(key) {
+	case "student_id":
+		q.StudentID = value
+	case "limit":
+		q.Limit = value
+	case "offset":
+		q.Offset = value
+	}
+	return true
+}
+
 func (q recommendationsRequest) Valid() map[string]string {
 	var problems map[string]string
 	add := func(field, problem string) {

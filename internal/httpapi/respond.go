@@ -174,10 +174,23 @@ func decodeBytes(b []byte, s *shape, v any) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return decodeError(io.EOF)
 	}
+	if md, ok := v.(memberDecoder); ok && json.Valid(b) && members(b, md.takeMember) {
+		return nil
+	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return decodeError(err)
 	}
 	return nil
+}
+
+// memberDecoder is a request type that takes its fields from the body's
+// members itself, without encoding/json's reflection: a hot path's body
+// (POST /recommendations). It is used for a body that passed its shape
+// (so every name is exactly one of its fields, each given once) and is
+// valid JSON; what it takes is then what json.Unmarshal would set, and
+// any other body takes the json.Unmarshal path, errors and all.
+type memberDecoder interface {
+	takeMember(key, value []byte) bool
 }
 
 var errTrailingData = domain.Invalid("request body must hold exactly one JSON object",
