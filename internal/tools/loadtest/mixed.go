@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -86,6 +88,38 @@ func (r *runner) baselineMix(compactB1, pullB1, b3 string) mix {
 	}
 }
 
+// primeCursors makes every student's first pull, as every phone made
+// one when it was installed, so that each pull of the load carries the
+// cursor of the student's last pull: what a fleet of phones sends, where a
+// pull without a cursor (everything the student ever did) is rare.
+func (r *runner) primeCursors(ctx context.Context) error {
+	var (
+		wg   sync.WaitGroup
+		next = make(chan string)
+		ok   atomic.Int64
+	)
+	for range 16 {
+		wg.Go(func() {
+			for s := range next {
+				req := r.pullRequestFor(s)
+				if status, body := r.api.Do(ctx, req); status == http.StatusOK {
+					req.Done(status, body)
+					ok.Add(1)
+				}
+			}
+		})
+	}
+	for _, s := range r.students {
+		next <- s
+	}
+	close(next)
+	wg.Wait()
+	if ok.Load() == 0 {
+		return errors.New("no first pull was answered")
+	}
+	return nil
+}
+
 // pullSize is the size of a pull's answer as the mixed load meets it: the
 // median of n pulls of students drawn at random, each carrying the
 // student's last cursor, as the load's own pulls do.
@@ -118,10 +152,16 @@ func (r *runner) mixed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	start := time.Now()
+	if err := r.primeCursors(ctx); err != nil {
+		return err
+	}
 	pullSize, err := r.pullSize(ctx, 200)
 	if err != nil {
 		return err
 	}
+	r.printf("Every student's first pull made (%.1f s): each pull of the load carries the cursor of the student's last; "+
+		"a pull answers %d B (median of 200).\n\n", time.Since(start).Seconds(), pullSize)
 	compactB1, stopCompact, err := RedisBaseline(ctx, r.rdb, compactSize)
 	if err != nil {
 		return err

@@ -144,3 +144,31 @@ func TestBaselineMixReachesEachServer(t *testing.T) {
 	assert.InDelta(t, b3n, served["b3"].Load(), 4)
 	assert.GreaterOrEqual(t, served["b1"].Load()+served["b3"].Load(), b1n+b3n)
 }
+
+// Before the mixed load every student has pulled once, so every pull of
+// the load carries a cursor, as a phone's do.
+func TestPrimeCursorsGivesEveryStudentACursor(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			StudentID string `json:"student_id"`
+			Cursor    string `json:"cursor"`
+		}
+		if r.URL.Path != "/m/sync/pull" || json.NewDecoder(r.Body).Decode(&in) != nil || in.Cursor != "" {
+			http.Error(w, "not a first pull", http.StatusBadRequest)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"changes": []any{}, "cursor": "c-" + in.StudentID})
+	}))
+	t.Cleanup(srv.Close)
+	r := testRunner("11111111-1111-1111-1111-111111111111", "22222222-2222-2222-2222-222222222222", "33333333-3333-3333-3333-333333333333")
+	r.api = NewClient(srv.URL, "", 4, 5*time.Second)
+	require.NoError(t, r.primeCursors(context.Background()))
+	for _, s := range r.students {
+		var body map[string]any
+		require.NoError(t, json.Unmarshal(r.pullRequestFor(s).Body, &body))
+		assert.Equal(t, "c-"+s, body["cursor"])
+	}
+	size, err := r.pullSize(context.Background(), 5)
+	assert.Error(t, err, "a pull the server refuses (it takes first pulls only) is an error")
+	assert.Zero(t, size)
+}
