@@ -223,12 +223,14 @@ func (r *CompactRead) Result() (StoredCompact, error) {
 		return StoredCompact{}, ErrNotBuilt
 	}
 	// The page is served as it was read: its body aliases the string the
-	// reply was read into rather than a copy of it (aliasBytes).
-	c, err := ParseCompact(aliasBytes(vals[0]))
+	// reply was read into rather than a copy of it (aliasBytes), and what
+	// only a page made again past removed schools needs is read only then.
+	removed := len(vals[1]) / 16 // absent: none taken off
+	c, err := parseCompact(aliasBytes(vals[0]), removed > 0)
 	if err != nil {
 		return c, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	c.Compact = c.After(len(vals[1]) / 16) // absent: none taken off
+	c.Compact = c.After(removed)
 	return c, nil
 }
 
