@@ -176,6 +176,7 @@ func (r *runner) mixed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.warnConnections(ctx)
 	baselines := NewClient("", "", r.c.Clients*2, 30*time.Second)
 	base, svc := r.baselineMix(compactB1, pullB1, b3.URL), r.serviceMix()
 	var (
@@ -213,6 +214,25 @@ func (r *runner) mixed(ctx context.Context) error {
 	// folds and delivers what the mix swiped first.
 	r.waitDrained(ctx, swiped)
 	return nil
+}
+
+// mixedConnections is about what the mixed load's processes may hold of
+// PostgreSQL's connections at once: the API's pool and B3's (16 each on
+// 2 cores, store.APISettings), the worker's at its default task slots
+// (70, plus 8) and the load test's own.
+const mixedConnections = 16 + 16 + 78 + 4
+
+// warnConnections says so when PostgreSQL may refuse the mixed load's
+// connections: a refused one answers 503 on either side.
+func (r *runner) warnConnections(ctx context.Context) {
+	var limit int
+	if err := r.pool.QueryRow(ctx, `SELECT current_setting('max_connections')::int`).Scan(&limit); err != nil {
+		return
+	}
+	if limit < mixedConnections+10 {
+		r.printf("(PostgreSQL's max_connections is %d; the API, the worker and B3 together may open about %d: "+
+			"connections it refuses answer 503 on either side)\n\n", limit, mixedConnections)
+	}
 }
 
 // printMixed prints the mixed load's table: the whole mix, then each kind.

@@ -3,14 +3,18 @@ package loadtest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/testutil"
 )
 
 // Of every 100 requests of the mixed load, 70 are compact feed reads, 25
@@ -171,4 +175,27 @@ func TestPrimeCursorsGivesEveryStudentACursor(t *testing.T) {
 	size, err := r.pullSize(context.Background(), 5)
 	assert.Error(t, err, "a pull the server refuses (it takes first pulls only) is an error")
 	assert.Zero(t, size)
+}
+
+// The mixed load says so when PostgreSQL's max_connections may not hold
+// the API's, the worker's and B3's pools together, and is silent when it
+// does or cannot tell.
+func TestMixedWarnsOfTooFewConnections(t *testing.T) {
+	pool := poolNamed(t, testutil.NewDBURL(t), toolAppName)
+	var limit int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT current_setting('max_connections')::int`).Scan(&limit))
+	var out strings.Builder
+	r := testRunner()
+	r.pool, r.c.Out = pool, &out
+	r.warnConnections(context.Background())
+	if limit < mixedConnections+10 {
+		assert.Contains(t, out.String(), fmt.Sprintf("max_connections is %d", limit))
+	} else {
+		assert.Empty(t, out.String())
+	}
+
+	pool.Close()
+	out.Reset()
+	r.warnConnections(context.Background())
+	assert.Empty(t, out.String(), "nothing said when the setting cannot be read")
 }
