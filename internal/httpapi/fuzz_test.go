@@ -43,7 +43,7 @@ func fuzzRequest(body []byte, header map[string]string) *http.Request {
 	for k, v := range header {
 		r.Header.Set(k, v)
 	}
-	r.Body = limitedBody{bytes.NewReader(body), body}
+	r.Body = newLimitedBody(body)
 	return r
 }
 
@@ -366,5 +366,36 @@ func FuzzReadSyncPull(f *testing.F) {
 			_, err := readSyncPull(fuzzRequest(body, nil))
 			return err
 		})
+	})
+}
+
+// A body of POST /recommendations taken from its members (memberDecoder)
+// reads as json.Unmarshal reads it, and any body the member path does not
+// take is refused as json.Unmarshal refuses it.
+func FuzzPageMembersAsJSON(f *testing.F) {
+	for _, b := range []string{`{"student_id":"` + fuzzStudent + `","limit":5,"offset":0}`, ` { "limit" : 5 , "offset":0 } `,
+		`{"student_id":null,"limit":null,"offset":null}`, `{"student_id":"a\"b\\u0041"}`, `{}`, `[]`, `null`, `"x"`,
+		`{"limit":1e2}`, `{"limit":"x"}`, `{"limit":{"a":[1,{"b":2}]}}`, "{\"student_id\":\"\xff\"}", "{\"student_id\":\"a\tb\"}",
+		`{"limit":01}`, `{"limit":1.}`, `{"limit":tru}`, `{"limit":1,}`, `{"limit":1}{}`} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var got recommendationsRequest
+		err := decodeBytes(body, recommendationsBody, &got)
+		var want recommendationsRequest
+		jsonErr := json.Unmarshal(body, &want)
+		if err != nil {
+			if jsonErr == nil && checkShape(body, recommendationsBody) == nil {
+				t.Fatalf("refused %q, which json.Unmarshal takes: %v", body, err)
+			}
+			return
+		}
+		if jsonErr != nil {
+			t.Fatalf("took %q, which json.Unmarshal refuses: %v", body, jsonErr)
+		}
+		if string(want.StudentID) != string(got.StudentID) || string(want.Limit) != string(got.Limit) ||
+			string(want.Offset) != string(got.Offset) {
+			t.Fatalf("%q: took %+v, json.Unmarshal %+v", body, got, want)
+		}
 	})
 }
