@@ -218,9 +218,14 @@ func (r *runner) mixed(ctx context.Context) error {
 
 // mixedConnections is about what the mixed load's processes may hold of
 // PostgreSQL's connections at once: the API's pool and B3's (16 each on
-// 2 cores, store.APISettings), the worker's at its default task slots
-// (70, plus 8) and the load test's own.
-const mixedConnections = 16 + 16 + 78 + 4
+// 2 cores, store.APISettings), the worker's (workerConns; 78 at its
+// default task slots, 70 plus 8) and the load test's own.
+func mixedConnections(workerConns int) int {
+	if workerConns <= 0 {
+		workerConns = 78
+	}
+	return 16 + 16 + workerConns + 4
+}
 
 // warnConnections says so when PostgreSQL may refuse the mixed load's
 // connections: a refused one answers 503 on either side.
@@ -229,9 +234,9 @@ func (r *runner) warnConnections(ctx context.Context) {
 	if err := r.pool.QueryRow(ctx, `SELECT current_setting('max_connections')::int`).Scan(&limit); err != nil {
 		return
 	}
-	if limit < mixedConnections+10 {
+	if need := mixedConnections(r.c.WorkerConns); limit < need+10 {
 		r.printf("(PostgreSQL's max_connections is %d; the API, the worker and B3 together may open about %d: "+
-			"connections it refuses answer 503 on either side)\n\n", limit, mixedConnections)
+			"connections it refuses answer 503 on either side)\n\n", limit, need)
 	}
 }
 

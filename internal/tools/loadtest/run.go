@@ -55,6 +55,10 @@ type Config struct {
 	// WorkerPID is the worker's process, paused (SIGSTOP) while "swipe"
 	// measures the API alone; 0: not paused. OpsURLs[1] is its ops port.
 	WorkerPID int
+	// WorkerConns is the worker's database pool (pool_max_conns; default
+	// 78, its default at 70 task slots), for the mixed load's check of
+	// PostgreSQL's max_connections.
+	WorkerConns int
 	// B3Command starts B3's process: a command that serves B3 on a free
 	// port of 127.0.0.1 over DATABASE_URL (given in its environment) and
 	// writes "b3 URL" on its standard output (matchctl loadtest --serve-b3).
