@@ -45,7 +45,7 @@ test: ## start PostgreSQL and Redis if needed, then go test -race ./...
 # The request decoders' fuzz targets (internal/httpapi/fuzz_test.go); make
 # test runs their seeds and kept inputs only.
 FUZZ_TARGETS := FuzzShape FuzzBodyStudentID FuzzReadProfile FuzzReadPage FuzzReadSwipe FuzzReadFeedback \
-	FuzzReadCategorySwipe FuzzReadContinuous FuzzReadBatchSchools FuzzReadSyncPush FuzzReadSyncPull
+	FuzzReadCategorySwipe FuzzReadContinuous FuzzReadBatchSchools FuzzReadSyncPush FuzzReadSyncPull FuzzPageMembersAsJSON
 FUZZTIME ?= 30s
 
 test-hostile: ## hostile-input drills without -race: 100,000 mutated bodies, every endpoint's 1 MiB bodies x 20 concurrent

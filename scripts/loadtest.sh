@@ -163,6 +163,14 @@ cat >"$work/webhooks.yaml" <<EOF
   allow_private: true
 EOF
 
+# The worker's pool: its default (78 at 70 task slots) where PostgreSQL's
+# max_connections holds it beside the API's and B3's pools (16 each) and the
+# load test's own, else what is left of max_connections, so that the mixed
+# load is not refused connections (a refused one answers 503).
+max_connections=$(psql "$pg/postgres?sslmode=disable" -Atc 'show max_connections' 2>/dev/null || echo 100)
+worker_conns=$((max_connections - 16 - 16 - 4 - 10))
+worker_conns=$((worker_conns > 78 ? 78 : worker_conns < 16 ? 16 : worker_conns))
+
 # measure NAME SRC_DIR DATABASE: build SRC_DIR's binaries, run the service
 # from them and measure it.
 measure() {
@@ -178,7 +186,7 @@ measure() {
 	# The generated catalogue of 6,500 schools (the real one, where a build
 	# ships it, is smaller).
 	if "$bin/matchctl" seed --synthetic --count 6500 >&2 2>/dev/null; then :; else "$bin/matchctl" seed >&2; fi
-	OPS_ADDR=127.0.0.1:$((port + 3)) "$bin/worker" 2>"$work/$name-worker.log" &
+	DATABASE_URL="$DATABASE_URL&pool_max_conns=$worker_conns" OPS_ADDR=127.0.0.1:$((port + 3)) "$bin/worker" 2>"$work/$name-worker.log" &
 	local worker_pid=$!
 	pids+=("$worker_pid")
 	HTTP_ADDR=127.0.0.1:$port OPS_ADDR=127.0.0.1:$((port + 2)) "$bin/api" 2>"$work/$name-api.log" &
@@ -198,7 +206,7 @@ measure() {
 	# shellcheck disable=SC2086
 	"$work/tool/matchctl" loadtest --api "http://127.0.0.1:$port" \
 		--ops "http://127.0.0.1:$((port + 2)),http://127.0.0.1:$((port + 3))" \
-		--receiver "127.0.0.1:$((port + 1))" --worker-pid "$worker_pid" $args
+		--receiver "127.0.0.1:$((port + 1))" --worker-pid "$worker_pid" --worker-conns "$worker_conns" $args
 	kill -CONT "${pids[@]}" 2>/dev/null || true
 	kill -TERM "${pids[@]}" 2>/dev/null || true
 	wait "${pids[@]}" 2>/dev/null || true

@@ -37,6 +37,7 @@ func runLoadtest(ctx context.Context, e env, args []string) error {
 	receiver := fs.String("receiver", "", "listen here (127.0.0.1:PORT) as the webhook subscriber the service was configured with")
 	costRate := fs.Float64("cost-rate", 300, "cost: swipes per second, open loop, for the service and B3 alike")
 	costStudents := fs.Int("cost-students", 1000, "cost: students the swipes are spread over")
+	workerConns := fs.Int("worker-conns", 78, "the worker's database pool (pool_max_conns), for the mixed load's check of PostgreSQL's max_connections")
 	workerPID := fs.Int("worker-pid", 0, "the worker's process, paused (SIGSTOP, then SIGCONT) while swipe measures the API alone; its ops port is the second --ops URL")
 	serveB3 := fs.String("serve-b3", "", "serve B3 (the swipe's durable write alone) on this 127.0.0.1 address until stopped, and nothing else: the baseline's own process, which loadtest starts")
 	pos, err := parseArgs(fs, args)
@@ -65,6 +66,8 @@ func runLoadtest(ctx context.Context, e env, args []string) error {
 		return usageErr("--cost-rate and --cost-students must be positive")
 	case *workerPID < 0:
 		return usageErr("--worker-pid must not be negative")
+	case *workerConns < 1:
+		return usageErr("--worker-conns must be positive")
 	case len(e.cfg.HS256Secret) == 0:
 		return usageErr("AUTH_HS256_SECRET must be the service's development secret (a service token is minted with it)")
 	}
@@ -77,7 +80,7 @@ func runLoadtest(ctx context.Context, e env, args []string) error {
 		APIURL: strings.TrimRight(*api, "/"), DatabaseURL: e.cfg.DatabaseURL, RedisURL: e.cfg.RedisURL, Token: token,
 		Students: *students, History: *history, Clients: *clients, Duration: *duration, Rounds: *rounds,
 		Scenarios: strings.Split(*scenarios, ","), Rate: *rate, RateDuration: *rateFor, Pollers: *pollers, Out: e.stdout,
-		CostRate: *costRate, CostStudents: *costStudents, WorkerPID: *workerPID,
+		CostRate: *costRate, CostStudents: *costStudents, WorkerPID: *workerPID, WorkerConns: *workerConns,
 	}
 	self, err := os.Executable()
 	if err != nil {

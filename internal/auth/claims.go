@@ -3,7 +3,6 @@
 package auth
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"time"
@@ -29,17 +28,4 @@ func (c Claims) IsService() bool { return slices.Contains(c.Scopes, ServiceScope
 // MayActFor reports whether the token may act on studentID.
 func (c Claims) MayActFor(studentID string) bool {
 	return c.IsService() || strings.EqualFold(c.Subject, studentID)
-}
-
-type ctxKey struct{}
-
-// WithClaims stores verified claims in ctx.
-func WithClaims(ctx context.Context, c Claims) context.Context {
-	return context.WithValue(ctx, ctxKey{}, c)
-}
-
-// ClaimsFrom returns the verified claims stored in ctx.
-func ClaimsFrom(ctx context.Context) (Claims, bool) {
-	c, ok := ctx.Value(ctxKey{}).(Claims)
-	return c, ok
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/google/uuid"
 )
@@ -459,9 +460,20 @@ type StoredCompact struct {
 	Compact
 }
 
+// aliasBytes is s as a []byte without a copy: the bytes must never be
+// written to (a compact page read from Redis is only written out, or
+// copied from by Compact.After).
+func aliasBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
 // ParseCompact reads a stored compact value (encodeCompact). The body
 // aliases raw.
-func ParseCompact(raw []byte) (StoredCompact, error) {
+func ParseCompact(raw []byte) (StoredCompact, error) { return parseCompact(raw, true) }
+
+// parseCompact is ParseCompact; without full, the page is read to be
+// served as built (no school taken off its top since): the item offsets
+// and the ETags of the patched pages, which only Compact.After uses, are
+// left unread, and the body is checked to be a page.
+func parseCompact(raw []byte, full bool) (StoredCompact, error) {
 	var out StoredCompact
 	head, rest, ok := bytes.Cut(raw, []byte("\n"))
 	starts, rest, ok2 := bytes.Cut(rest, []byte("\n"))
@@ -480,6 +492,12 @@ func ParseCompact(raw []byte) (StoredCompact, error) {
 	}
 	out.CatalogVersion, out.AlgorithmVersion = n, string(algo)
 	out.ETag, out.Body = string(etag), body
+	if !full {
+		if !bytes.HasPrefix(body, []byte(compactOpen)) || !bytes.HasSuffix(body, []byte(compactClose)) {
+			return out, errors.New("compact feed: the body is not a page")
+		}
+		return out, nil
+	}
 	if out.Starts, err = parseStarts(starts, body); err != nil {
 		return out, err
 	}

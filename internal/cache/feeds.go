@@ -192,7 +192,7 @@ func (s *Feeds) HeaderModel(ctx context.Context, studentID string) (Feed, error)
 // answer after the pipeline ran (Result).
 type CompactRead struct {
 	key string
-	cmd *redis.SliceCmd
+	cmd *redis.StringSliceCmd // an absent field reads ""
 }
 
 // CompactRead is the read of studentID's compact first page.
@@ -202,7 +202,7 @@ func (s *Feeds) CompactRead(studentID string) *CompactRead {
 
 // Queue adds the read's command to pipe.
 func (r *CompactRead) Queue(ctx context.Context, pipe redis.Pipeliner) {
-	r.cmd = redis.NewSliceCmd(ctx, "hmget", r.key, FieldCompact, fieldRemoved)
+	r.cmd = redis.NewStringSliceCmd(ctx, "hmget", r.key, FieldCompact, fieldRemoved)
 	_ = pipe.Process(ctx, r.cmd) // a pipeline queues; its Exec reports
 }
 
@@ -219,16 +219,18 @@ func (r *CompactRead) Result() (StoredCompact, error) {
 	if err != nil {
 		return StoredCompact{}, err
 	}
-	raw, ok := vals[0].(string)
-	if !ok {
+	if vals[0] == "" {
 		return StoredCompact{}, ErrNotBuilt
 	}
-	c, err := ParseCompact([]byte(raw))
+	// The page is served as it was read: its body aliases the string the
+	// reply was read into rather than a copy of it (aliasBytes), and what
+	// only a page made again past removed schools needs is read only then.
+	removed := len(vals[1]) / 16 // absent: none taken off
+	c, err := parseCompact(aliasBytes(vals[0]), removed > 0)
 	if err != nil {
 		return c, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	x, _ := vals[1].(string) // absent: none taken off
-	c.Compact = c.After(len(x) / 16)
+	c.Compact = c.After(removed)
 	return c, nil
 }
 

@@ -90,7 +90,9 @@ func TestFeedRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(42), c.CatalogVersion)
 	assert.Equal(t, "1.0.0", c.AlgorithmVersion)
-	assert.Equal(t, sampleFeed(student, 3, 42, 0).Compact, c.Compact, "the page comes back byte for byte, with its offsets and ETags")
+	built := sampleFeed(student, 3, 42, 0).Compact
+	assert.Equal(t, cache.Compact{ETag: built.ETag, Body: built.Body}, c.Compact,
+		"the page comes back byte for byte with its ETag (its offsets and patched ETags are read once schools are taken off it)")
 
 	// Any spelling of the id is one key.
 	key := cache.FeedKey(student)

@@ -118,9 +118,9 @@ const pageMargin = 4
 type PageRead struct {
 	key         string
 	from, limit int
-	base        int // the removed count the read's names start at
-	span        int // how many items past from+base it asks for
-	fields      *redis.SliceCmd
+	base        int                   // the removed count the read's names start at
+	span        int                   // how many items past from+base it asks for
+	fields      *redis.StringSliceCmd // an absent field reads ""
 }
 
 // PageRead is the read of items [offset, offset+limit) of studentID's
@@ -146,7 +146,7 @@ func (r *PageRead) Queue(ctx context.Context, pipe redis.Pipeliner) {
 			args = append(args, fieldDescribedPrefix+strconv.Itoa(k))
 		}
 	}
-	r.fields = redis.NewSliceCmd(ctx, args...)
+	r.fields = redis.NewStringSliceCmd(ctx, args...)
 	_ = pipe.Process(ctx, r.fields) // a pipeline queues; its Exec reports
 }
 
@@ -193,13 +193,11 @@ func (r *PageRead) Result() (StoredPage, error) {
 	if err != nil {
 		return p, err
 	}
-	var head [4]string // pageHead's values but the removed schools
-	for i := range head {
-		v, ok := vals[i].(string)
-		if !ok {
+	head := vals[:4] // pageHead's values but the removed schools
+	for _, v := range head {
+		if v == "" {
 			return p, ErrNotBuilt
 		}
-		head[i] = v
 	}
 	var nums [3]int64
 	for i := range nums {
@@ -215,16 +213,15 @@ func (r *PageRead) Result() (StoredPage, error) {
 	if last <= r.from {
 		return p, nil
 	}
-	x, _ := vals[4].(string) // absent: none removed
-	removed := len(x) / 16
+	removed := len(vals[4]) / 16 // absent: none removed
 	if removed < r.base || removed+last > r.from+r.base+r.span {
 		return p, errPageMoved{removed}
 	}
 	items := vals[len(pageHead)+removed-r.base:]
 	p.Items = make([]string, last-r.from)
 	for k := range p.Items {
-		v, ok := items[k].(string)
-		if !ok || v == "" {
+		v := items[k]
+		if v == "" {
 			return p, ErrNotBuilt
 		}
 		if v[0] == 'P' {
@@ -244,8 +241,8 @@ type StoredPage struct {
 	TotalCount       int      // schools eligible (patched by swipes)
 	Complete         bool     // the profile is complete (POST /recommendations serves it)
 	AlgorithmVersion string   // the ranking the feed was built with
-	Weights          []byte   // the preference weights shown, a JSON object
-	Learned          []byte   // what was learned beyond the weights, a JSON array of strings; nil when the envelope has none
+	Weights          []byte   // the preference weights shown, a JSON object (read-only: aliases the reply)
+	Learned          []byte   // what was learned beyond the weights, a JSON array of strings; nil when the envelope has none (read-only)
 	Items            []string // the page's JSON objects, as read (not copied); none for an empty page
 }
 
@@ -258,9 +255,9 @@ func parseEnvelope(p *StoredPage, env string) error {
 	}
 	p.Complete = complete == "1"
 	weights, learned, _ := strings.Cut(weights, "\n")
-	p.AlgorithmVersion, p.Weights = algo, []byte(weights)
+	p.AlgorithmVersion, p.Weights = algo, aliasBytes(weights)
 	if learned != "" {
-		p.Learned = []byte(learned)
+		p.Learned = aliasBytes(learned)
 	}
 	return nil
 }

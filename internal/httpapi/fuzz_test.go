@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -44,7 +43,7 @@ func fuzzRequest(body []byte, header map[string]string) *http.Request {
 	for k, v := range header {
 		r.Header.Set(k, v)
 	}
-	r.Body = limitedBody{bytes.NewReader(body), body}
+	r.Body = newLimitedBody(body)
 	return r
 }
 
@@ -255,19 +254,24 @@ func FuzzReadSwipe(f *testing.F) {
 	f.Add([]byte(`{"student_id":"a\u00e9","school_id":"\ud800","direction":"le\u0066t","time_spent":"1","swipe_id":17}`))
 	f.Add([]byte(`{"student_id":"a` + "\x01" + `","school_id":"` + "\xff" + `","direction":"right","time_spent":1e999}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		// The fast path reads what the general decoder reads, and fails
-		// where it fails, with the same error.
-		var want swipeRequest
-		wantErr := decodeBytes(body, swipeBody, &want)
-		got, err := decodeSwipe(fuzzRequest(body, nil))
-		if !reflect.DeepEqual(err, wantErr) {
-			t.Fatalf("decodeSwipe: %v, the general decoder: %v", err, wantErr)
+		// The body's members are taken as json.Unmarshal takes them, and a
+		// body it refuses is refused.
+		var got swipeRequest
+		err := decodeBytes(body, swipeBody, &got)
+		type plain swipeRequest // no takeMember: encoding/json's path
+		var want plain
+		jsonErr := json.Unmarshal(body, &want)
+		if err == nil && jsonErr != nil {
+			t.Fatalf("took %q, which json.Unmarshal refuses: %v", body, jsonErr)
+		}
+		if err != nil && jsonErr == nil && checkShape(body, swipeBody) == nil {
+			t.Fatalf("refused %q, which json.Unmarshal takes: %v", body, err)
 		}
 		for i, pair := range [][2]json.RawMessage{{got.StudentID, want.StudentID}, {got.SchoolID, want.SchoolID},
 			{got.Direction, want.Direction}, {got.InteractionType, want.InteractionType}, {got.TimeSpent, want.TimeSpent},
 			{got.SwipeID, want.SwipeID}} {
-			if (pair[0] == nil) != (pair[1] == nil) || string(pair[0]) != string(pair[1]) {
-				t.Fatalf("%s: %q, the general decoder %q", swipeFields[i], pair[0], pair[1])
+			if err == nil && ((pair[0] == nil) != (pair[1] == nil) || string(pair[0]) != string(pair[1])) {
+				t.Fatalf("%s: %q, json.Unmarshal %q", swipeFields[i], pair[0], pair[1])
 			}
 		}
 		_ = checkDecoded(t, body, func() error {
@@ -385,5 +389,36 @@ func FuzzReadSyncPull(f *testing.F) {
 			_, err := readSyncPull(fuzzRequest(body, nil))
 			return err
 		})
+	})
+}
+
+// A body of POST /recommendations taken from its members (memberDecoder)
+// reads as json.Unmarshal reads it, and any body the member path does not
+// take is refused as json.Unmarshal refuses it.
+func FuzzPageMembersAsJSON(f *testing.F) {
+	for _, b := range []string{`{"student_id":"` + fuzzStudent + `","limit":5,"offset":0}`, ` { "limit" : 5 , "offset":0 } `,
+		`{"student_id":null,"limit":null,"offset":null}`, `{"student_id":"a\"b\\u0041"}`, `{}`, `[]`, `null`, `"x"`,
+		`{"limit":1e2}`, `{"limit":"x"}`, `{"limit":{"a":[1,{"b":2}]}}`, "{\"student_id\":\"\xff\"}", "{\"student_id\":\"a\tb\"}",
+		`{"limit":01}`, `{"limit":1.}`, `{"limit":tru}`, `{"limit":1,}`, `{"limit":1}{}`} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var got recommendationsRequest
+		err := decodeBytes(body, recommendationsBody, &got)
+		var want recommendationsRequest
+		jsonErr := json.Unmarshal(body, &want)
+		if err != nil {
+			if jsonErr == nil && checkShape(body, recommendationsBody) == nil {
+				t.Fatalf("refused %q, which json.Unmarshal takes: %v", body, err)
+			}
+			return
+		}
+		if jsonErr != nil {
+			t.Fatalf("took %q, which json.Unmarshal refuses: %v", body, jsonErr)
+		}
+		if string(want.StudentID) != string(got.StudentID) || string(want.Limit) != string(got.Limit) ||
+			string(want.Offset) != string(got.Offset) {
+			t.Fatalf("%q: took %+v, json.Unmarshal %+v", body, got, want)
+		}
 	})
 }

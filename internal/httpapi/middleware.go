@@ -3,10 +3,9 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -25,40 +24,6 @@ import (
 	"github.com/collegematch/matching/internal/metrics"
 	"github.com/collegematch/matching/internal/ratelimit"
 )
-
-type requestIDKey struct{}
-
-// RequestIDFrom returns the request id set by the requestID middleware.
-func RequestIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
-
-// requestID takes a sane incoming X-Request-ID or makes one, and echoes it.
-func requestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get(headerRequestID)
-		if !validRequestID(id) {
-			var b [12]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
-		}
-		w.Header().Set(headerRequestID, id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
-	})
-}
-
-func validRequestID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; c < 0x21 || c > 0x7e {
-			return false
-		}
-	}
-	return true
-}
 
 // statusWriter records the status code and size of a response.
 type statusWriter struct {
@@ -79,6 +44,17 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 		w.status = http.StatusOK
 	}
 	n, err := w.ResponseWriter.Write(b)
+	w.bytes += n
+	return n, err
+}
+
+// WriteString writes s without copying it into a []byte first, as
+// net/http's own writer does.
+func (w *statusWriter) WriteString(s string) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := io.WriteString(w.ResponseWriter, s)
 	w.bytes += n
 	return n, err
 }
@@ -117,12 +93,17 @@ func clip(s string, n int) string {
 
 // observe records each request's metrics under the route pattern and the
 // method label (methodLabel): never the raw path or method, which would let
-// clients mint series; and logs it as one JSON line at requestLevel.
+// clients mint series; and logs it as one JSON line at requestLevel. It
+// records the answer in the request's own statusWriter (request.sw), and
+// builds the log line only when the logger takes its level.
 func observe(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler {
+	series := newRequestSeries(m)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
-			sw := &statusWriter{ResponseWriter: w}
+			q, r := stateOf(r)
+			sw := &q.sw
+			*sw = statusWriter{ResponseWriter: w}
 			next.ServeHTTP(sw, r)
 			took := time.Since(start)
 			if sw.status == 0 {
@@ -133,14 +114,13 @@ func observe(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handler 
 				route = "unmatched"
 			}
 			method := methodLabel(r.Method)
-			m.Requests.WithLabelValues(route, method, strconv.Itoa(sw.status)).Inc()
-			m.Duration.WithLabelValues(route, method).Observe(took.Seconds())
+			series.observe(route, method, sw.status, took)
 			level := requestLevel(sw.status)
 			if !log.Enabled(r.Context(), level) {
 				return
 			}
 			log.LogAttrs(r.Context(), level, "request",
-				slog.String("request_id", RequestIDFrom(r.Context())),
+				slog.String("request_id", q.id),
 				slog.String("method", method),
 				slog.String("route", route),
 				slog.String("path", clip(r.URL.Path, maxLoggedPath)),
@@ -189,29 +169,6 @@ func recoverer(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Handle
 			next.ServeHTTP(w, r)
 		})
 	}
-}
-
-// Request deadlines (decisions.md, "Load, limits and failure"): what a
-// request still waits for when its deadline passes ends, and the request
-// answers 503 with Retry-After. Both are below the server's WriteTimeout.
-const (
-	RequestDeadline = 10 * time.Second
-	// LongRequestDeadline is the deadline of the requests that carry many
-	// changes (POST /continuous-feed, POST /m/sync/push).
-	LongRequestDeadline = 20 * time.Second
-)
-
-// deadline gives every request its deadline.
-func deadline(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d := RequestDeadline
-		if r.Method == http.MethodPost && (r.URL.Path == "/continuous-feed" || r.URL.Path == "/m/sync/push") {
-			d = LongRequestDeadline
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), d)
-		defer cancel()
-		next.ServeHTTP(w, r.WithContext(ctx))
-	})
 }
 
 // cors answers browsers from the configured origins only; with none
@@ -274,26 +231,27 @@ func requireAuth(log *slog.Logger, v TokenVerifier, m *metrics.HTTP) func(http.H
 				respondErr(w, r, log, err)
 				return
 			}
-			next.ServeHTTP(w, r.WithContext(auth.WithClaims(r.Context(), claims)))
+			q, r := stateOf(r)
+			q.claims, q.hasClaims = claims, true
+			next.ServeHTTP(w, r)
 		})
 	}
 }
 
-type studentKey struct{}
-
-// studentFrom returns the student id the request acts on, as found by actingStudent.
-func studentFrom(ctx context.Context) string {
-	id, _ := ctx.Value(studentKey{}).(string)
-	return id
-}
-
 // limitedBody is a body already read under MaxBodyBytes: b, replayed.
 type limitedBody struct {
-	*bytes.Reader
+	bytes.Reader
 	b []byte
 }
 
-func (limitedBody) Close() error { return nil }
+// newLimitedBody replays b.
+func newLimitedBody(b []byte) *limitedBody {
+	lb := &limitedBody{b: b}
+	lb.Reset(b)
+	return lb
+}
+
+func (*limitedBody) Close() error { return nil }
 
 // actingStudent finds the student a request acts on (the student_id path
 // parameter, else the body's student_id field), refuses a student token
@@ -316,7 +274,7 @@ func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Ha
 					respondErr(w, r, log, domain.Invalid("could not read the request body", map[string]string{"body": "unreadable"}))
 					return
 				}
-				r.Body = limitedBody{bytes.NewReader(b), b}
+				r.Body = newLimitedBody(b)
 				if s := bodyShapes[chi.RouteContext(r.Context()).RoutePattern()]; s != nil && r.Method == http.MethodPost {
 					if p := scanShape(b, s); p.fatal {
 						respondErr(w, r, log, p.err())
@@ -335,7 +293,8 @@ func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Ha
 				return
 			}
 			id = strings.ToLower(id)
-			claims, _ := auth.ClaimsFrom(r.Context())
+			q, r := stateOf(r)
+			claims := q.claims
 			if id != "" && !claims.MayActFor(id) {
 				m.AuthFailures.WithLabelValues("403").Inc()
 				msg := "this token may only act for its own student"
@@ -349,7 +308,8 @@ func actingStudent(log *slog.Logger, m *metrics.HTTP) func(http.Handler) http.Ha
 			if id == "" {
 				id = claims.Subject
 			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), studentKey{}, id)))
+			q.student = id
+			next.ServeHTTP(w, r)
 		})
 	}
 }
@@ -365,7 +325,7 @@ func bodyStudentID(b []byte) (id string, repeated bool) {
 	ok := members(b, func(key, value []byte) bool {
 		if isStudentIDKey(key) {
 			seen++
-			id, _ = jsonString(value)
+			id, _ = jsonString(value) // "" when not a string
 		}
 		return true
 	})
@@ -380,7 +340,7 @@ func bodyStudentID(b []byte) (id string, repeated bool) {
 // to read ahead of the handler only: the handler decodes the body itself,
 // and a read made for another school is not used.
 func bodySchoolID(r *http.Request) string {
-	body, ok := r.Body.(limitedBody)
+	body, ok := r.Body.(*limitedBody)
 	if !ok {
 		return ""
 	}
@@ -500,14 +460,6 @@ type PrefetchLimiter interface {
 	AllowFetch(ctx context.Context, group ratelimit.Group, key string, f ratelimit.Fetch) (ratelimit.Decision, ratelimit.Fetched, error)
 }
 
-type prefetchKey struct{}
-
-// prefetchedFrom returns what rateLimitPrefetch read for the handler.
-func prefetchedFrom(ctx context.Context) ratelimit.Fetched {
-	f, _ := ctx.Value(prefetchKey{}).(ratelimit.Fetched)
-	return f
-}
-
 // rateLimitPrefetch is rateLimit for a hot read path: it counts the request
 // and reads the value fetch names for the acting student in one Redis
 // round trip, and hands the value to the handler (prefetchedFrom). The
@@ -523,27 +475,28 @@ func rateLimitPrefetch(log *slog.Logger, l PrefetchLimiter, m *metrics.HTTP, gro
 				return
 			}
 			if got.Done {
-				r = r.WithContext(context.WithValue(r.Context(), prefetchKey{}, got))
+				var q *request
+				q, r = stateOf(r)
+				q.fetched = got
 			}
 			next.ServeHTTP(w, r)
 		})
 	}
 }
 
-// Response headers set on every request, in the canonical form net/http
-// keeps them in (X-Ratelimit-Limit): set so, they are not canonicalised
-// (a copy) on each request.
-var (
-	headerRequestID      = http.CanonicalHeaderKey("X-Request-ID")
-	headerRateLimit      = http.CanonicalHeaderKey("X-RateLimit-Limit")
-	headerRateRemaining  = http.CanonicalHeaderKey("X-RateLimit-Remaining")
-	headerRateLimitReset = http.CanonicalHeaderKey("X-RateLimit-Reset")
-)
-
+// setRateHeaders sets the X-RateLimit-* headers of a decision: the three
+// numbers are formatted into one string and the three values share one
+// array, each capped so that adding to one cannot overwrite the next.
 func setRateHeaders(h http.Header, d ratelimit.Decision) {
-	h.Set(headerRateLimit, strconv.Itoa(d.Limit))
-	h.Set(headerRateRemaining, strconv.Itoa(max(d.Remaining, 0)))
-	h.Set(headerRateLimitReset, strconv.FormatInt(int64(math.Ceil(float64(d.ResetAt.UnixMilli())/1000)), 10))
+	var buf [64]byte
+	b := strconv.AppendInt(buf[:0], int64(d.Limit), 10)
+	limitEnd := len(b)
+	b = strconv.AppendInt(b, int64(max(d.Remaining, 0)), 10)
+	remainingEnd := len(b)
+	b = strconv.AppendInt(b, int64(math.Ceil(float64(d.ResetAt.UnixMilli())/1000)), 10)
+	s := string(b)
+	v := []string{s[:limitEnd], s[limitEnd:remainingEnd], s[remainingEnd:]}
+	h[headerLimit], h[headerRemaining], h[headerReset] = v[0:1:1], v[1:2:2], v[2:3:3]
 }
 
 // isUUID accepts the canonical 8-4-4-4-12 hex form only.

@@ -23,7 +23,7 @@ import (
 func TestRecovererTurnsPanicsInto500(t *testing.T) {
 	m := metrics.NewHTTP(prometheus.NewRegistry())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := requestID(recoverer(log, m)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+	h := begin(recoverer(log, m)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		panic("boom: secret internals")
 	})))
 	rec := httptest.NewRecorder()
@@ -70,7 +70,7 @@ func TestCORS(t *testing.T) {
 }
 
 func TestRequestIDAcceptsSaneIncomingIDs(t *testing.T) {
-	h := requestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := begin(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, RequestIDFrom(r.Context()))
 	}))
 	for in, keep := range map[string]bool{"abc-123": true, "": false, "has space": false, string(make([]byte, 200)): false} {
@@ -117,7 +117,7 @@ func TestDeadlines(t *testing.T) {
 		{"POST", "/m/sync/pull", RequestDeadline},
 	}
 	for _, c := range cases {
-		h := deadline(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := begin(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			d, ok := r.Context().Deadline()
 			require.True(t, ok, "%s %s has no deadline", c.method, c.path)
 			assert.InDelta(t, c.want.Seconds(), time.Until(d).Seconds(), 1, "%s %s", c.method, c.path)
@@ -154,7 +154,7 @@ func TestRequestLogLevels(t *testing.T) {
 	} {
 		var buf bytes.Buffer
 		log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: c.level}))
-		h := requestID(observe(log, metrics.NewHTTP(prometheus.NewRegistry()))(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		h := begin(observe(log, metrics.NewHTTP(prometheus.NewRegistry()))(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(c.status)
 		})))
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil))

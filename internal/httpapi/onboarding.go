@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/collegematch/matching/internal/auth"
 	"github.com/collegematch/matching/internal/domain"
 )
 
@@ -236,7 +235,7 @@ func handleOnboardingMinimal(log *slog.Logger, o Onboarding) http.Handler {
 			respondErr(w, r, log, err)
 			return
 		}
-		claims, _ := auth.ClaimsFrom(r.Context())
+		claims, _ := claimsFrom(r.Context())
 		if id == "" {
 			id = strings.ToLower(claims.Subject)
 			if !isUUID(id) {

@@ -43,6 +43,20 @@ type recommendationsRequest struct {
 	Offset    json.RawMessage `json:"offset"`
 }
 
+// takeMember sets the field named key to value (memberDecoder); the
+// value aliases the body, which the request keeps.
+func (q *recommendationsRequest) takeMember(key, value []byte) bool {
+	switch string(key) {
+	case "student_id":
+		q.StudentID = value
+	case "limit":
+		q.Limit = value
+	case "offset":
+		q.Offset = value
+	}
+	return true
+}
+
 func (q recommendationsRequest) Valid() map[string]string {
 	var problems map[string]string
 	add := func(field, problem string) {
@@ -110,15 +124,21 @@ func intField(raw json.RawMessage, lo, hi, def int) (int, string) {
 }
 
 // readPage decodes and validates the body of POST /recommendations and
-// POST /v2/recommendations: the page asked for.
+// POST /v2/recommendations: the page asked for. The body is decoded once
+// a request: the rate limiter's read (addRoutes) and the handler both
+// ask.
 func readPage(r *http.Request) (limit, offset int, err error) {
-	req, err := decode[recommendationsRequest](r, recommendationsBody)
-	if err != nil {
-		return 0, 0, err
+	q, _ := stateOf(r)
+	if p := q.page; p != nil {
+		return p.limit, p.offset, p.err
 	}
-	limit, _ = intField(req.Limit, 1, maxLimit, defaultLimit)
-	offset, _ = intField(req.Offset, 0, math.MaxInt32, 0)
-	return limit, offset, nil
+	req, err := decode[recommendationsRequest](r, recommendationsBody)
+	if err == nil {
+		limit, _ = intField(req.Limit, 1, maxLimit, defaultLimit)
+		offset, _ = intField(req.Offset, 0, math.MaxInt32, 0)
+	}
+	q.page = &pageAsked{limit: limit, offset: offset, err: err}
+	return limit, offset, err
 }
 
 // handleRecommendations answers POST /recommendations: one page of the
@@ -209,13 +229,15 @@ func handleCompactRecommendations(log *slog.Logger, q Queries, ttl time.Duration
 			return
 		}
 		h := w.Header()
-		h.Set("ETag", page.ETag)
-		h.Set("Cache-Control", cacheControl)
 		if etagMatches(r.Header.Get("If-None-Match"), page.ETag) {
+			setHeaders(h, headerETag, page.ETag, headerCacheControl, cacheControl)
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
-		writeJSON(w, http.StatusOK, page.Body)
+		setHeaders(h, headerETag, page.ETag, headerCacheControl, cacheControl,
+			headerContentType, contentTypeJSON, headerContentLength, strconv.Itoa(len(page.Body)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(page.Body) // the client is gone; nothing useful to do
 	})
 }
 

@@ -70,7 +70,7 @@ func NewServer(d Deps) http.Handler {
 		d.FeedCacheTTL = 5 * time.Minute
 	}
 	r := chi.NewRouter()
-	r.Use(requestID, observe(d.Log, d.Metrics), recoverer(d.Log, d.Metrics), deadline, cors(d.CORS))
+	r.Use(begin, observe(d.Log, d.Metrics), recoverer(d.Log, d.Metrics), cors(d.CORS))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, domain.CodeNotFound, "no such endpoint: "+echoMethod(r.Method)+" "+clip(r.URL.Path, maxLoggedPath), nil)
 	})

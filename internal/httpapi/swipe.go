@@ -40,6 +40,18 @@ type swipeRequest struct {
 	SwipeID         json.RawMessage `json:"swipe_id"`
 }
 
+// takeMember sets the field named key to value (memberDecoder); the value
+// aliases the body, which the request keeps. An escaped name is matched as
+// encoding/json matches it (knownIndex).
+func (q *swipeRequest) takeMember(key, value []byte) bool {
+	fields := [...]*json.RawMessage{&q.StudentID, &q.SchoolID, &q.Direction, &q.InteractionType, &q.TimeSpent,
+		&q.SwipeID} // in swipeFields' order
+	if i := knownIndex(swipeFields, key); i >= 0 {
+		*fields[i] = value
+	}
+	return true
+}
+
 // parse validates the request; every problem is reported at once.
 func (q swipeRequest) parse() (command.SwipeInput, map[string]string) {
 	problems := map[string]string{}
@@ -198,37 +210,10 @@ func jsonNumber(raw json.RawMessage) (float64, bool) {
 	return f, err == nil
 }
 
-// decodeSwipe reads the body of POST /swipe. A body that keeps to its
-// shape and is valid JSON, the usual case, is split into its fields in
-// place (members: nothing is copied); any other goes through the general
-// decoder, which says what is wrong with it.
-func decodeSwipe(r *http.Request) (swipeRequest, error) {
-	var req swipeRequest
-	b, err := readBody(r)
-	if err != nil {
-		return req, err
-	}
-	if p := scanShape(b, swipeBody); p.err() == nil && !p.trailing && json.Valid(b) {
-		values := [...]*json.RawMessage{&req.StudentID, &req.SchoolID, &req.Direction, &req.InteractionType,
-			&req.TimeSpent, &req.SwipeID} // in swipeFields' order
-		ok := members(b, func(key, value []byte) bool {
-			if i := knownIndex(swipeFields, key); i >= 0 {
-				*values[i] = value
-			}
-			return true
-		})
-		if ok {
-			return req, nil
-		}
-		req = swipeRequest{}
-	}
-	return req, decodeBytes(b, swipeBody, &req)
-}
-
 // readSwipe decodes and validates POST /swipe: the body, and the
 // Idempotency-Key header when the body has no swipe_id.
 func readSwipe(r *http.Request) (command.SwipeInput, error) {
-	req, err := decodeSwipe(r)
+	req, err := decode[swipeRequest](r, swipeBody)
 	if err != nil {
 		return command.SwipeInput{}, err
 	}

@@ -78,7 +78,9 @@ package match
 // with probes, exploration and the geographic mix; 1.1.1: the factors the
 // weights do not move kept as Factors keep them, in steps of 1/32768 and
 // the distance at float32 precision; 1.2.0: the order served follows the
-// learner's residual as well as the weights, see learn_residual.go), and
+// learner's residual as well as the weights, see learn_residual.go; 1.3.0: from
+// 15 swipes the residual learns how much the weights' score counts, see
+// learn_refit.go), and
 // recommendation metadata carries it. A feed stored under another version is built again
 // before it is served.
-const AlgorithmVersion = "1.2.0"
+const AlgorithmVersion = "1.3.0"

@@ -109,15 +109,21 @@ func (m *Model) refit(p Profile, cat *Catalog) {
 	}
 	start[rScore] = m.rmean[rScore] / residualScale[rScore]
 	start[nResidual] = (m.rconst - start[rScore]*(scoreCentre-t)) * likeSharpness
-	// The prior's spread is chosen by the swipes: each of fitScales is
-	// fitted, and the one whose (Laplace) marginal likelihood is highest
-	// wins. A student whose swipes the weights explain gets the tightest
-	// (the residual stays near zero); one whose taste they cannot express
-	// gets a wider one.
+	// The prior is chosen by the swipes: each candidate is fitted, and the
+	// one whose (Laplace) marginal likelihood is highest wins. Until
+	// freeFitFrom swipes' worth of evidence, the candidates lean on the
+	// weights' score (a student whose swipes the weights explain gets the
+	// tightest prior and a residual near zero; one whose taste they cannot
+	// express gets a wider one); from then on the weights' score is one
+	// feature among the others, its coefficient learned from zero.
 	d := &fitData{x: &x, off: &off, y: &y, w: &w, n: n}
+	candidates := fitCandidates[:]
+	if d.evidence() >= freeFitFrom {
+		candidates = freeCandidates[:]
+	}
 	best, bestEv := start, math.Inf(-1)
 	theta := start
-	for _, c := range fitCandidates {
+	for _, c := range candidates {
 		var ev float64
 		var ok bool
 		theta, ev, ok = d.fit(theta, c)
@@ -151,18 +157,47 @@ func (m *Model) refit(p Profile, cat *Catalog) {
 var scoreCentre = 0.5 + residualCentre[rScore]
 
 // fitCandidate is a prior a refit may choose: the scale of the features'
-// prior variance, and whether the weights' own prediction is kept (gamma
-// around 1) or left out (gamma fixed at 0: the residual alone ranks).
+// prior variance, and what is believed of the weights' own prediction.
 type fitCandidate struct {
-	scale   float64
-	noScore bool
+	scale float64
+	score scorePrior
 	// logPrior is the candidate's prior log-odds: the wider a prior, the
 	// more its marginal likelihood must gain to be chosen.
 	logPrior float64
 }
 
-// fitCandidates are the priors a refit chooses from.
-var fitCandidates = [...]fitCandidate{{0.01, false, 0}, {0.05, false, 0}, {0.25, false, 0}, {1, false, 0}, {1, true, 0}}
+// scorePrior is a candidate's prior on gamma, the weight of the weights'
+// own prediction.
+type scorePrior uint8
+
+const (
+	// scoreLed: gamma ~ N(1, fitVarScore), the weights' prediction trusted.
+	scoreLed scorePrior = iota
+	// scoreLeftOut: gamma fixed at 0, the residual alone ranks.
+	scoreLeftOut
+	// scoreFree: gamma ~ N(0, fitVarFreeScore), the weights' score one
+	// feature among the others.
+	scoreFree
+)
+
+// fitCandidates are the priors a refit chooses from before freeFitFrom.
+var fitCandidates = [...]fitCandidate{{0.01, scoreLed, 0}, {0.05, scoreLed, 0}, {0.25, scoreLed, 0}, {1, scoreLed, 0}, {1, scoreLeftOut, 0}}
+
+// freeCandidates are the priors a refit chooses from after freeFitFrom.
+var freeCandidates = [...]fitCandidate{{0.05, scoreFree, 0}, {0.25, scoreFree, 0}, {1, scoreFree, 0}}
+
+// freeFitFrom is the evidence (counted swipes; a weak signal counts its
+// weight) from which the weights' score stops being the residual's prior
+// and becomes one of its features. The weights' score is a good guess
+// before a student has swiped much; after that, for a taste of another
+// shape, ranking by it and a correction learned on the schools it chose
+// to show ranks the rest of the catalogue worse than a regression that
+// does not lean on it, while a student the weights describe gets gamma
+// near 1 from the swipes themselves (see docs/learning.md).
+const freeFitFrom = 15.0
+
+// fitVarFreeScore is the prior variance of gamma in the free fit.
+const fitVarFreeScore = 1.0
 
 // fitData is a refit's data: the design, offsets, outcomes and weights of
 // n schools.
@@ -172,6 +207,16 @@ type fitData struct {
 	y   *[historyLen]float64
 	w   *[historyLen]float64
 	n   int
+}
+
+// evidence is the data's total weight: counted swipes, and weak signals
+// by their weight.
+func (d *fitData) evidence() float64 {
+	e := 0.0
+	for i := range d.n {
+		e += d.w[i]
+	}
+	return e
 }
 
 // fit finds the maximum a posteriori parameters from start under the
@@ -187,8 +232,11 @@ func (d *fitData) fit(start [nFit]float64, c fitCandidate) (theta [nFit]float64,
 			pv[j] *= c.scale
 		}
 	}
-	if c.noScore {
+	switch c.score {
+	case scoreLeftOut:
 		pm[rScore], pv[rScore], theta[rScore] = -1, 1e-6, -1
+	case scoreFree:
+		pm[rScore], pv[rScore] = -1, fitVarFreeScore
 	}
 	var l [nFit][nFit]float64
 	for step := 0; ; step++ {

@@ -32,13 +32,18 @@ import (
 //	P(like | s) = sigmoid(c + gamma * k * (S(s) - t) + beta . phi(s))
 //
 // fitted anew (maximum a posteriori, a few Newton steps from the last fit)
-// each time a swipe is folded in, under a prior that is the weights'
-// prediction alone: gamma ~ N(1, fitVarScore), beta ~ N(0, fitVarFeature),
-// c ~ N(0, fitVarIntercept). A new student's residual is zero, so the cold
-// start is the weights' alone; a student whose swipes the weights explain
-// keeps gamma near 1 and beta near 0; one whose taste has another shape
-// gets what a textbook logistic regression over the same features would
-// learn, on top of what the weights know.
+// each time a swipe is folded in. Until freeFitFrom swipes' worth of
+// evidence, under a prior that is the weights' prediction alone: gamma ~
+// N(1, fitVarScore), beta ~ N(0, fitVarFeature), c ~ N(0,
+// fitVarIntercept). A new student's residual is zero, so the cold start is
+// the weights' alone; a student whose swipes the weights explain keeps
+// gamma near 1 and beta near 0. From freeFitFrom on, gamma ~ N(0,
+// fitVarFreeScore): the weights' score is one feature among the others,
+// and the student's swipes say how much it counts. A student the weights
+// describe gets gamma back near 1 from the swipes themselves; one whose
+// taste has another shape gets what a logistic regression over the
+// features would learn, with the score only as much as it helps (see
+// learn_refit.go, freeFitFrom).
 //
 // The features are built from the same factors score works out (the
 // affordability of the student's net price against their budget, the

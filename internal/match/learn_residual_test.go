@@ -107,6 +107,42 @@ func TestAStudentTheWeightsExplainKeepsASmallResidual(t *testing.T) {
 	assert.Less(t, most, 0.01, "the tightest prior wins: no feature moves a score by more than 0.01 per standard deviation")
 }
 
+func TestSwipesAgainstTheWeightsScoreTurnItDown(t *testing.T) {
+	// A student who likes what the weights rank worst and dislikes what
+	// they rank best: while the evidence is under freeFitFrom the residual
+	// leans on the weights' score (gamma's prior is around 1, or the score
+	// is left out); from freeFitFrom on, gamma is learned from zero, and
+	// these swipes make it negative: the order turns against the score.
+	cat, p := learnCatalog, learnStudent()
+	m := NewModel(SeedWeights(p))
+	ranked := RankModel(nil, p, m, cat)
+	gamma := func(m Model) float64 { return 1 + m.rmean[rScore]/residualScale[rScore] }
+	for k := range 30 {
+		i, d := int(ranked[len(ranked)-1-k].Index), Like
+		if k%2 == 1 {
+			i, d = int(ranked[k].Index), Dislike
+		}
+		m, _ = m.Observe(p, cat, SwipeObservation(i, d))
+		if k+1 == int(freeFitFrom)-1 {
+			t.Logf("gamma after %d swipes: %.3f", k+1, gamma(m))
+			assert.GreaterOrEqual(t, gamma(m), -0.01, "before freeFitFrom gamma is not below the score left out")
+		}
+	}
+	t.Logf("gamma after 30 swipes: %.3f", gamma(m))
+	assert.Less(t, gamma(m), -0.1, "from freeFitFrom the swipes can turn the score down")
+	top := RankModel(nil, p, m, cat)[:20]
+	worst := 0
+	for _, s := range top {
+		for k := len(ranked) / 2; k < len(ranked); k++ {
+			if ranked[k].Index == s.Index {
+				worst++
+				break
+			}
+		}
+	}
+	assert.Greater(t, worst, 10, "most of the new top 20 come from the bottom half of the weights' ranking")
+}
+
 func TestTheResidualStaysOutOfTheWeights(t *testing.T) {
 	// The eight weights are learned as before: the residual never moves
 	// them (learning_state reports what the weights alone learned).
@@ -426,7 +462,7 @@ func TestEveryPriorOfTheRefitConverges(t *testing.T) {
 	}
 	d := &fitData{x: &x, off: &off, y: &y, w: &w, n: m.nhist}
 	var theta [nFit]float64
-	for _, c := range fitCandidates {
+	for _, c := range append(fitCandidates[:], freeCandidates[:]...) {
 		next, ev, ok := d.fit(theta, c)
 		require.True(t, ok, "%+v", c)
 		again, ev2, _ := d.fit(next, c)

@@ -1,6 +1,10 @@
 package query
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics are the read side's Prometheus collectors.
 type Metrics struct {
@@ -22,6 +26,20 @@ type Metrics struct {
 	FactorRequests  *prometheus.CounterVec
 	FactorEvictions prometheus.Counter
 	FactorBytes     prometheus.Gauge
+
+	hits sync.Map // endpoint → its FeedReads child of result hit (readHit)
+}
+
+// readHit counts a read of endpoint's stored feed that answered. The
+// child of FeedReads is resolved once per endpoint: WithLabelValues checks,
+// hashes and looks up its labels on every call, and a cached read is the
+// hot path.
+func (m *Metrics) readHit(endpoint string) {
+	c, ok := m.hits.Load(endpoint)
+	if !ok {
+		c, _ = m.hits.LoadOrStore(endpoint, m.FeedReads.WithLabelValues(endpoint, "hit"))
+	}
+	c.(prometheus.Counter).Inc()
 }
 
 // NewMetrics creates and registers the read side's metrics on reg.

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -212,7 +213,7 @@ func (s *Service) cachedFeed(ctx context.Context, endpoint, studentID string, ca
 		s.m.FeedReads.WithLabelValues(endpoint, "stale").Inc()
 		return nil, false
 	}
-	s.m.FeedReads.WithLabelValues(endpoint, "hit").Inc()
+	s.m.readHit(endpoint)
 	return &feedState{feed: f, profile: p, weights: match.WeightsFromMap(f.Weights), missing: missingOf(p)}, true
 }
 
@@ -494,7 +495,7 @@ func (s *Service) StoredRecommendations(ctx context.Context, studentID string, l
 	case !fresh(p.CatalogVersion, p.AlgorithmVersion, cat), !p.Complete && !anyProfile:
 		return nil, false
 	}
-	s.m.FeedReads.WithLabelValues(endpoint, "hit").Inc()
+	s.m.readHit(endpoint)
 	return AppendPageBody(dst, p), true
 }
 
@@ -548,14 +549,28 @@ func AppendPageBody(b []byte, p cache.StoredPage) []byte {
 	return append(b, "}\n"...)
 }
 
-// appendJSONString appends s as encoding/json writes it.
+// appendJSONString appends s as encoding/json writes it: quoted as it
+// is when it holds only printable ASCII that needs no escape (an
+// algorithm version does), else through encoding/json.
 func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string: cannot fail
-	return append(b, q...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string: cannot fail
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
-// appendJSONFloat appends v as encoding/json writes a float64.
+// appendJSONFloat appends v as encoding/json writes a float64: in
+// decimal notation ('f', shortest) when it is 0 or between 1e-6 and 1e21
+// in magnitude, else through encoding/json (exponent notation).
 func appendJSONFloat(b []byte, v float64) []byte {
+	if abs := math.Abs(v); abs == 0 || (abs >= 1e-6 && abs < 1e21) {
+		return strconv.AppendFloat(b, v, 'f', -1, 64)
+	}
 	q, _ := json.Marshal(v) // finite: cannot fail
 	return append(b, q...)
 }
@@ -676,7 +691,7 @@ func (s *Service) CompactFeed(ctx context.Context, studentID string, pf Prefetch
 		s.m.FeedReads.WithLabelValues("compact", "stale").Inc()
 		return s.compactBuild(ctx, studentID, cat)
 	}
-	s.m.FeedReads.WithLabelValues("compact", "hit").Inc()
+	s.m.readHit("compact")
 	return c.Compact, nil
 }
 

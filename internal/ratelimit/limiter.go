@@ -129,16 +129,25 @@ func (l *Limiter) counted() {
 // UUID must count against one budget. Keys that are not UUIDs are
 // lower-cased, and long ones hashed so a caller cannot make huge keys.
 func Key(group Group, key string) string {
-	if id, err := uuid.Parse(key); err == nil {
-		key = id.String()
-	} else {
-		key = strings.ToLower(key)
-		if len(key) > 64 {
-			sum := sha256.Sum256([]byte(key))
-			key = "sha256-" + hex.EncodeToString(sum[:])
-		}
+	return "v1:" + string(group) + ":{student:" + canonicalKey(key) + "}"
+}
+
+// canonicalKey is key as Key counts it: a UUID in its canonical form (one
+// already in it, the usual case, as it is), anything else lower-cased and,
+// when long, hashed.
+func canonicalKey(key string) string {
+	if canonicalUUID(key) {
+		return key
 	}
-	return "v1:" + string(group) + ":{student:" + key + "}"
+	if id, err := uuid.Parse(key); err == nil {
+		return id.String()
+	}
+	key = strings.ToLower(key)
+	if len(key) > 64 {
+		sum := sha256.Sum256([]byte(key))
+		key = "sha256-" + hex.EncodeToString(sum[:])
+	}
+	return key
 }
 
 // Allow counts one request of group for key (the acting student).
@@ -191,4 +200,26 @@ func StudentKeys(studentID string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// canonicalUUID reports whether s is a UUID in its canonical form, lower
+// case 8-4-4-4-12 hex, as uuid.UUID.String writes it.
+func canonicalUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -47,13 +47,26 @@ type Fetched struct {
 // budget with Limiter.Allow and with other replicas.
 type Pipelined struct {
 	*Limiter
-	rdb redis.UniversalClient
+	rdb  redis.UniversalClient
+	args map[Group][]any // each group's script arguments (gcraArgs), made once
 }
 
 // NewPipelined builds a pipelining limiter on rdb with the configured
 // allowances (see New).
 func NewPipelined(rdb redis.UniversalClient, rl config.RateLimits) *Pipelined {
-	return &Pipelined{Limiter: New(rdb, rl), rdb: rdb}
+	p := &Pipelined{Limiter: New(rdb, rl), rdb: rdb, args: map[Group][]any{}}
+	for g, lim := range p.limits {
+		p.args[g] = gcraArgs(lim)
+	}
+	return p
+}
+
+// gcraArgs are the script's arguments for one request under lim, as
+// redis_rate passes them: burst, rate, period in seconds, cost. They never
+// change for a group, and go-redis only reads them, so one slice serves
+// every call.
+func gcraArgs(lim redis_rate.Limit) []any {
+	return []any{lim.Burst, lim.Rate, lim.Period.Seconds(), 1}
 }
 
 // redisRatePrefix is the prefix redis_rate puts before every key.
@@ -75,7 +88,7 @@ func (p *Pipelined) AllowFetch(ctx context.Context, group Group, key string, f F
 	defer cancel()
 
 	keys := []string{redisRatePrefix + Key(group, key)}
-	args := []any{lim.Burst, lim.Rate, lim.Period.Seconds(), 1}
+	args := p.args[group]
 	pipe := p.rdb.Pipeline()
 	count := pipe.EvalSha(callCtx, gcra.Hash(), keys, args...)
 	var read interface{ Bytes() ([]byte, error) }
@@ -146,12 +159,21 @@ func parseGCRA(v any) (allowed bool, retryAfter, resetAfter time.Duration, err e
 		return false, 0, 0, fmt.Errorf("unexpected GCRA answer %v", v)
 	}
 	n, _ := vals[0].(int64)
-	retry, err1 := strconv.ParseFloat(fmt.Sprint(vals[2]), 64)
-	reset, err2 := strconv.ParseFloat(fmt.Sprint(vals[3]), 64)
+	retry, err1 := gcraNumber(vals[2])
+	reset, err2 := gcraNumber(vals[3])
 	if err := errors.Join(err1, err2); err != nil {
 		return false, 0, 0, fmt.Errorf("unexpected GCRA answer %v: %w", v, err)
 	}
 	return n > 0, seconds(retry), seconds(reset), nil
+}
+
+// gcraNumber reads a number of the script's answer: a string (the script
+// answers tostring of its seconds), read without formatting it again.
+func gcraNumber(v any) (float64, error) {
+	if s, ok := v.(string); ok {
+		return strconv.ParseFloat(s, 64)
+	}
+	return strconv.ParseFloat(fmt.Sprint(v), 64)
 }
 
 func seconds(f float64) time.Duration {

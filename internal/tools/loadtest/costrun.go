@@ -114,7 +114,7 @@ func (r *runner) cost(ctx context.Context) error {
 		r.printf("round %d: B3 %d of %d 2xx, service %d of %d 2xx, folded and delivered %.1f s after the first swipe%s\n",
 			round+1, b.OK(), b.Sent, res.OK(), res.Sent, took.Seconds(), note)
 	}
-	b3Errors.print(r)
+	b3Errors.print(r, "B3")
 	lag := r.histogram(ctx, "matching_feed_lag_seconds").sub(lagBefore)
 	bAll, sAll := merge(b3Res), merge(svcRes)
 	r.printCost(bAll, sAll, b3Used, svcUsed, b3Stmts, svcStmt, redisCmds, lag)

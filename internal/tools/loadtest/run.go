@@ -41,7 +41,8 @@ type Config struct {
 	// paused, against B3), "cost" (open-loop swipes at CostRate over
 	// CostStudents, everything a swipe costs, against B3 at the same rate),
 	// "mixed" (70 % GET /m/recommendations, 25 % POST /swipe, 5 % POST
-	// /m/sync/pull against the Redis GET baseline), "reads" (cached GET
+	// /m/sync/pull, the worker running, against the same mix served by
+	// the baselines: B1 for reads and pulls, B3 for swipes), "reads" (cached GET
 	// /m/recommendations and POST /recommendations against the Redis GET
 	// baseline), "sustained" (open-loop swipes at Rate for RateDuration).
 	Scenarios    []string
@@ -54,6 +55,10 @@ type Config struct {
 	// WorkerPID is the worker's process, paused (SIGSTOP) while "swipe"
 	// measures the API alone; 0: not paused. OpsURLs[1] is its ops port.
 	WorkerPID int
+	// WorkerConns is the worker's database pool (pool_max_conns; default
+	// 78, its default at 70 task slots), for the mixed load's check of
+	// PostgreSQL's max_connections.
+	WorkerConns int
 	// B3Command starts B3's process: a command that serves B3 on a free
 	// port of 127.0.0.1 over DATABASE_URL (given in its environment) and
 	// writes "b3 URL" on its standard output (matchctl loadtest --serve-b3).
@@ -300,8 +305,12 @@ func (r *runner) dealt(student string, status int, body []byte) {
 	r.mu.Unlock()
 }
 
-func (r *runner) pullRequest() Request {
-	s := r.student()
+func (r *runner) pullRequest() Request { return r.pullRequestFor(r.student()) }
+
+// pullRequestFor is a sync pull of student s carrying the cursor their
+// last pull answered, as a phone does (none before their first), and
+// keeping the cursor its answer gives.
+func (r *runner) pullRequestFor(s string) Request {
 	r.mu.Lock()
 	cur := r.cursors[s]
 	r.mu.Unlock()
@@ -383,7 +392,7 @@ func (r *runner) swipe(ctx context.Context) error {
 		svc = append(svc, res.Rate())
 		r.printf("round %d: B3 %.0f/s (%s), POST /swipe %.0f 2xx/s (%s)\n", round+1, b.Rate(), statusLine(b), res.Rate(), statusLine(res))
 	}
-	b3Errors.print(r)
+	b3Errors.print(r, "B3")
 	resume()
 	all, allBase := merge(results), merge(baseRes)
 	r.printf("\n| | per second | ratio | p50 | p99 |\n|---|---:|---:|---:|---:|\n")
@@ -581,86 +590,6 @@ func shortQuery(q string) string {
 		q = q[:137] + "..."
 	}
 	return q
-}
-
-// mixed: the realistic mix against the bare chi handler with one Redis GET.
-func (r *runner) mixed(ctx context.Context) error {
-	r.printf("### Mixed load (70 %% GET /m/recommendations, 25 %% POST /swipe, 5 %% POST /m/sync/pull) against a bare chi handler with one Redis GET\n\n")
-	size, err := r.warmCompact(ctx)
-	if err != nil {
-		return err
-	}
-	url, stop, err := RedisBaseline(ctx, r.rdb, size)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	bare := NewClient(url, "", r.c.Clients*2, 30*time.Second)
-	var (
-		base, svc []float64
-		results   []map[string]*Result
-		cpuUsed   CPUSample
-		served    int
-	)
-	next := func(int) Request {
-		switch p := rand.IntN(100); {
-		case p < 70:
-			return r.compactRequest()
-		case p < 95:
-			return r.swipeRequest()
-		default:
-			return r.pullRequest()
-		}
-	}
-	if r.c.Receiver != nil {
-		r.c.Receiver.Reset()
-	}
-	for round := range r.c.Rounds {
-		if round > 0 {
-			r.waitDrained(ctx, 0) // as in swipe: the baseline alone on the machine
-		}
-		b := ClosedLoop(ctx, bare, r.c.Clients, r.c.Duration, func(int) Request {
-			return Request{Kind: "bare", Method: http.MethodGet, Path: "/v"}
-		})["bare"]
-		base = append(base, b.Rate())
-		before := r.cpu.Sample(ctx)
-		res := ClosedLoop(ctx, r.api, r.c.Clients, r.c.Duration, next)
-		cpuUsed = cpuUsed.Add(r.cpu.Sample(ctx).Sub(before))
-		total := 0.0
-		for _, x := range res {
-			total += x.Rate()
-			served += x.OK()
-		}
-		svc = append(svc, total)
-		results = append(results, res)
-		r.printf("round %d: bare %.0f/s, mixed %.0f 2xx/s\n", round+1, b.Rate(), total)
-	}
-	r.printf("\n| | per second | ratio | p50 | p99 | not 2xx |\n|---|---:|---:|---:|---:|---:|\n")
-	r.printf("| bare chi, one Redis GET (%d B) | %.0f | 1.00 | | | |\n", size, mean(base))
-	r.printf("| **mixed, all requests** | %.0f | **%.2f** | | | |\n", mean(svc), mean(svc)/mean(base))
-	for _, kind := range []string{"GET /m/recommendations", "POST /swipe", "POST /m/sync/pull"} {
-		var rs []*Result
-		for _, m := range results {
-			if x, ok := m[kind]; ok {
-				rs = append(rs, x)
-			}
-		}
-		all := merge(rs)
-		r.printf("| `%s` | %.0f | | %s | %s | %s |\n", kind, all.Rate()/float64(max(len(rs), 1)), ms(all.Quantile(0.5)),
-			ms(all.Quantile(0.99)), notOK(all))
-	}
-	r.printf("\n")
-	r.printCPU("request", cpuUsed, served)
-	// What comes next is measured without this load's tail: the worker
-	// folds and delivers what the mix swiped first.
-	swiped := 0
-	for _, m := range results {
-		if x, ok := m["POST /swipe"]; ok {
-			swiped += x.OK()
-		}
-	}
-	r.waitDrained(ctx, swiped)
-	return nil
 }
 
 // warmCompact builds every student's feed (one GET each) and returns the
@@ -978,10 +907,12 @@ func (e *firstError) watch(req Request) Request {
 	return req
 }
 
-func (e *firstError) print(r *runner) {
+// print says what the first answer that was not 2xx was, if any; who
+// names what answered it.
+func (e *firstError) print(r *runner, who string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.status != 0 {
-		r.printf("(B3's first answer not 2xx: %d %s)\n", e.status, e.body)
+		r.printf("(%s's first answer not 2xx: %d %s)\n", who, e.status, e.body)
 	}
 }
