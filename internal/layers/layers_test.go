@@ -96,7 +96,7 @@ var table = []string{
 	"internal/tools/drill tool: internal/tools/faultproxy internal/webhook",
 	"internal/tools/faultproxy tool:",
 	"internal/tools/inspect tool: internal/active internal/cache internal/match internal/query internal/store",
-	"internal/tools/loadtest tool: internal/cache internal/store",
+	"internal/tools/loadtest tool: internal/cache internal/store internal/tasks",
 	"internal/tools/scaleout tool:",
 	"internal/tools/scaleout/rrproxy tool: internal/tools/scaleout",
 	"internal/tools/simulate tool: internal/catalog internal/domain internal/match",

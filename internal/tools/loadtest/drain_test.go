@@ -13,9 +13,11 @@ import (
 )
 
 // The drain after a load is told by the database's statements going
-// quiet: it waits while statements keep coming, a count it cannot read
-// never passes for a quiet one, and what it read when the quiet began is
-// what a measurement ends with (the quiet waited out is not counted).
+// quiet with no student marked in a learn drain: it waits while
+// statements keep coming or students wait to be folded, a count it cannot
+// read never passes for a quiet one, and what it read when the quiet
+// began is what a measurement ends with (the quiet waited out is not
+// counted).
 func TestWaitDrainedWaitsForQuiet(t *testing.T) {
 	ctx := context.Background()
 	pool := testutil.NewDB(t)
@@ -58,4 +60,22 @@ func TestWaitDrainedWaitsForQuiet(t *testing.T) {
 	require.NotEmpty(t, busyCalls)
 	assert.Equal(t, "SELECT $1", busyCalls[0].Query, "the busy statements are the service's, as the load test counts them")
 	assert.Empty(t, out.String())
+
+	// No statements, but students marked in the learn drains for 3 s (a
+	// drain working off a backlog makes two statements a batch): not
+	// drained until they are folded, and the measurement ends then.
+	marked := time.Now().Add(3 * time.Second)
+	r.learnPending = func(context.Context) (int, error) {
+		if time.Now().Before(marked) {
+			return 64, nil
+		}
+		return 0, nil
+	}
+	start = time.Now()
+	end, ok, err = r.drainTally(ctx, 0)
+	took = time.Since(start)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.GreaterOrEqual(t, took, 5*time.Second, "three quiet seconds, the first once the drains emptied")
+	assert.False(t, end.cpu.At.Before(marked), "read once the drains were empty")
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/collegematch/matching/internal/tasks"
 )
 
 // Config says what to measure and where.
@@ -95,7 +97,8 @@ func Run(ctx context.Context, c Config) error {
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	r := &runner{c: c, pool: pool, rdb: rdb, api: NewClient(c.APIURL, c.Token, c.Clients*2, 30*time.Second),
-		cpu: CPU{OpsURLs: c.OpsURLs, Pool: pool, Redis: rdb}}
+		cpu:          CPU{OpsURLs: c.OpsURLs, Pool: pool, Redis: rdb},
+		learnPending: func(ctx context.Context) (int, error) { return tasks.LearnPending(ctx, rdb) }}
 	defer r.stopB3()
 	if err := r.prepare(ctx); err != nil {
 		return err
@@ -137,7 +140,10 @@ type runner struct {
 	schools  []string
 
 	drainWait time.Duration // how long waitDrained waits (0: two minutes)
-	b3        *b3Process    // B3, once a scenario started it
+	// learnPending counts the students marked in the learn drains
+	// (tasks.LearnPending on the service's Redis).
+	learnPending func(context.Context) (int, error)
+	b3           *b3Process // B3, once a scenario started it
 
 	mu      sync.Mutex
 	cursors map[string]string   // sync pull cursors by student
@@ -504,6 +510,16 @@ func (r *runner) waitDrained(ctx context.Context, events int) {
 	}
 }
 
+// learnDrained reports whether no student is marked in a learn drain
+// (false when Redis does not say; true for a runner told no way to ask).
+func (r *runner) learnDrained(ctx context.Context) bool {
+	if r.learnPending == nil {
+		return true
+	}
+	n, err := r.learnPending(ctx)
+	return err == nil && n == 0
+}
+
 func (r *runner) drainLimit() time.Duration {
 	if r.drainWait == 0 {
 		return 2 * time.Minute
@@ -512,11 +528,13 @@ func (r *runner) drainLimit() time.Duration {
 }
 
 // untilQuiet polls every second, for at most drainLimit, until events
-// webhook events have arrived (when a receiver runs) and read, the count
-// of statements PostgreSQL has run, has moved by fewer than 50 a second
-// for three seconds. Each time a quiet stretch begins it calls mark (when
-// not nil), so the caller can keep what it read then. It returns whether
-// it drained.
+// webhook events have arrived (when a receiver runs) and, for three
+// seconds, read, the count of statements PostgreSQL has run, has moved by
+// fewer than 50 a second while no student was marked in a learn drain (a
+// drain working off a backlog makes two statements a batch of up to 64
+// students: quiet by the count alone while it still folds). Each time a
+// quiet stretch begins it calls mark (when not nil), so the caller can
+// keep what it read then. It returns whether it drained.
 func (r *runner) untilQuiet(ctx context.Context, events int, read func() (int64, error), mark func()) bool {
 	deadline := time.Now().Add(r.drainLimit())
 	var last int64 = -1
@@ -535,7 +553,7 @@ func (r *runner) untilQuiet(ctx context.Context, events int, read func() (int64,
 			// one that stopped moving.
 			quiet, last = 0, -1
 			continue
-		case last >= 0 && calls-last < 50:
+		case last >= 0 && calls-last < 50 && r.learnDrained(ctx):
 			quiet++
 			if quiet == 1 && mark != nil {
 				mark()
