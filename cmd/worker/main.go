@@ -224,8 +224,9 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 			Queues:          queues,
 			ShutdownTimeout: opt.shutdownTimeout,
 			// webhook:deliver retries on its own schedule (webhook.Schedule,
-			// or a Retry-After the subscriber sent); other types on asynq's.
-			RetryDelayFunc:           opt.webhooks.RetryDelayFunc(),
+			// or a Retry-After the subscriber sent), learn:drain within
+			// seconds (tasks.DrainRetryDelay); other types on asynq's.
+			RetryDelayFunc:           tasks.RetryDelayFunc(opt.webhooks.RetryDelayFunc()),
 			TaskCheckInterval:        taskCheckInterval,
 			DelayedTaskCheckInterval: opt.delayedCheck,
 			Logger:                   asynqLogger{log.With("component", "asynq")},

@@ -288,18 +288,39 @@ func (s *Feeds) Put(ctx context.Context, f Feed) (bool, error) {
 	return stored[0], nil
 }
 
-// PutMany is Put for several feeds (of different students) in one round
-// trip: one MULTI/EXEC holding each feed's staging and swap, so each is
-// stored or kept out exactly as Put would, and also's commands (other
-// writes that belong with the feeds, such as their probes) run in the same
-// transaction. stored[i] says whether feeds[i] was stored.
+// PutMany is Put for several feeds (of different students): each feed's
+// staging and swap in a MULTI/EXEC, so each is stored or kept out exactly
+// as Put would, feedsPerTransaction feeds a transaction and a round trip;
+// also's commands (other writes that belong with the feeds, such as their
+// probes) run in the last one. stored[i] says whether feeds[i] was stored;
+// after an error, the feeds of the transactions before it may be stored.
 func (s *Feeds) PutMany(ctx context.Context, feeds []Feed, also ...Write) (stored []bool, err error) {
 	stored = make([]bool, len(feeds))
-	if len(feeds) == 0 {
-		return stored, nil
+	for from := 0; from < len(feeds); from += feedsPerTransaction {
+		to := min(from+feedsPerTransaction, len(feeds))
+		var last []Write
+		if to == len(feeds) {
+			last = also
+		}
+		if err := s.putChunk(ctx, feeds[from:to], stored[from:to], last); err != nil {
+			return stored, err
+		}
 	}
+	return stored, nil
+}
+
+// feedsPerTransaction is how many feeds one transaction of PutMany
+// holds. A feed is about 65 kB: a learn drain's batch of 64 in one
+// transaction (4 MB) held Redis's one thread for tens of milliseconds and,
+// on a loaded machine, ran past CallTimeout, which failed the batch and,
+// through the breaker, every feed write of the next second.
+const feedsPerTransaction = 8
+
+// putChunk stores feeds (at most feedsPerTransaction) and runs also in
+// one transaction, setting stored.
+func (s *Feeds) putChunk(ctx context.Context, feeds []Feed, stored []bool, also []Write) error {
 	swaps := make([]*redis.Cmd, len(feeds))
-	err = s.call(ctx, "put feed", func(ctx context.Context) error {
+	return s.call(ctx, "put feed", func(ctx context.Context) error {
 		err := handover.ExecTx(ctx, s.rdb, []*redis.Script{swapFeed}, func(pipe redis.Pipeliner) error {
 			for i := range feeds {
 				f := &feeds[i]
@@ -332,7 +353,6 @@ func (s *Feeds) PutMany(ctx context.Context, feeds []Feed, also ...Write) (store
 		}
 		return nil
 	})
-	return stored, err
 }
 
 // A Write is commands that belong in a caller's pipeline or transaction

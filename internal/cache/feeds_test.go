@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -360,4 +361,78 @@ func TestCompactAfterIsThePageOfTheItemsLeft(t *testing.T) {
 	empty := cache.NewCompact(nil)
 	assert.Equal(t, `{"r":[]}`, string(empty.Body))
 	assert.Equal(t, empty.ETag, empty.After(3).ETag)
+}
+
+// failNthTransaction fails the n-th transaction a client sends (1 is the
+// first), as a Redis that stops answering in the middle of a PutMany
+// would; sent counts them.
+type failNthTransaction struct {
+	n    int
+	sent *int
+}
+
+func (failNthTransaction) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (failNthTransaction) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (f failNthTransaction) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) == 0 || cmds[0].Name() != "multi" {
+			return next(ctx, cmds)
+		}
+		*f.sent++
+		if *f.sent == f.n {
+			err := errors.New("connection reset")
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+			return err
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// PutMany stores many feeds eight to a transaction (a learn drain's batch
+// of 64 in one held Redis for tens of milliseconds), with the other writes
+// in the last; a transaction that fails leaves the ones before it stored
+// and says so, and the ones after it unwritten.
+func TestPutManyStoresEightFeedsATransaction(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBCache)
+	feeds := cache.NewFeeds(rdb, ttl)
+	ctx := context.Background()
+	var batch []cache.Feed
+	for range 20 {
+		batch = append(batch, sampleFeed(uuid.NewString(), 3, 1, 10))
+	}
+	also := func(ctx context.Context, pipe redis.Pipeliner) { pipe.Set(ctx, "also", "1", time.Minute) }
+	_, err := feeds.Put(ctx, sampleFeed(uuid.NewString(), 1, 1, 1)) // the script loaded
+	require.NoError(t, err)
+	var sent int
+	rdb.AddHook(failNthTransaction{n: 0, sent: &sent})
+	stored, err := feeds.PutMany(ctx, batch, also)
+	require.NoError(t, err)
+	assert.Equal(t, slices.Repeat([]bool{true}, 20), stored)
+	assert.Equal(t, 3, sent, "20 feeds in three transactions")
+	for _, f := range batch {
+		got, err := feeds.Feed(ctx, f.StudentID)
+		require.NoError(t, err)
+		assert.Equal(t, f.Items, got.Range(0, 10))
+	}
+	assert.Equal(t, int64(1), rdb.Exists(ctx, "also").Val())
+
+	require.NoError(t, rdb.FlushDB(ctx).Err())
+	failing := redis.NewClient(rdb.Options())
+	t.Cleanup(func() { _ = failing.Close() })
+	sent = 0
+	failing.AddHook(failNthTransaction{n: 2, sent: &sent})
+	stored, err = cache.NewFeeds(failing, ttl).PutMany(ctx, batch, also)
+	require.ErrorContains(t, err, "connection reset")
+	assert.Equal(t, append(slices.Repeat([]bool{true}, 8), slices.Repeat([]bool{false}, 12)...), stored)
+	for i, f := range batch {
+		_, err := feeds.Feed(ctx, f.StudentID)
+		if i < 8 {
+			assert.NoError(t, err, "feed %d, in the transaction before the failure", i)
+		} else {
+			assert.ErrorIs(t, err, cache.ErrNotBuilt, "feed %d", i)
+		}
+	}
+	assert.Zero(t, rdb.Exists(ctx, "also").Val(), "the other writes go with the last feeds")
 }

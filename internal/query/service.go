@@ -370,10 +370,10 @@ func (s *Service) RebuildFeed(ctx context.Context, st domain.LearnerState, learn
 	return s.store(ctx, s.project(st, s.catalogs.Current(), learned))
 }
 
-// RebuildFeeds is RebuildFeed for several students in one Redis round
-// trip (the worker's drain): states[i] with learned[i] (nil: decode
-// states[i].Model). Erased students are left out. An error means none of
-// the feeds may have been stored.
+// RebuildFeeds is RebuildFeed for several students (the worker's drain),
+// stored as cache.Feeds.PutMany stores them: eight to a Redis round trip.
+// states[i] with learned[i] (nil: decode states[i].Model). Erased students
+// are left out. After an error, some of the feeds may have been stored.
 func (s *Service) RebuildFeeds(ctx context.Context, states []domain.LearnerState, learned []*match.Model) error {
 	cat := s.catalogs.Current()
 	feeds := make([]cache.Feed, 0, len(states))

@@ -27,8 +27,8 @@ import (
 // of every student of its shard join its next batch instead of queueing a
 // task each. A drain takes up to drainBatch students at a time, reads them
 // with one statement, folds each student's new events once, saves every
-// fold with one statement, rebuilds their feeds in one Redis round trip, and
-// clears the students whose folded version covers their mark in the same
+// fold with one statement, rebuilds their feeds (eight to a Redis round
+// trip), and clears the students whose folded version covers their mark in the same
 // round trip that reads the next batch. When its shard is empty it
 // disarms, and the next mark queues a new task.
 //
@@ -99,6 +99,31 @@ var drainPayloads = func() (p [LearnShards][]byte) {
 	}
 	return p
 }()
+
+// RetryDelayFunc is the wait before a failed task runs again: for a
+// learn:drain, DrainRetryDelay; for any other type, next's. A failed drain
+// keeps its shard armed, so the shard's new marks wait for its retry
+// (asynq's own backoff starts at 15 to 45 s).
+func RetryDelayFunc(next asynq.RetryDelayFunc) asynq.RetryDelayFunc {
+	return func(n int, err error, t *asynq.Task) time.Duration {
+		if t != nil && t.Type() == TypeLearnDrain {
+			return DrainRetryDelay(n, rand.Float64)
+		}
+		return next(n, err, t)
+	}
+}
+
+// DrainRetryDelay is the wait before a learn:drain runs again after its
+// n-th failure (n from 0): 1 s doubling to at most 30 s, with +-20 %
+// jitter, so that the drains failed by one Redis or PostgreSQL hiccup do
+// not all come back at once. rnd gives numbers in [0, 1).
+func DrainRetryDelay(n int, rnd func() float64) time.Duration {
+	d := 30 * time.Second
+	if n < 5 {
+		d = time.Second << n
+	}
+	return time.Duration(float64(d) * (1 + 0.2*(2*rnd()-1)))
+}
 
 // LearnMark is the hand-over of a swipe (or of several, in one write) that
 // moved studentID to version: the student marked pending in their shard,

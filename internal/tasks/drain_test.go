@@ -347,3 +347,19 @@ func benchmarkShard(b *testing.B, drained bool) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*students), "ns/swipe")
 }
+
+// A failed learn drain, which keeps its shard armed, runs again within
+// seconds (1 s doubling to 30 s, +-20 %), not on asynq's backoff of 15 s
+// and more; other tasks keep the schedule they had.
+func TestFailedDrainsRetryWithinSeconds(t *testing.T) {
+	for n, want := range map[int]time.Duration{0: time.Second, 1: 2 * time.Second, 3: 8 * time.Second, 4: 16 * time.Second,
+		5: 30 * time.Second, 20: 30 * time.Second} {
+		assert.Equal(t, want, tasks.DrainRetryDelay(n, func() float64 { return 0.5 }), "after failure %d", n)
+		assert.Equal(t, time.Duration(float64(want)*0.8), tasks.DrainRetryDelay(n, func() float64 { return 0 }))
+		assert.Equal(t, time.Duration(float64(want)*1.2), tasks.DrainRetryDelay(n, func() float64 { return 1 }))
+	}
+	other := func(int, error, *asynq.Task) time.Duration { return time.Hour }
+	delay := tasks.RetryDelayFunc(other)
+	assert.LessOrEqual(t, delay(0, errors.New("x"), asynq.NewTask(tasks.TypeLearnDrain, nil)), 1200*time.Millisecond)
+	assert.Equal(t, time.Hour, delay(0, errors.New("x"), asynq.NewTask(tasks.TypeStudentLearn, nil)))
+}
