@@ -86,6 +86,7 @@ type options struct {
 	sweep           tasks.LearnSweepConfig
 	relay           webhook.RelayConfig
 	queueMetrics    tasks.QueueMetricsConfig
+	recovery        tasks.RecoveryConfig
 	// registered, when not nil, is handed the metrics registry once
 	// everything is registered on it (the test of docs/metrics.md).
 	registered func(*metrics.Registry)
@@ -196,6 +197,10 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	// by the replica that holds the queue-metrics lease.
 	queueMetrics := tasks.NewQueueMetrics(log.With("component", "queue_metrics"),
 		asynq.NewInspectorFromRedisClient(rdb), queue, leader, tasks.Queues(), reg, opt.queueMetrics)
+	// Tasks a worker left active without running them (it died, or Redis
+	// failed the write that would have ended them) go back to their queue
+	// once their lease is over; one replica at a time.
+	recovery := tasks.NewRecovery(log.With("component", "queue_recovery"), rdb, leader, tasks.Queues(), reg, opt.recovery)
 	// Retention deletes ended webhook deliveries after WEBHOOK_RETENTION
 	// (the relay deletes their events); one replica at a time.
 	opt.retention.Deliveries = cfg.WebhookRetention
@@ -321,6 +326,7 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		wg.Go(func() { monitor.Run(relayCtx) })
 		wg.Go(func() { sweep.Run(relayCtx) })
 		wg.Go(func() { queueMetrics.Run(relayCtx) })
+		wg.Go(func() { recovery.Run(relayCtx) })
 		wg.Go(func() { retention.Run(relayCtx) })
 		wg.Go(func() { agreement.Run(relayCtx, webhook.AgreementInterval) })
 		relay.Run(relayCtx)
