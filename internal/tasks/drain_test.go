@@ -26,6 +26,7 @@ import (
 // shard.
 func (e *learnEnv) studentInShard(t testing.TB, shard int) string {
 	t.Helper()
+	require.Less(t, shard, tasks.LearnShards)
 	for {
 		id := uuid.NewString()
 		if tasks.LearnShard(id) != shard {
@@ -229,7 +230,7 @@ func TestLearnDrainThatFailsLeavesItsStudentsPending(t *testing.T) {
 	e := newLearnEnv(t, 60)
 	ctx := context.Background()
 	schools := e.catalog.Current().Schools
-	id := e.studentInShard(t, 11)
+	id := e.studentInShard(t, 7)
 	var last domain.RecordedSwipe
 	for i := range 3 {
 		last = e.swipe(t, id, schools[i].ID, "right")
@@ -240,7 +241,7 @@ CREATE FUNCTION refuse_learning() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN RAISE EXCEPTION 'learning refused'; END $$;
 CREATE TRIGGER refuse_learning BEFORE INSERT OR UPDATE ON learning_state FOR EACH ROW EXECUTE FUNCTION refuse_learning();`)
 	require.NoError(t, err)
-	require.Error(t, e.drain(ctx, 11))
+	require.Error(t, e.drain(ctx, 7))
 	pendingKey, armedKey := tasks.LearnDrainKeys(id)
 	n, err := e.rdb.Exists(ctx, pendingKey, armedKey).Result()
 	require.NoError(t, err)
@@ -248,7 +249,7 @@ CREATE TRIGGER refuse_learning BEFORE INSERT OR UPDATE ON learning_state FOR EAC
 
 	_, err = e.db.Pool().Exec(ctx, `DROP TRIGGER refuse_learning ON learning_state`)
 	require.NoError(t, err)
-	require.NoError(t, e.drain(ctx, 11))
+	require.NoError(t, e.drain(ctx, 7))
 	assert.Equal(t, last.Version, e.state(t, id).studentVersion)
 	assert.EqualValues(t, 3, e.swipesFolded())
 	n, err = e.rdb.Exists(ctx, pendingKey, armedKey).Result()

@@ -9,3 +9,11 @@ func SetDrainRun(d time.Duration) (restore func()) {
 	drainRun = d
 	return func() { drainRun = old }
 }
+
+// SetDrainGather sets the least time between a drain's batches, for the
+// external tests; the returned func restores it.
+func SetDrainGather(d time.Duration) (restore func()) {
+	old := drainGather
+	drainGather = d
+	return func() { drainGather = old }
+}
