@@ -80,7 +80,8 @@ package match
 // the distance at float32 precision; 1.2.0: the order served follows the
 // learner's residual as well as the weights, see learn_residual.go; 1.3.0: from
 // 15 swipes the residual learns how much the weights' score counts, see
-// learn_refit.go), and
+// learn_refit.go; 1.4.0: gamma's prior in that fit tightened to N(0.25,
+// 0.15), see fitVarFreeScore), and
 // recommendation metadata carries it. A feed stored under another version is built again
 // before it is served.
-const AlgorithmVersion = "1.3.0"
+const AlgorithmVersion = "1.4.0"

@@ -196,8 +196,21 @@ var freeCandidates = [...]fitCandidate{{0.05, scoreFree, 0}, {0.25, scoreFree, 0
 // near 1 from the swipes themselves (see docs/learning.md).
 const freeFitFrom = 15.0
 
-// fitVarFreeScore is the prior variance of gamma in the free fit.
-const fitVarFreeScore = 1.0
+// fitFreeScoreMean and fitVarFreeScore are gamma's prior in the free fit,
+// N(0.25, 0.15) (sd 0.39): the weights' score counts a quarter unless the
+// swipes insist. The swipes a student makes are on the schools the score
+// chose to show, where the score predicts them well whatever the taste
+// (the marginal likelihood prefers a large gamma for every kind of
+// student, docs/learning.md): with a wide prior around 0 (N(0, 1),
+// algorithm 1.3.0) gamma stays large, and the catalogue is ranked by the
+// score where the swipes never looked. The prior is as tight and as low
+// as the score mode allows (TestLearnerLearns: a student the weights
+// describe must not lose the score's ranking): around 0, or tighter than
+// 0.15, closes more of the gap to a logistic regression for tastes of
+// other shapes but unlearns the score mode's prior.
+const fitFreeScoreMean = 0.25
+
+const fitVarFreeScore = 0.15
 
 // fitData is a refit's data: the design, offsets, outcomes and weights of
 // n schools.
@@ -236,7 +249,7 @@ func (d *fitData) fit(start [nFit]float64, c fitCandidate) (theta [nFit]float64,
 	case scoreLeftOut:
 		pm[rScore], pv[rScore], theta[rScore] = -1, 1e-6, -1
 	case scoreFree:
-		pm[rScore], pv[rScore] = -1, fitVarFreeScore
+		pm[rScore], pv[rScore] = fitFreeScoreMean-1, fitVarFreeScore
 	}
 	var l [nFit][nFit]float64
 	for step := 0; ; step++ {
