@@ -20,7 +20,7 @@ import (
 // work is not lost, but a webhook's attempt or a learn drain waits those
 // two minutes, and nothing else can queue the task meanwhile, since its id
 // is taken. RecoverExpired does the recoverer's work as soon as a lease is
-// over.
+// safely over.
 
 // leaseExpired lists up to ARGV[2] tasks of a queue whose lease ended at
 // or before ARGV[1], each as its id and its message (false when the task
@@ -38,16 +38,18 @@ return out
 // requeueExpired moves one task whose lease ended at or before ARGV[2]
 // from active back to pending with the message ARGV[3] (its retry
 // counted), or to the archive when ARGV[5] is 1 (its retries are used
-// up). A task whose lease was renewed meanwhile, or that left active, is
-// left alone (0); a task without a message cannot run and is deleted (0).
-// KEYS: active, lease, task hash, pending, archived.
+// up). A task whose lease was renewed meanwhile is left alone (0); a
+// lease whose task already left active is dropped (0); a task whose
+// message is missing or unreadable cannot run and is deleted (0). KEYS:
+// active, lease, task hash, pending, archived.
 var requeueExpired = redis.NewScript(`
 local s = redis.call("ZSCORE", KEYS[2], ARGV[1])
 if not s or tonumber(s) > tonumber(ARGV[2]) then
 	return 0
 end
+local taken = redis.call("LREM", KEYS[1], 0, ARGV[1])
 redis.call("ZREM", KEYS[2], ARGV[1])
-if redis.call("LREM", KEYS[1], 0, ARGV[1]) == 0 then
+if taken == 0 then
 	return 0
 end
 if ARGV[3] == "" then
@@ -75,11 +77,15 @@ type Recovered struct {
 // worker stopped renewing it (it died, or lost the task when Redis failed
 // the write that would have ended it), and a task whose lease is over is
 // no longer run by anyone (asynq's worker cancels a handler whose lease
-// ends). As asynq's recoverer does, the run counts as a failed one: the
+// it could not renew, at its next heartbeat, up to 5 s after the lease
+// ended). As asynq's recoverer does, the run counts as a failed one: the
 // task's retry count goes up and the error says why, and a task whose
-// retries are used up is archived. cutoff should leave a margin under now
-// for clocks apart: a lease is set by the clock of the worker that holds
-// it.
+// retries are used up is archived (without asynq's processed and failed
+// counts, and left to asynq's own trimming of the archive). The task goes
+// back to pending at once, not after its retry delay: it has waited out
+// its lease already. cutoff must leave a margin under now for that
+// heartbeat and for clocks apart: a lease is set by the clock of the
+// worker that holds it.
 func RecoverExpired(ctx context.Context, rdb redis.UniversalClient, queue string, cutoff time.Time, limit int) (Recovered, error) {
 	var out Recovered
 	prefix := "asynq:{" + queue + "}:"
@@ -104,12 +110,15 @@ func RecoverExpired(ctx context.Context, rdb redis.UniversalClient, queue string
 		cmds = cmds[:0]
 		for i := 0; i+1 < len(pairs); i += 2 {
 			id, msg := pairs[i], pairs[i+1]
-			var next []byte
+			var next []byte // empty: the task cannot run, and is deleted
 			archive := "0"
 			if msg != "" {
-				var exhausted bool
-				next, exhausted = failedRun([]byte(msg), "lease expired: the worker running the task stopped renewing it", now)
-				if exhausted {
+				var exhausted, ok bool
+				next, exhausted, ok = failedRun([]byte(msg), "lease expired: the worker running the task stopped renewing it", now)
+				switch {
+				case !ok:
+					next = nil
+				case exhausted:
 					archive = "1"
 				}
 			}
@@ -138,19 +147,21 @@ func RecoverExpired(ctx context.Context, rdb redis.UniversalClient, queue string
 }
 
 // failedRun rewrites asynq's task message msg as asynq records a failed
-// run: retried one more, the error and the time of the failure set;
-// exhausted is true when that used up its retries.
-func failedRun(msg []byte, why string, now time.Time) (out []byte, exhausted bool) {
+// run: the error and the time of the failure set and, unless its retries
+// were used up already (exhausted: it is archived, as asynq's Archive
+// leaves the count), retried one more. ok is false when msg is not a
+// message this code can read (asynq could not either).
+func failedRun(msg []byte, why string, now time.Time) (out []byte, exhausted, ok bool) {
 	var retry, retried uint64
 	out = make([]byte, 0, len(msg)+len(why)+16)
 	for b := msg; len(b) > 0; {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return msg, false // not a message this code knows: kept as it is
+			return nil, false, false
 		}
 		m := protowire.ConsumeFieldValue(num, typ, b[n:])
 		if m < 0 {
-			return msg, false
+			return nil, false, false
 		}
 		field := b[:n+m]
 		b = b[n+m:]
@@ -158,7 +169,7 @@ func failedRun(msg []byte, why string, now time.Time) (out []byte, exhausted boo
 		case 5, 6: // retry, retried
 			v, k := protowire.ConsumeVarint(field[n:])
 			if typ != protowire.VarintType || k < 0 {
-				return msg, false
+				return nil, false, false
 			}
 			if num == 5 {
 				retry = v
@@ -172,11 +183,14 @@ func failedRun(msg []byte, why string, now time.Time) (out []byte, exhausted boo
 		}
 	}
 	exhausted = int32(retried) >= int32(retry) // asynq's recoverer: no retry left before this run
+	if !exhausted {
+		retried++
+	}
 	out = protowire.AppendTag(out, 6, protowire.VarintType)
-	out = protowire.AppendVarint(out, retried+1)
+	out = protowire.AppendVarint(out, retried)
 	out = protowire.AppendTag(out, 7, protowire.BytesType)
 	out = protowire.AppendString(out, why)
 	out = protowire.AppendTag(out, 11, protowire.VarintType)
 	out = protowire.AppendVarint(out, uint64(now.Unix()))
-	return out, exhausted
+	return out, exhausted, true
 }

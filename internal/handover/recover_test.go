@@ -27,15 +27,17 @@ func TestRecoverExpiredPutsAbandonedTasksBack(t *testing.T) {
 		return handover.Job{ID: id, Type: "test:run", Payload: []byte(`{"id":"` + id + `"}`), Queue: queue, MaxRetry: maxRetry,
 			Timeout: 30 * time.Second}
 	}
-	n, err := c.Queue(ctx, job("lost", 5), job("last", 0), job("running", 5), job("empty", 5))
+	n, err := c.Queue(ctx, job("lost", 5), job("last", 0), job("running", 5), job("empty", 5), job("garbled", 5))
 	require.NoError(t, err)
-	require.Equal(t, 4, n)
+	require.Equal(t, 5, n)
 	now := time.Now()
 	testutil.AbandonTask(t, rdb, queue, "lost", now.Add(-10*time.Second))
 	testutil.AbandonTask(t, rdb, queue, "last", now.Add(-10*time.Second))
 	testutil.AbandonTask(t, rdb, queue, "running", now.Add(30*time.Second))
 	testutil.AbandonTask(t, rdb, queue, "empty", now.Add(-10*time.Second))
 	require.NoError(t, rdb.HDel(ctx, "asynq:{"+queue+"}:t:empty", "msg").Err())
+	testutil.AbandonTask(t, rdb, queue, "garbled", now.Add(-10*time.Second))
+	require.NoError(t, rdb.HSet(ctx, "asynq:{"+queue+"}:t:garbled", "msg", "\xff\xff\xff").Err())
 
 	got, err := handover.RecoverExpired(ctx, rdb, queue, now.Add(-5*time.Second), 100)
 	require.NoError(t, err)
@@ -53,11 +55,15 @@ func TestRecoverExpiredPutsAbandonedTasksBack(t *testing.T) {
 	info, err = in.GetTaskInfo(queue, "last")
 	require.NoError(t, err)
 	assert.Equal(t, asynq.TaskStateArchived, info.State, "no retry left: archived, as asynq's recoverer does")
+	assert.Zero(t, info.Retried, "archived with its count, as asynq archives")
+	assert.Contains(t, info.LastErr, "lease expired")
 	info, err = in.GetTaskInfo(queue, "running")
 	require.NoError(t, err)
 	assert.Equal(t, asynq.TaskStateActive, info.State, "a lease that has not ended is its worker's")
-	_, err = in.GetTaskInfo(queue, "empty")
-	assert.ErrorIs(t, err, asynq.ErrTaskNotFound)
+	for _, id := range []string{"empty", "garbled"} {
+		_, err = in.GetTaskInfo(queue, id)
+		assert.ErrorIs(t, err, asynq.ErrTaskNotFound, "%s: a task that cannot run is removed", id)
+	}
 	n, err = c.Queue(ctx, job("empty", 5))
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "the id is free again")

@@ -175,8 +175,9 @@ const (
 	scoreLed scorePrior = iota
 	// scoreLeftOut: gamma fixed at 0, the residual alone ranks.
 	scoreLeftOut
-	// scoreFree: gamma ~ N(0, fitVarFreeScore), the weights' score one
-	// feature among the others.
+	// scoreFree: gamma ~ N(fitFreeScoreMean, fitVarFreeScore), the
+	// weights' score one feature among the others, its weight earned by
+	// the swipes.
 	scoreFree
 )
 
@@ -192,8 +193,9 @@ var freeCandidates = [...]fitCandidate{{0.05, scoreFree, 0}, {0.25, scoreFree, 0
 // before a student has swiped much; after that, for a taste of another
 // shape, ranking by it and a correction learned on the schools it chose
 // to show ranks the rest of the catalogue worse than a regression that
-// does not lean on it, while a student the weights describe gets gamma
-// near 1 from the swipes themselves (see docs/learning.md).
+// does not lean on it, while a student the weights describe gets much of
+// gamma's weight back from the swipes themselves and the features stand
+// in for the rest (see docs/learning.md).
 const freeFitFrom = 15.0
 
 // fitFreeScoreMean and fitVarFreeScore are gamma's prior in the free fit,
@@ -208,9 +210,10 @@ const freeFitFrom = 15.0
 // describe must not lose the score's ranking): around 0, or tighter than
 // 0.15, closes more of the gap to a logistic regression for tastes of
 // other shapes but unlearns the score mode's prior.
-const fitFreeScoreMean = 0.25
-
-const fitVarFreeScore = 0.15
+const (
+	fitFreeScoreMean = 0.25
+	fitVarFreeScore  = 0.15
+)
 
 // fitData is a refit's data: the design, offsets, outcomes and weights of
 // n schools.

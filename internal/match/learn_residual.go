@@ -37,13 +37,14 @@ import (
 // N(1, fitVarScore), beta ~ N(0, fitVarFeature), c ~ N(0,
 // fitVarIntercept). A new student's residual is zero, so the cold start is
 // the weights' alone; a student whose swipes the weights explain keeps
-// gamma near 1 and beta near 0. From freeFitFrom on, gamma ~ N(0,
-// fitVarFreeScore): the weights' score is one feature among the others,
-// and the student's swipes say how much it counts. A student the weights
-// describe gets gamma back near 1 from the swipes themselves; one whose
-// taste has another shape gets what a logistic regression over the
-// features would learn, with the score only as much as it helps (see
-// learn_refit.go, freeFitFrom).
+// gamma near 1 and beta near 0. From freeFitFrom on, gamma ~
+// N(fitFreeScoreMean, fitVarFreeScore), tight around a quarter: the
+// weights' score is one feature among the others, and the student's
+// swipes say how much it counts. A student the weights describe gets
+// much of its weight back from the swipes, the features standing in for
+// the rest; one whose taste has another shape gets close to what a
+// logistic regression over the features would learn (see learn_refit.go,
+// freeFitFrom and fitFreeScoreMean).
 //
 // The features are built from the same factors score works out (the
 // affordability of the student's net price against their budget, the

@@ -52,6 +52,12 @@ const (
 	// queued by a build that spread students over more shards still drains
 	// its shard's pending set.
 	maxLearnShard = 1024
+	// legacyLearnShards is the spread of the builds before LearnShards was
+	// 8: while an API of such a build runs beside this one (a rolling
+	// update), it marks students in shards up to 31, whose drains this
+	// worker runs; erasures forget marks there too, and LearnPending counts
+	// them. Shards 0-7 are the same keys in both spreads.
+	legacyLearnShards = 32
 
 	// drainBatch is how many students one batch takes.
 	drainBatch = 64
@@ -87,10 +93,13 @@ type LearnDrainPayload struct {
 }
 
 // LearnShard is the shard of a student id (any case).
-func LearnShard(studentID string) int {
+func LearnShard(studentID string) int { return shardOf(studentID, LearnShards) }
+
+// shardOf is the shard of a student id among n.
+func shardOf(studentID string, n uint32) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(strings.ToLower(studentID)))
-	return int(h.Sum32() % LearnShards)
+	return int(h.Sum32() % n)
 }
 
 // learnDrainName names the drain of shard in handover's keys.
@@ -164,22 +173,29 @@ func LearnDrainKeys(studentID string) (pending, armed string) {
 	return handover.DrainKeys(QueueCritical, learnDrainName(LearnShard(studentID)))
 }
 
-// ForgetLearnMarks removes erased students from their shards' pending sets.
+// ForgetLearnMarks removes erased students from their shards' pending sets
+// (in the legacy spread too: an older API may have marked them there).
 func ForgetLearnMarks(ctx context.Context, rdb redis.UniversalClient, studentIDs ...string) error {
 	for _, id := range studentIDs {
-		if err := handover.Forget(ctx, rdb, QueueCritical, learnDrainName(LearnShard(id)), strings.ToLower(id)); err != nil {
-			return err
+		shards := []int{LearnShard(id)}
+		if legacy := shardOf(id, legacyLearnShards); legacy != shards[0] {
+			shards = append(shards, legacy)
+		}
+		for _, n := range shards {
+			if err := handover.Forget(ctx, rdb, QueueCritical, learnDrainName(n), strings.ToLower(id)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// LearnPending counts the students marked in every shard's learn drain
-// (one round trip).
+// LearnPending counts the students marked in every shard's learn drain,
+// those of the legacy spread included (one round trip).
 func LearnPending(ctx context.Context, rdb redis.UniversalClient) (int, error) {
-	cmds := make([]*redis.IntCmd, LearnShards)
+	cmds := make([]*redis.IntCmd, legacyLearnShards)
 	_, err := rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for n := range LearnShards {
+		for n := range legacyLearnShards {
 			pending, _ := handover.DrainKeys(QueueCritical, learnDrainName(n))
 			cmds[n] = pipe.ZCard(ctx, pending)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/collegematch/matching/internal/domain"
 	"github.com/collegematch/matching/internal/handover"
 	"github.com/collegematch/matching/internal/tasks"
+	"github.com/collegematch/matching/internal/testutil"
 )
 
 // studentInShard stores a student (as learnEnv.student) whose id falls in
@@ -363,4 +365,25 @@ func TestFailedDrainsRetryWithinSeconds(t *testing.T) {
 	delay := tasks.RetryDelayFunc(other)
 	assert.LessOrEqual(t, delay(0, errors.New("x"), asynq.NewTask(tasks.TypeLearnDrain, nil)), 1200*time.Millisecond)
 	assert.Equal(t, time.Hour, delay(0, errors.New("x"), asynq.NewTask(tasks.TypeStudentLearn, nil)))
+}
+
+// During a rolling update an API of an older build marks students in the
+// 32-shard spread: LearnPending counts those marks, and an erasure
+// forgets them there too.
+func TestLegacyShardMarksAreCountedAndForgotten(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBTasks)
+	ctx := context.Background()
+	id := ""
+	for id == "" || tasks.LegacyLearnShard(id) < tasks.LearnShards {
+		id = uuid.NewString()
+	}
+	legacy, _ := handover.DrainKeys(tasks.QueueCritical, "learn:"+strconv.Itoa(tasks.LegacyLearnShard(id)))
+	require.NoError(t, rdb.ZAdd(ctx, legacy, redis.Z{Score: 3, Member: id}).Err())
+	n, err := tasks.LearnPending(ctx, rdb)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	require.NoError(t, tasks.ForgetLearnMarks(ctx, rdb, id))
+	n, err = tasks.LearnPending(ctx, rdb)
+	require.NoError(t, err)
+	assert.Zero(t, n)
 }

@@ -17,3 +17,6 @@ func SetDrainGather(d time.Duration) (restore func()) {
 	drainGather = d
 	return func() { drainGather = old }
 }
+
+// LegacyLearnShard is a student's shard in the spread of older builds.
+func LegacyLearnShard(studentID string) int { return shardOf(studentID, legacyLearnShards) }

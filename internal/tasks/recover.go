@@ -17,7 +17,9 @@ import (
 type RecoveryConfig struct {
 	Interval time.Duration // between passes; default 5 s
 	// Grace is how long after its lease ended a task is recovered: room for
-	// the clocks of the workers apart. Default 5 s.
+	// the heartbeat at which its worker notices the lease is gone and
+	// cancels the handler (up to 5 s) and for the clocks of the workers
+	// apart. Default 15 s.
 	Grace time.Duration
 	Batch int // tasks per queue per pass at most; default 1,000
 }
@@ -27,7 +29,7 @@ func (c RecoveryConfig) withDefaults() RecoveryConfig {
 		c.Interval = 5 * time.Second
 	}
 	if c.Grace <= 0 {
-		c.Grace = 5 * time.Second
+		c.Grace = 15 * time.Second
 	}
 	if c.Batch <= 0 {
 		c.Batch = 1000
@@ -38,9 +40,11 @@ func (c RecoveryConfig) withDefaults() RecoveryConfig {
 // Recovery puts back in their queue the tasks left active by a worker that
 // no longer runs them (handover.RecoverExpired: a worker that died, or one
 // that lost the write ending a task when Redis failed), once their lease
-// has been over for Grace, so that after a Redis blip a webhook attempt or
-// a learn drain waits about 40 s instead of asynq's two minutes. One
-// replica at a time runs the passes (the queue-recovery lease).
+// has been over for Grace: after a Redis blip, a webhook attempt or a learn
+// drain whose end Redis did not record runs again 45-50 s after it ended
+// (its lease, renewed while it ran, lasts 30 s more) instead of asynq's one
+// to two minutes. One replica at a time runs the passes (the
+// queue-recovery lease).
 type Recovery struct {
 	log       *slog.Logger
 	rdb       redis.UniversalClient
@@ -72,17 +76,23 @@ func NewRecovery(log *slog.Logger, rdb redis.UniversalClient, lease periodic.Lea
 // Run recovers at once and then every Interval until ctx ends.
 func (r *Recovery) Run(ctx context.Context) {
 	r.job.Run(ctx, func(ctx context.Context) error {
-		_, err := r.job.Do(ctx, func(ctx context.Context) error {
-			_, err := r.Pass(ctx)
-			return err
-		})
+		_, _, err := r.Pass(ctx)
 		return err
 	})
 }
 
-// Pass recovers every queue's tasks whose lease ended Grace ago or more,
-// and reports how many it queued again.
-func (r *Recovery) Pass(ctx context.Context) (int, error) {
+// Pass, when this replica holds the queue-recovery lease (ran), recovers
+// every queue's tasks whose lease ended Grace ago or more, and reports how
+// many it queued again.
+func (r *Recovery) Pass(ctx context.Context) (ran bool, requeued int, err error) {
+	ran, err = r.job.Do(ctx, func(ctx context.Context) error {
+		requeued, err = r.pass(ctx)
+		return err
+	})
+	return ran, requeued, err
+}
+
+func (r *Recovery) pass(ctx context.Context) (int, error) {
 	cutoff := time.Now().Add(-r.cfg.Grace)
 	total := 0
 	for _, q := range r.queues {
