@@ -30,6 +30,7 @@ import (
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/ratelimit"
 	"github.com/collegematch/matching/internal/store"
+	"github.com/collegematch/matching/internal/tasks"
 	"github.com/collegematch/matching/internal/webhook"
 )
 
@@ -51,6 +52,11 @@ var registered func(*metrics.Registry)
 func run(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- [2]string) error {
 	cfg, err := config.Load(getenv, config.RoleAPI)
 	if err != nil {
+		return err
+	}
+	// Students' learn shards: the API marks each in theirs, the worker's
+	// drains and sweep read the same spread (LEARN_SHARDS).
+	if err := tasks.SetLearnShards(cfg.LearnShards); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("service", "api")

@@ -98,6 +98,11 @@ func runWith(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	if err != nil {
 		return err
 	}
+	// Students' learn shards: the API marks each in theirs, the worker's
+	// drains and sweep read the same spread (LEARN_SHARDS).
+	if err := tasks.SetLearnShards(cfg.LearnShards); err != nil {
+		return err
+	}
 	// Subscribers are validated before anything starts: a bad entry stops
 	// the worker with an error naming it.
 	endpoints, err := webhook.LoadFile(cfg.WebhookEndpointsFile)

@@ -40,6 +40,10 @@ const (
 	maxCommentBytesPerMin = 1 << 30
 	// maxFactorCacheMB bounds WORKER_FACTOR_CACHE_MB (1 TiB).
 	maxFactorCacheMB = 1 << 20
+	// DefaultLearnShards and maxLearnShards are LEARN_SHARDS' default and
+	// bound (the worker drains any shard below the bound).
+	DefaultLearnShards = 8
+	maxLearnShards     = 1024
 )
 
 // Variables names every environment variable Load reads (TestVariables
@@ -53,6 +57,7 @@ var Variables = []string{
 	"RATE_LIMIT_RECOMMENDATIONS", "RATE_LIMIT_SWIPES", "RATE_LIMIT_BATCH", "RATE_LIMIT_DEFAULT", "RATE_LIMIT_FAIL_CLOSED",
 	"FEEDBACK_COMMENT_BYTES_PER_MIN", "CORS_ALLOWED_ORIGINS", "IMAGE_BASE_URL", "LOG_LEVEL", "PPROF",
 	"WORKER_CONCURRENCY", "WEBHOOK_CONCURRENCY", "WEBHOOK_RETENTION", "WORKER_FACTOR_CACHE_MB",
+	"LEARN_SHARDS",
 }
 
 // Rate is an allowance of N requests per Period.
@@ -159,6 +164,10 @@ type Config struct {
 	// (WORKER_FACTOR_CACHE_MB); 0 when not set: the worker sizes it from
 	// its memory limit.
 	FactorCacheMB int
+	// LearnShards is how many learn shards students are spread over (the
+	// API marks a student in theirs; at most this many drains fold at
+	// once, fleet-wide). The API and the worker must read the same value.
+	LearnShards int
 	// WebhookRetention is how long the worker keeps an ended webhook
 	// delivery (succeeded, parked, disabled) and its attempts
 	// (WEBHOOK_RETENTION, at least MinWebhookRetention).
@@ -345,6 +354,15 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 		return n
 	}
 	c.WorkerConcurrency = count("WORKER_CONCURRENCY", DefaultWorkerConcurrency)
+	c.LearnShards = DefaultLearnShards
+	if v := getenv("LEARN_SHARDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLearnShards {
+			bad("LEARN_SHARDS", fmt.Errorf("%q is not a whole number from 1 to %d", v, maxLearnShards))
+		} else {
+			c.LearnShards = n
+		}
+	}
 	c.WebhookConcurrency = count("WEBHOOK_CONCURRENCY", DefaultWebhookConcurrency)
 	if v := getenv("WORKER_FACTOR_CACHE_MB"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -61,16 +61,18 @@ func TestPoolerAndWorkerKnobs(t *testing.T) {
 		"DATABASE_URL":         "postgres://app@pgbouncer:6432/matching?default_query_exec_mode=cache_describe",
 		"MIGRATE_DATABASE_URL": "postgres://owner:pw@db:5432/matching",
 		"WORKER_CONCURRENCY":   "8", "WEBHOOK_CONCURRENCY": "200", "WORKER_FACTOR_CACHE_MB": "768",
+		"LEARN_SHARDS": "64",
 	}), config.RoleWorker)
 	require.NoError(t, err)
 	assert.Equal(t, 768, c.FactorCacheMB)
+	assert.Equal(t, 64, c.LearnShards)
 	assert.Equal(t, "postgres://owner:pw@db:5432/matching", c.MigrateDatabaseURL)
 	assert.Equal(t, 8, c.WorkerConcurrency)
 	assert.Equal(t, 200, c.WebhookConcurrency)
 	assert.NotContains(t, fmt.Sprint(c.LogValue()), "pw", "the migration URL's password is redacted")
 
 	for name, v := range map[string]string{"WORKER_CONCURRENCY": "0", "WEBHOOK_CONCURRENCY": "lots",
-		"MIGRATE_DATABASE_URL": "mysql://x", "WORKER_FACTOR_CACHE_MB": "0.5GB"} {
+		"MIGRATE_DATABASE_URL": "mysql://x", "WORKER_FACTOR_CACHE_MB": "0.5GB", "LEARN_SHARDS": "0"} {
 		_, err := config.Load(env(map[string]string{name: v}), config.RoleWorker)
 		assert.ErrorContains(t, err, name, v)
 	}
@@ -81,6 +83,9 @@ func TestPoolerAndWorkerKnobs(t *testing.T) {
 	c, err = config.Load(env(nil), config.RoleWorker)
 	require.NoError(t, err)
 	assert.Zero(t, c.FactorCacheMB, "not set: the worker sizes it")
+	assert.Equal(t, config.DefaultLearnShards, c.LearnShards)
+	_, err = config.Load(env(map[string]string{"LEARN_SHARDS": "1025"}), config.RoleAPI)
+	assert.ErrorContains(t, err, "LEARN_SHARDS")
 }
 
 func TestOverrides(t *testing.T) {

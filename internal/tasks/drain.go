@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -40,23 +41,24 @@ import (
 const (
 	// TypeLearnDrain is the task that drains one shard's pending students.
 	TypeLearnDrain = "learn:drain"
-	// LearnShards is how many shards students are spread over: at most
-	// this many drains run at once, fleet-wide, each on one core at a time
-	// (at about 1.5 ms a fold and rebuild on 6,500 schools, some 5,000
-	// folds a second in all). Fewer shards make fuller batches: a shard's
-	// drain takes the students that swiped while it worked or gathered
-	// (drainGather), so its read, save, Redis round trips and queue task
-	// are shared by more swipes.
-	LearnShards = 8
-	// maxLearnShard bounds the shard a learn:drain task may name: a task
-	// queued by a build that spread students over more shards still drains
-	// its shard's pending set.
+	// DefaultLearnShards is how many shards students are spread over
+	// unless SetLearnShards (LEARN_SHARDS) says otherwise: at most this
+	// many drains run at once, fleet-wide, each on one core at a time (at
+	// about 1.5 ms a fold and rebuild on 6,500 schools, some 5,000 folds a
+	// second at 8). Fewer shards make fuller batches: a shard's drain takes
+	// the students that swiped while it worked or gathered (drainGather),
+	// so its read, save, Redis round trips and queue task are shared by
+	// more swipes; a fleet that must fold more needs more.
+	DefaultLearnShards = 8
+	// maxLearnShard bounds the shard count and the shard a learn:drain task
+	// may name: a task queued by an API spreading students over more shards
+	// than this worker still drains its shard's pending set.
 	maxLearnShard = 1024
-	// legacyLearnShards is the spread of the builds before LearnShards was
-	// 8: while an API of such a build runs beside this one (a rolling
+	// legacyLearnShards is the spread of the builds before the count was a
+	// setting: while an API of such a build runs beside this one (a rolling
 	// update), it marks students in shards up to 31, whose drains this
 	// worker runs; erasures forget marks there too, and LearnPending counts
-	// them. Shards 0-7 are the same keys in both spreads.
+	// them. The first shards are the same keys in both spreads.
 	legacyLearnShards = 32
 
 	// drainBatch is how many students one batch takes.
@@ -92,8 +94,27 @@ type LearnDrainPayload struct {
 	Shard int `json:"shard"`
 }
 
+// learnShards is the shard count (SetLearnShards).
+var learnShards atomic.Uint32
+
+func init() { learnShards.Store(DefaultLearnShards) }
+
+// SetLearnShards sets how many shards students are spread over
+// (LEARN_SHARDS); the API and the worker must set the same count. It is
+// called once at start-up.
+func SetLearnShards(n int) error {
+	if n < 1 || n > maxLearnShard {
+		return fmt.Errorf("learn shards: %d is not from 1 to %d", n, maxLearnShard)
+	}
+	learnShards.Store(uint32(n))
+	return nil
+}
+
+// LearnShards is how many shards students are spread over.
+func LearnShards() int { return int(learnShards.Load()) }
+
 // LearnShard is the shard of a student id (any case).
-func LearnShard(studentID string) int { return shardOf(studentID, LearnShards) }
+func LearnShard(studentID string) int { return shardOf(studentID, learnShards.Load()) }
 
 // shardOf is the shard of a student id among n.
 func shardOf(studentID string, n uint32) int {
@@ -113,19 +134,13 @@ func learnDrainJob(shard int) handover.Job {
 	id = strconv.AppendInt(append(id, "learn-drain:"...), int64(shard), 10)
 	id = strconv.AppendInt(append(id, ':'), time.Now().UnixNano(), 36)
 	id = strconv.AppendUint(append(id, '-'), rand.Uint64(), 36)
-	var payload []byte
-	if shard < LearnShards {
-		payload = drainPayloads[shard]
-	} else {
-		payload, _ = json.Marshal(LearnDrainPayload{Shard: shard}) // a shard of an older build's spread
-	}
-	return handover.Job{ID: string(id), Type: TypeLearnDrain, Payload: payload, Queue: QueueCritical,
+	return handover.Job{ID: string(id), Type: TypeLearnDrain, Payload: drainPayloads[shard], Queue: QueueCritical,
 		MaxRetry: 25, Timeout: drainTimeout}
 }
 
 // drainPayloads are the payloads of each shard's learn:drain tasks, made
 // once (read only: a job's payload is copied into its task message).
-var drainPayloads = func() (p [LearnShards][]byte) {
+var drainPayloads = func() (p [maxLearnShard][]byte) {
 	for n := range p {
 		p[n], _ = json.Marshal(LearnDrainPayload{Shard: n}) // a number
 	}
@@ -193,9 +208,9 @@ func ForgetLearnMarks(ctx context.Context, rdb redis.UniversalClient, studentIDs
 // LearnPending counts the students marked in every shard's learn drain,
 // those of the legacy spread included (one round trip).
 func LearnPending(ctx context.Context, rdb redis.UniversalClient) (int, error) {
-	cmds := make([]*redis.IntCmd, legacyLearnShards)
+	cmds := make([]*redis.IntCmd, max(LearnShards(), legacyLearnShards))
 	_, err := rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for n := range legacyLearnShards {
+		for n := range cmds {
 			pending, _ := handover.DrainKeys(QueueCritical, learnDrainName(n))
 			cmds[n] = pipe.ZCard(ctx, pending)
 		}
@@ -231,7 +246,7 @@ func NewLearnDrains(rdb redis.UniversalClient) *LearnDrains {
 // next mark queues a drain for the shard.
 func (d *LearnDrains) Pending(ctx context.Context, studentIDs []string) (map[string]bool, error) {
 	scores := make([]*redis.FloatCmd, len(studentIDs))
-	var armed [LearnShards]*redis.IntCmd
+	armed := make(map[int]*redis.IntCmd, min(len(studentIDs), LearnShards()))
 	_, err := d.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, id := range studentIDs {
 			shard := LearnShard(id)

@@ -28,7 +28,7 @@ import (
 // shard.
 func (e *learnEnv) studentInShard(t testing.TB, shard int) string {
 	t.Helper()
-	require.Less(t, shard, tasks.LearnShards)
+	require.Less(t, shard, tasks.LearnShards())
 	for {
 		id := uuid.NewString()
 		if tasks.LearnShard(id) != shard {
@@ -374,7 +374,7 @@ func TestLegacyShardMarksAreCountedAndForgotten(t *testing.T) {
 	rdb := testutil.NewRedis(t, testutil.RedisDBTasks)
 	ctx := context.Background()
 	id := ""
-	for id == "" || tasks.LegacyLearnShard(id) < tasks.LearnShards {
+	for id == "" || tasks.LegacyLearnShard(id) < tasks.LearnShards() {
 		id = uuid.NewString()
 	}
 	legacy, _ := handover.DrainKeys(tasks.QueueCritical, "learn:"+strconv.Itoa(tasks.LegacyLearnShard(id)))
@@ -386,4 +386,26 @@ func TestLegacyShardMarksAreCountedAndForgotten(t *testing.T) {
 	n, err = tasks.LearnPending(ctx, rdb)
 	require.NoError(t, err)
 	assert.Zero(t, n)
+}
+
+// The shard count is a setting (LEARN_SHARDS): students spread over as
+// many shards as it says, each mark's drain task names the student's
+// shard, and a count out of range is refused.
+func TestLearnShardsIsASetting(t *testing.T) {
+	require.NoError(t, tasks.SetLearnShards(64))
+	t.Cleanup(func() { require.NoError(t, tasks.SetLearnShards(tasks.DefaultLearnShards)) })
+	seen := map[int]bool{}
+	for range 2000 {
+		id := uuid.NewString()
+		n := tasks.LearnShard(id)
+		require.Less(t, n, 64)
+		seen[n] = true
+		var p tasks.LearnDrainPayload
+		require.NoError(t, json.Unmarshal(tasks.LearnMark(id, 1).Payload, &p))
+		require.Equal(t, n, p.Shard)
+	}
+	assert.Greater(t, len(seen), 48, "spread over the 64 shards")
+	assert.Error(t, tasks.SetLearnShards(0))
+	assert.Error(t, tasks.SetLearnShards(1025))
+	assert.Equal(t, 64, tasks.LearnShards())
 }
