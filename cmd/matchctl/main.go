@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/collegematch/matching/internal/config"
+	"github.com/collegematch/matching/internal/tasks"
 )
 
 // env is what every command gets: configuration, output streams and a logger.
@@ -105,6 +106,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if !c.standalone {
 		var err error
 		if cfg, err = config.Load(getenv, config.RoleCLI); err != nil {
+			fmt.Fprintln(stderr, "matchctl:", err)
+			return 1
+		}
+		// An erasure forgets the student's learn mark in their shard, and
+		// the queue console counts the shards: the fleet's LEARN_SHARDS.
+		if err := tasks.SetLearnShards(cfg.LearnShards); err != nil {
 			fmt.Fprintln(stderr, "matchctl:", err)
 			return 1
 		}
