@@ -341,29 +341,22 @@ func Load(getenv func(string) string, role Role) (Config, error) {
 		}
 	}
 
-	count := func(name string, def int) int {
+	// count reads a whole number from 1 to most, def when not set.
+	count := func(name string, def, most int) int {
 		v := getenv(name)
 		if v == "" {
 			return def
 		}
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxConcurrency {
-			bad(name, fmt.Errorf("%q is not a whole number from 1 to %d", v, maxConcurrency))
+		if err != nil || n < 1 || n > most {
+			bad(name, fmt.Errorf("%q is not a whole number from 1 to %d", v, most))
 			return def
 		}
 		return n
 	}
-	c.WorkerConcurrency = count("WORKER_CONCURRENCY", DefaultWorkerConcurrency)
-	c.LearnShards = DefaultLearnShards
-	if v := getenv("LEARN_SHARDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxLearnShards {
-			bad("LEARN_SHARDS", fmt.Errorf("%q is not a whole number from 1 to %d", v, maxLearnShards))
-		} else {
-			c.LearnShards = n
-		}
-	}
-	c.WebhookConcurrency = count("WEBHOOK_CONCURRENCY", DefaultWebhookConcurrency)
+	c.WorkerConcurrency = count("WORKER_CONCURRENCY", DefaultWorkerConcurrency, maxConcurrency)
+	c.LearnShards = count("LEARN_SHARDS", DefaultLearnShards, maxLearnShards)
+	c.WebhookConcurrency = count("WEBHOOK_CONCURRENCY", DefaultWebhookConcurrency, maxConcurrency)
 	if v := getenv("WORKER_FACTOR_CACHE_MB"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxFactorCacheMB {

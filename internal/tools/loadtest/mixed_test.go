@@ -118,22 +118,19 @@ func testRunner(students ...string) *runner {
 // server its full URL names.
 func TestBaselineMixReachesEachServer(t *testing.T) {
 	served := map[string]*atomic.Int64{"b1": {}, "b3": {}}
-	b1 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && r.URL.Path == "/v" {
-			served["b1"].Add(1)
-			return
-		}
-		http.NotFound(w, r)
-	}))
-	t.Cleanup(b1.Close)
-	b3 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.URL.Path == "/swipe" {
-			served["b3"].Add(1)
-			return
-		}
-		http.NotFound(w, r)
-	}))
-	t.Cleanup(b3.Close)
+	// serving answers method and path only, counted under name.
+	serving := func(name, method, path string) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == method && r.URL.Path == path {
+				served[name].Add(1)
+				return
+			}
+			http.NotFound(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	b1, b3 := serving("b1", http.MethodGet, "/v"), serving("b3", http.MethodPost, "/swipe")
 	m := testRunner("11111111-1111-1111-1111-111111111111").baselineMix(b1.URL, b1.URL, b3.URL)
 	res := ClosedLoop(context.Background(), NewClient("", "", 4, 5*time.Second), 4, 300*time.Millisecond,
 		func(int) Request { return m.next() })
