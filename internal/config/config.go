@@ -42,7 +42,7 @@ const (
 	maxFactorCacheMB = 1 << 20
 	// DefaultLearnShards and maxLearnShards are LEARN_SHARDS' default and
 	// bound (the worker drains any shard below the bound).
-	DefaultLearnShards = 8
+	DefaultLearnShards = 4
 	maxLearnShards     = 1024
 )
 

@@ -44,12 +44,16 @@ const (
 	// DefaultLearnShards is how many shards students are spread over
 	// unless SetLearnShards (LEARN_SHARDS) says otherwise: at most this
 	// many drains run at once, fleet-wide, each on one core at a time (at
-	// about 1.5 ms a fold and rebuild on 6,500 schools, some 5,000 folds a
-	// second at 8). Fewer shards make fuller batches: a shard's drain takes
-	// the students that swiped while it worked or gathered (drainGather),
-	// so its read, save, Redis round trips and queue task are shared by
-	// more swipes; a fleet that must fold more needs more.
-	DefaultLearnShards = 8
+	// about 1.5 ms a fold and rebuild on 6,500 schools, some 2,500 folds a
+	// second at 4). About twice the cores the workers fold on: fewer shards
+	// make fuller batches (a shard's drain takes the students that swiped
+	// while it worked or gathered, drainGather, so its read, save, Redis
+	// round trips and queue task are shared by more swipes), and more
+	// drains than that only take turns on the cores, every batch's
+	// students waiting for the slowest (at 500 swipes/s on two cores, 8
+	// shards left the learned feed 1.4-3 s behind at p99, 4 under 0.25 s).
+	// A fleet that must fold more sets more.
+	DefaultLearnShards = 4
 	// maxLearnShard bounds the shard count and the shard a learn:drain task
 	// may name: a task queued by an API spreading students over more shards
 	// than this worker still drains its shard's pending set.

@@ -82,7 +82,7 @@ func TestLearnDrainFoldsAShardInOneBatch(t *testing.T) {
 	e := newLearnEnv(t, 120)
 	ctx := context.Background()
 	schools := e.catalog.Current().Schools
-	const shard = 7
+	const shard = 3
 	var students []string
 	versions := map[string]int64{}
 	armed := 0
@@ -232,7 +232,8 @@ func TestLearnDrainThatFailsLeavesItsStudentsPending(t *testing.T) {
 	e := newLearnEnv(t, 60)
 	ctx := context.Background()
 	schools := e.catalog.Current().Schools
-	id := e.studentInShard(t, 7)
+	const shard = 2
+	id := e.studentInShard(t, shard)
 	var last domain.RecordedSwipe
 	for i := range 3 {
 		last = e.swipe(t, id, schools[i].ID, "right")
@@ -243,7 +244,7 @@ CREATE FUNCTION refuse_learning() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN RAISE EXCEPTION 'learning refused'; END $$;
 CREATE TRIGGER refuse_learning BEFORE INSERT OR UPDATE ON learning_state FOR EACH ROW EXECUTE FUNCTION refuse_learning();`)
 	require.NoError(t, err)
-	require.Error(t, e.drain(ctx, 7))
+	require.Error(t, e.drain(ctx, shard))
 	pendingKey, armedKey := tasks.LearnDrainKeys(id)
 	n, err := e.rdb.Exists(ctx, pendingKey, armedKey).Result()
 	require.NoError(t, err)
@@ -251,7 +252,7 @@ CREATE TRIGGER refuse_learning BEFORE INSERT OR UPDATE ON learning_state FOR EAC
 
 	_, err = e.db.Pool().Exec(ctx, `DROP TRIGGER refuse_learning ON learning_state`)
 	require.NoError(t, err)
-	require.NoError(t, e.drain(ctx, 7))
+	require.NoError(t, e.drain(ctx, shard))
 	assert.Equal(t, last.Version, e.state(t, id).studentVersion)
 	assert.EqualValues(t, 3, e.swipesFolded())
 	n, err = e.rdb.Exists(ctx, pendingKey, armedKey).Result()
@@ -265,13 +266,14 @@ func TestLearnDrainSkipsErasedStudents(t *testing.T) {
 	e := newLearnEnv(t, 60)
 	ctx := context.Background()
 	schools := e.catalog.Current().Schools
-	gone, kept := e.studentInShard(t, 5), e.studentInShard(t, 5)
+	const shard = 1
+	gone, kept := e.studentInShard(t, shard), e.studentInShard(t, shard)
 	e.mark(t, e.swipe(t, gone, schools[0].ID, "right"))
 	keptRec := e.swipe(t, kept, schools[1].ID, "right")
 	e.mark(t, keptRec)
 	_, err := e.db.Pool().Exec(ctx, `UPDATE students SET deleted_at = now() WHERE id = $1`, gone)
 	require.NoError(t, err)
-	require.NoError(t, e.drain(ctx, 5))
+	require.NoError(t, e.drain(ctx, shard))
 	var states int
 	require.NoError(t, e.db.Pool().QueryRow(ctx, `SELECT count(*) FROM learning_state WHERE student_id = $1`, gone).Scan(&states))
 	assert.Zero(t, states, "nothing learned for an erased student")
