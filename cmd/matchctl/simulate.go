@@ -22,7 +22,7 @@ import (
 
 func init() {
 	register("simulate", command{
-		usage: "simulate [--students 200] [--swipes 40] [--schools 6500] [--seed 1] [--svg FILE] | simulate --families [--variant 0|1] [--students 200] [--swipes 50] [--seed 1] [--svg FILE] | simulate --api URL [--students 10] [--swipes 40]",
+		usage: "simulate [--students 200] [--swipes 40] [--schools 6500] [--seed 1] [--svg FILE] | simulate --families [--variant 0|1|2] [--students 200] [--swipes 50] [--seed 1] [--svg FILE] | simulate --api URL [--students 10] [--swipes 40] [--families [--variant 0|1|2]]",
 		help:  "measure how well the learning loop learns, with synthetic students (no database needed); --api: drive a running service through its API",
 		run:   runSimulate,
 	})
@@ -43,12 +43,12 @@ func runSimulate(ctx context.Context, e env, args []string) error {
 	noFeedback := fs.Bool("no-feedback", false, "with --api: leave feedback prompts unanswered")
 	weightsOnly := fs.Bool("weights-only", false, "the learner without its residual (the eight weights alone), for comparison")
 	families := fs.Bool("families", false, "students whose hidden tastes are not the service's score (five families), on the bundled catalogue of real schools")
-	variant := fs.Int("variant", 0, "with --families: the families' shapes, 0 (those the learner was tuned on) or 1 (held out)")
+	variant := fs.Int("variant", 0, "with --families: the families' shapes, 0 (those the learner was tuned on), 1 (held out) or 2 (shapes further from both)")
 	if err := fs.Parse(args); err != nil {
 		return usageErr("%v", err)
 	}
 	if *api != "" {
-		return runSimulateLive(ctx, e, fs, *api, *noFeedback)
+		return runSimulateLive(ctx, e, fs, *api, *noFeedback, *families)
 	}
 	if *families {
 		return runSimulateFamilies(ctx, e, fs, *variant, *students, *swipes, *seed, *page, *workers, *svg)
@@ -112,12 +112,20 @@ func writeSVG(e env, path string, svg []byte) error {
 
 // runSimulateLive drives a running service with the simulation's students
 // (internal/tools/simulate/live) and prints what it answered.
-func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, noFeedback bool) error {
+func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, noFeedback, families bool) error {
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "schools", "svg", "compare-exploration", "cold-start", "weights-only", "families", "variant":
+		case "schools", "svg", "compare-exploration", "cold-start", "weights-only":
 			bad = append(bad, "--"+f.Name)
+		case "variant":
+			if !families {
+				bad = append(bad, "--"+f.Name+" without --families")
+			}
+		case "no-feedback":
+			if families {
+				bad = append(bad, "--"+f.Name+" with --families (family students leave feedback prompts unanswered)")
+			}
 		}
 	})
 	if len(bad) > 0 {
@@ -127,10 +135,14 @@ func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, n
 		return usageErr("--api must be an http(s) URL, e.g. http://127.0.0.1:8080")
 	}
 	get := func(name string) int { v, _ := strconv.Atoi(fs.Lookup(name).Value.String()); return v }
-	students, swipes, page, workers := 10, get("swipes"), get("page"), get("workers")
+	students, swipes, page, workers, variant := 10, get("swipes"), get("page"), get("workers"), get("variant")
+	if families {
+		students, swipes, workers = 200, 50, 4
+	}
+	set := map[string]*int{"students": &students, "swipes": &swipes, "workers": &workers}
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "students" {
-			students = get("students")
+		if v, ok := set[f.Name]; ok {
+			*v = get(f.Name)
 		}
 	})
 	seed, _ := strconv.ParseUint(fs.Lookup("seed").Value.String(), 10, 64)
@@ -147,6 +159,8 @@ func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, n
 		return usageErr("--workers must be between 1 and 64")
 	case seed == 0:
 		return usageErr("--seed must be positive")
+	case variant < 0 || variant > 2:
+		return usageErr("--variant must be 0, 1 or 2")
 	}
 	secret := e.cfg.HS256Secret
 	if len(secret) == 0 {
@@ -165,12 +179,22 @@ func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, n
 	if len(schools) == 0 {
 		return errors.New("the catalogue at DATABASE_URL is empty; run matchctl seed")
 	}
+	token := func(id string) (string, error) {
+		return auth.MintHS256(secret, auth.MintOptions{Subject: id, TTL: time.Hour})
+	}
+	if families {
+		res, err := live.RunFamilies(ctx, live.FamiliesConfig{
+			API: api, Schools: schools, Students: students, Swipes: swipes, PageSize: page, Seed: seed,
+			Workers: workers, Variant: variant, Token: token,
+		})
+		if _, werr := fmt.Fprint(e.stdout, res.Table()); werr != nil && err == nil {
+			err = werr
+		}
+		return err
+	}
 	res, err := live.Run(ctx, live.Config{
 		API: api, Schools: schools, Students: students, Swipes: swipes, PageSize: page, Seed: seed, Workers: workers,
-		NoFeedback: noFeedback,
-		Token: func(id string) (string, error) {
-			return auth.MintHS256(secret, auth.MintOptions{Subject: id, TTL: time.Hour})
-		},
+		NoFeedback: noFeedback, Token: token,
 	})
 	if _, werr := fmt.Fprint(e.stdout, res.Table()); werr != nil && err == nil {
 		err = werr
@@ -194,8 +218,8 @@ func runSimulateFamilies(ctx context.Context, e env, fs *flag.FlagSet, variant, 
 		return usageErr("%s cannot be used with --families (the catalogue is the bundled one)", strings.Join(bad, ", "))
 	case fs.NArg() > 0:
 		return usageErr("unexpected argument %q", fs.Arg(0))
-	case variant != 0 && variant != 1:
-		return usageErr("--variant must be 0 or 1")
+	case variant < 0 || variant > 2:
+		return usageErr("--variant must be 0, 1 or 2")
 	case students < 1 || students > 100_000:
 		return usageErr("--students must be between 1 and 100000")
 	case swipes < 1 || swipes > 1000:

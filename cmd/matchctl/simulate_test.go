@@ -109,7 +109,7 @@ func TestSimulateFamiliesPrintsEveryPolicyByFamily(t *testing.T) {
 	require.NoError(t, xml.Unmarshal(b, &doc), "the SVG is well-formed XML")
 	assert.Equal(t, 7+2*5, len(doc.Lines), "every policy, then every family twice")
 	for _, args := range [][]string{
-		{"simulate", "--families", "--variant", "2"},
+		{"simulate", "--families", "--variant", "3"},
 		{"simulate", "--families", "--schools", "500"},
 		{"simulate", "--families", "--cold-start"},
 		{"simulate", "--families", "--weights-only"},

@@ -35,7 +35,12 @@ import (
 // form, the decay's curve, the size preference from two-sided to
 // one-sided, the quality measure, and the mixed tastes' weights to sparse
 // ones with an interaction), so a gain can be checked on tastes it was not
-// tuned on.
+// tuned on. Variant 2 holds shapes further still from both, which nothing
+// in the service was measured on before it was written: a hard cap on the
+// net price then earnings for the money; a brand (top completion and
+// earnings, selectivity) whatever the student's SAT; the student's own
+// state; a small school in a town or the country, both at once; and one of
+// the student's majors strongly taught, then cheapness.
 //
 // Every student has a complete profile that tells the truth about what the
 // form asks (an SAT score, a home, a budget, a family income, intended
@@ -109,7 +114,7 @@ type FamiliesConfig struct {
 	// Swipes per student (default 50).
 	Swipes int
 	Seed   uint64 // default 1
-	// Variant 0 or 1: the families' shapes (see the package doc).
+	// Variant 0, 1 or 2: the families' shapes (see the package doc).
 	Variant int
 	// PageSize is the client's page (default 10).
 	PageSize int
@@ -396,12 +401,23 @@ func (w *famWorld) newStudent(i int) *famStudent {
 		for k := range u {
 			np := match.EstimateNetPrice(st.profile, w.cat, k)
 			g := 0.2
-			if v == 0 {
+			switch v {
+			case 0:
 				if np.Known() {
 					g = sigmoid((B - float64(np.Amount)) / (0.06 * B))
 				}
 				u[k] = g * (0.25 + 0.75*w.quality[k])
-			} else {
+			case 2:
+				g, ratio := 0.3, 1.0
+				if np.Known() {
+					ratio = float64(np.Amount) / B
+					g = 0.05
+					if ratio <= 1.3 {
+						g = 1
+					}
+				}
+				u[k] = g * (0.3 + 0.7*w.earnPct[k]*(1-0.5*min(1, ratio)))
+			default:
 				if np.Known() {
 					g = clamp((1.15*B-float64(np.Amount))/(0.3*B), 0, 1)
 				}
@@ -428,14 +444,33 @@ func (w *famWorld) newStudent(i int) *famStudent {
 			if !math.IsNaN(w.satMid[k]) {
 				reach = sigmoid((float64(sat) + R - w.satMid[k]) / W)
 			}
-			if v == 0 {
+			switch v {
+			case 0:
 				u[k] = reach*sel + 0.15*w.quality[k]
-			} else {
+			case 2: // a brand, whatever the reach
+				q := w.quality[k]
+				u[k] = q * q * q * q
+				if sel >= 0.75 {
+					u[k] += 0.3
+				}
+			default:
 				u[k] = reach * (0.5*sel + 0.5*w.earnPct[k])
 			}
 		}
 	case FamilyNear:
 		ds.Budget = &budget
+		if v == 2 { // the student's own state
+			md := 300
+			ds.MaxDistanceMiles = &md
+			st.profile = match.NewProfile(ds)
+			for k := range u {
+				u[k] = 0.15 * w.quality[k]
+				if w.cat.Schools[k].State == ds.State {
+					u[k] += 0.6 + 0.4*w.quality[k]
+				}
+			}
+			break
+		}
 		L, a := 60+240*r.Float64(), 0.65+0.25*r.Float64()
 		if v == 1 {
 			L = 100 + 400*r.Float64()
@@ -476,6 +511,19 @@ func (w *famWorld) newStudent(i int) *famStudent {
 		if v == 1 {
 			second = (pref + 1 + int8(r.IntN(3))) % 4
 		}
+		if v == 2 { // small, and in a town or the country: both at once
+			pref = 2 + int8(r.IntN(2))
+			ds.PreferredSize = "small"
+			ds.PreferredSetting = string([4]domain.Setting{domain.SettingCity, domain.SettingSuburb, domain.SettingTown, domain.SettingRural}[pref])
+			st.profile = match.NewProfile(ds)
+			for k := range u {
+				u[k] = 0.2 * w.quality[k]
+				if ls := w.logSize[k]; (w.setting[k] == 2 || w.setting[k] == 3) && !math.IsNaN(ls) && ls < 3.6 {
+					u[k]++
+				}
+			}
+			break
+		}
 		ds.PreferredSetting = string([4]domain.Setting{domain.SettingCity, domain.SettingSuburb, domain.SettingTown, domain.SettingRural}[pref])
 		st.profile = match.NewProfile(ds)
 		atLeast := r.IntN(2) == 0
@@ -506,6 +554,17 @@ func (w *famWorld) newStudent(i int) *famStudent {
 		ds.Budget = &budget
 		ds.MaxDistanceMiles = &maxDist
 		st.profile = match.NewProfile(ds)
+		if v == 2 { // a major strongly taught, then cheapness
+			prog := programPercentile(w, st.profile)
+			for k := range u {
+				cheap := 0.5
+				if np := match.EstimateNetPrice(st.profile, w.cat, k); np.Known() {
+					cheap = 1 - min(1, float64(np.Amount)/60000)
+				}
+				u[k] = sigmoid((prog[k]-0.8)/0.05)*(0.5+0.5*cheap) + 0.1*w.quality[k]
+			}
+			break
+		}
 		feats := mixedFeatures(w, st.profile, lat, lon, float64(sat))
 		var beta [nMixed]float64
 		inter := 0.0

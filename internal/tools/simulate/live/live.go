@@ -409,5 +409,8 @@ func onboardingBody(s domain.Student, i int) map[string]any {
 	if s.PreferredSize != "" {
 		b["preferred_size"] = s.PreferredSize
 	}
+	if s.PreferredSetting != "" {
+		b["preferred_setting"] = s.PreferredSetting
+	}
 	return b
 }

@@ -22,7 +22,7 @@ import (
 // (TestSimulationThroughTheAPIMovesTheLearningCounters). These tests cover
 // the client's own handling of what a service may answer.
 
-// fakeAPI answers the four calls the client makes, with a handler per path
+// fakeAPI answers the five calls the clients make, with a handler per path
 // that may override the default answer.
 func fakeAPI(t *testing.T, schools []domain.School, override map[string]http.HandlerFunc) string {
 	t.Helper()
@@ -48,6 +48,9 @@ func fakeAPI(t *testing.T, schools []domain.School, override map[string]http.Han
 				"trigger_feedback": n == 2})
 		},
 		"/feedback": func(w http.ResponseWriter, r *http.Request) { write(w, http.StatusOK, map[string]any{"success": true}) },
+		"/recommendations": func(w http.ResponseWriter, r *http.Request) {
+			write(w, http.StatusOK, map[string]any{"recommendations": []any{}})
+		},
 	}
 	for path, h := range defaults {
 		if o, ok := override[path]; ok {
