@@ -303,8 +303,9 @@ func (d *famDriver) checkpoint(ctx context.Context, o *famOutcome, k, t int) err
 }
 
 // Table is the result as Markdown: by checkpoint for all students, then
-// by family from the first checkpoint to the last, with the like rate of
-// swipes 31 and after.
+// by family from the first checkpoint to the last, with the net lift (the
+// service's share of the ceiling at the last checkpoint minus the same at
+// the first) and the like rate of swipes 31 and after.
 func (r FamiliesResult) Table() string {
 	var b strings.Builder
 	all := int(simulate.NumFamilies)
@@ -318,16 +319,26 @@ func (r FamiliesResult) Table() string {
 		return b.String()
 	}
 	last := len(r.Checkpoints) - 1
-	fmt.Fprintf(&b, "\n| family | students | service, %d -> %d | lift | ceiling | logistic | like rate, swipes 31+ |\n|---|---:|---:|---:|---:|---:|---:|\n",
+	fmt.Fprintf(&b, "\n| family | students | service, %d -> %d | lift | ceiling | net lift | logistic | like rate, swipes 31+ |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
 		r.Checkpoints[0], r.Checkpoints[last])
 	for f := range all + 1 {
 		name := "all"
 		if f < all {
 			name = simulate.Family(f).String()
 		}
-		s := r.NDCG[RefService][f]
-		fmt.Fprintf(&b, "| %s | %d | %.3f -> %.3f | %+.3f | %.3f | %.3f | %.3f |\n", name, r.Students[f], s[0], s[last],
-			s[last]-s[0], r.NDCG[RefCeiling][f][last], r.NDCG[RefLogistic][f][last], r.StableLike[f])
+		s, c := r.NDCG[RefService][f], r.NDCG[RefCeiling][f]
+		fmt.Fprintf(&b, "| %s | %d | %.3f -> %.3f | %+.3f | %.3f -> %.3f | %+.3f | %.3f -> %.3f | %.3f |\n", name, r.Students[f],
+			s[0], s[last], s[last]-s[0], c[0], c[last], share(s[last], c[last])-share(s[0], c[0]),
+			r.NDCG[RefLogistic][f][0], r.NDCG[RefLogistic][f][last], r.StableLike[f])
 	}
 	return b.String()
+}
+
+// share is a policy's NDCG as a share of the ceiling's (0 when the
+// ceiling is 0).
+func share(v, ceiling float64) float64 {
+	if ceiling == 0 {
+		return 0
+	}
+	return v / ceiling
 }
