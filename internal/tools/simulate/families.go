@@ -155,17 +155,23 @@ func (c FamiliesConfig) withDefaults() FamiliesConfig {
 	if c.Workers <= 0 {
 		c.Workers = 1
 	}
-	if len(c.Checkpoints) == 0 {
-		c.Checkpoints = []int{0, 10, 20, 30, 50}
+	c.Checkpoints = FamilyCheckpoints(c.Checkpoints, c.Swipes)
+	return c
+}
+
+// FamilyCheckpoints are the swipe counts a families run measures at: cps (0,
+// 10, 20, 30 and 50 when empty) without those outside 0..swipes.
+func FamilyCheckpoints(cps []int, swipes int) []int {
+	if len(cps) == 0 {
+		cps = []int{0, 10, 20, 30, 50}
 	}
-	var cps []int
-	for _, t := range c.Checkpoints {
-		if t >= 0 && t <= c.Swipes {
-			cps = append(cps, t)
+	var out []int
+	for _, t := range cps {
+		if t >= 0 && t <= swipes {
+			out = append(out, t)
 		}
 	}
-	c.Checkpoints = cps
-	return c
+	return out
 }
 
 // famWorld is what every student of a families run shares: the catalogue

@@ -81,46 +81,23 @@ func RunFamilies(ctx context.Context, cfg FamiliesConfig) (FamiliesResult, error
 	start := time.Now()
 	pop := simulate.NewFamilyPopulation(simulate.FamiliesConfig{Schools: cfg.Schools, Students: cfg.Students,
 		Swipes: cfg.Swipes, Seed: cfg.Seed, Variant: cfg.Variant, PageSize: cfg.PageSize})
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var (
-		mu      sync.Mutex
-		outs    []famOutcome
-		firstEr error
-		wg      sync.WaitGroup
+		mu   sync.Mutex
+		outs []famOutcome
 	)
-	next := make(chan int)
-	for range cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				d := &famDriver{driver: driver{cfg: Config{API: cfg.API, Client: cfg.Client}}, fcfg: cfg, st: pop.Student(i)}
-				o, err := d.run(ctx, i)
-				mu.Lock()
-				if err == nil {
-					outs = append(outs, o)
-				} else if firstEr == nil {
-					firstEr = fmt.Errorf("student %d: %w", i, err)
-					cancel()
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for i := range cfg.Students {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	err := drive(ctx, cfg.Students, cfg.Workers, func(ctx context.Context, i int) error {
+		d := &famDriver{driver: driver{cfg: Config{API: cfg.API, Client: cfg.Client}}, fcfg: cfg, st: pop.Student(i)}
+		o, err := d.run(ctx, i)
+		if err == nil {
+			mu.Lock()
+			outs = append(outs, o)
+			mu.Unlock()
 		}
-	}
-	close(next)
-	wg.Wait()
+		return err
+	})
 	res := summarise(cfg, outs)
 	res.Elapsed = time.Since(start)
-	return res, firstEr
+	return res, err
 }
 
 func famDefaults(c FamiliesConfig) FamiliesConfig {
@@ -139,16 +116,7 @@ func famDefaults(c FamiliesConfig) FamiliesConfig {
 	if c.Settle <= 0 {
 		c.Settle = time.Second
 	}
-	if len(c.Checkpoints) == 0 {
-		c.Checkpoints = []int{0, 10, 20, 30, 50}
-	}
-	var cps []int
-	for _, t := range c.Checkpoints {
-		if t >= 0 && t <= c.Swipes {
-			cps = append(cps, t)
-		}
-	}
-	c.Checkpoints = cps
+	c.Checkpoints = simulate.FamilyCheckpoints(c.Checkpoints, c.Swipes)
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: 30 * time.Second}
 	}

@@ -149,34 +149,53 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	pop := simulate.NewPopulation(simulate.Config{Students: cfg.Students, Swipes: cfg.Swipes, Seed: cfg.Seed,
 		PageSize: cfg.PageSize}, cfg.Schools)
 
+	var (
+		mu    sync.Mutex
+		total = Result{Counts: map[Key]int{}, Feedback: map[string]int{}}
+	)
+	err := drive(ctx, cfg.Students, cfg.Workers, func(ctx context.Context, i int) error {
+		d := &driver{cfg: cfg, st: pop.Student(i), res: Result{Counts: map[Key]int{}, Feedback: map[string]int{}}}
+		err := d.run(ctx, i)
+		mu.Lock()
+		total.add(d.res)
+		mu.Unlock()
+		return err
+	})
+	total.Elapsed = time.Since(start)
+	return total, err
+}
+
+// drive runs student(ctx, i) for i in 0..students-1, workers at a time,
+// and stops at the first error, which it returns naming the student: the
+// students not started are not run, and the context of those running is
+// cancelled.
+func drive(ctx context.Context, students, workers int, student func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		mu      sync.Mutex
-		total   = Result{Counts: map[Key]int{}, Feedback: map[string]int{}}
 		firstEr error
 		wg      sync.WaitGroup
 	)
 	next := make(chan int)
-	for range cfg.Workers {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				d := &driver{cfg: cfg, st: pop.Student(i), res: Result{Counts: map[Key]int{}, Feedback: map[string]int{}}}
-				err := d.run(ctx, i)
-				mu.Lock()
-				total.add(d.res)
-				if err != nil && firstEr == nil {
-					firstEr = fmt.Errorf("student %d: %w", i, err)
-					cancel()
+				if err := student(ctx, i); err != nil {
+					mu.Lock()
+					if firstEr == nil {
+						firstEr = fmt.Errorf("student %d: %w", i, err)
+						cancel()
+					}
+					mu.Unlock()
 				}
-				mu.Unlock()
 			}
 		}()
 	}
 feed:
-	for i := range cfg.Students {
+	for i := range students {
 		select {
 		case next <- i:
 		case <-ctx.Done():
@@ -185,8 +204,7 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	total.Elapsed = time.Since(start)
-	return total, firstEr
+	return firstEr
 }
 
 func withDefaults(c Config) Config {
