@@ -297,6 +297,7 @@ type assembler struct {
 	entries []int32                   // buffer of probe and explore: indices in cand
 	cand    []exploreCand
 	slope   [nWeights]float64 // Model.featureSlopes
+	res     *residualTables   // the model's residual as the ranking tabulates it
 
 	// buffers of page
 	kinds  []uint8
@@ -396,6 +397,12 @@ func newAssembler(in *FeedInput, page int) *assembler {
 		a.cand = make([]exploreCand, 0, 256)
 	}
 	a.slope = m.featureSlopes()
+	if in.Ranking != nil {
+		a.res = &in.Ranking.kit.res
+	} else {
+		t := newResidualTables(&m.rmean, a.le.sc.strength())
+		a.res = &t
+	}
 	if !(a.maxDist > 0) || math.IsInf(a.maxDist, 0) {
 		a.maxDist = domain.DefaultMaxDistanceMiles
 	}
@@ -573,7 +580,7 @@ var assemblers = sync.Pool{New: func() any { return new(assembler) }}
 // release gives the assembler's buffers back for the next feed; a is not
 // used after.
 func (a *assembler) release() {
-	a.in, a.lean, a.cat, a.le = nil, nil, nil, learnEval{}
+	a.in, a.lean, a.cat, a.le, a.res = nil, nil, nil, learnEval{}, nil
 	assemblers.Put(a)
 }
 
@@ -897,7 +904,13 @@ func (a *assembler) candIndex(school int32) int32 {
 	} else {
 		s, g = a.le.eval(i, &b)
 	}
-	s += a.m.residualAt(&a.le.sc, a.cat, i, &b)
+	if a.m.nhist > 0 {
+		// The residual as the ranking adds it (tabulated): the picks are
+		// valued on the ranking's own scores, without the exact curves'
+		// exponentials.
+		in := residualInOf(a.cat, i, &b)
+		s += a.res.of(&in)
+	}
 	x, z, ok := a.m.featuresWith(&a.slope, s, g)
 	c := exploreCand{u: float64(splitmix64(a.in.Seed^uint64(i))>>11) / (1 << 53)}
 	if ok {
