@@ -118,18 +118,18 @@ func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, n
 		switch f.Name {
 		case "schools", "svg", "compare-exploration", "cold-start", "weights-only":
 			bad = append(bad, "--"+f.Name)
-		case "variant":
-			if !families {
-				bad = append(bad, "--"+f.Name+" without --families")
-			}
-		case "no-feedback":
-			if families {
-				bad = append(bad, "--"+f.Name+" with --families (family students leave feedback prompts unanswered)")
-			}
 		}
 	})
 	if len(bad) > 0 {
 		return usageErr("%s cannot be used with --api (the catalogue is the service's)", strings.Join(bad, ", "))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case set["variant"] && !families:
+		return usageErr("--variant needs --families")
+	case set["no-feedback"] && families:
+		return usageErr("--no-feedback cannot be used with --families: family students leave feedback prompts unanswered")
 	}
 	if u, err := url.Parse(api); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usageErr("--api must be an http(s) URL, e.g. http://127.0.0.1:8080")
@@ -139,9 +139,9 @@ func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, n
 	if families {
 		students, swipes, workers = 200, 50, 4
 	}
-	set := map[string]*int{"students": &students, "swipes": &swipes, "workers": &workers}
+	given := map[string]*int{"students": &students, "swipes": &swipes, "workers": &workers}
 	fs.Visit(func(f *flag.Flag) {
-		if v, ok := set[f.Name]; ok {
+		if v, ok := given[f.Name]; ok {
 			*v = get(f.Name)
 		}
 	})
@@ -155,6 +155,8 @@ func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, n
 		return usageErr("--swipes must be between 1 and 1000")
 	case page < 1 || page > 50:
 		return usageErr("--page must be between 1 and 50")
+	case families && page > 20:
+		return usageErr("--page must be between 1 and 20 with --families (the references are served in pages of at most 20)")
 	case workers < 1 || workers > 64:
 		return usageErr("--workers must be between 1 and 64")
 	case seed == 0:

@@ -66,6 +66,10 @@ func TestSimulateAPIChecksItsArguments(t *testing.T) {
 		{"simulate", "--api", "http://127.0.0.1:1", "--cold-start"},
 		{"simulate", "--api", "http://127.0.0.1:1", "--students", "0"},
 		{"simulate", "--api", "http://127.0.0.1:1", "extra"},
+		{"simulate", "--api", "http://127.0.0.1:1", "--variant", "1"},
+		{"simulate", "--api", "http://127.0.0.1:1", "--families", "--no-feedback"},
+		{"simulate", "--api", "http://127.0.0.1:1", "--families", "--variant", "3"},
+		{"simulate", "--api", "http://127.0.0.1:1", "--families", "--page", "30"},
 	} {
 		code, _, errOut := runSimulateCmd(t, args...)
 		assert.Equal(t, 2, code, "%v: %s", args, errOut)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -62,8 +63,11 @@ const (
 	// setting: while an API of such a build runs beside this one (a rolling
 	// update), it marks students in shards up to 31, whose drains this
 	// worker runs; erasures forget marks there too, and LearnPending counts
-	// them. The first shards are the same keys in both spreads.
+	// them. The first shards are the same keys in every spread.
 	legacyLearnShards = 32
+	// formerDefaultShards is the default count of the builds before it was
+	// four: an API of such a build marks students in shards up to 7.
+	formerDefaultShards = 8
 
 	// drainBatch is how many students one batch takes.
 	drainBatch = 64
@@ -80,8 +84,8 @@ const (
 // drain, unless the last batch was full: the first swipe of a quiet shard
 // is folded at once, and while swipes keep coming the drain lets them
 // gather for this long, so that one read, one save and one Redis round
-// trip serve several students (at 300 swipes/s, about four). It adds at
-// most this much to the learned feed's lag.
+// trip serve several students (at 300 swipes/s over 4 shards, about
+// eight). It adds at most this much to the learned feed's lag.
 var drainGather = 100 * time.Millisecond
 
 // drainRun is how long one drain task takes batches before it hands its
@@ -193,12 +197,18 @@ func LearnDrainKeys(studentID string) (pending, armed string) {
 }
 
 // ForgetLearnMarks removes erased students from their shards' pending sets
-// (in the legacy spread too: an older API may have marked them there).
+// (in the spreads of older builds too, the former default of 8 and the
+// legacy 32: an older API may have marked them there). A mark in a spread
+// of another count (LEARN_SHARDS changed while the student's mark waited)
+// is not found here: its drain clears it, an erased student's with nothing
+// folded.
 func ForgetLearnMarks(ctx context.Context, rdb redis.UniversalClient, studentIDs ...string) error {
 	for _, id := range studentIDs {
 		shards := []int{LearnShard(id)}
-		if legacy := shardOf(id, legacyLearnShards); legacy != shards[0] {
-			shards = append(shards, legacy)
+		for _, spread := range []uint32{formerDefaultShards, legacyLearnShards} {
+			if n := shardOf(id, spread); !slices.Contains(shards, n) {
+				shards = append(shards, n)
+			}
 		}
 		for _, n := range shards {
 			if err := handover.Forget(ctx, rdb, QueueCritical, learnDrainName(n), strings.ToLower(id)); err != nil {

@@ -375,19 +375,32 @@ func TestFailedDrainsRetryWithinSeconds(t *testing.T) {
 func TestLegacyShardMarksAreCountedAndForgotten(t *testing.T) {
 	rdb := testutil.NewRedis(t, testutil.RedisDBTasks)
 	ctx := context.Background()
-	id := ""
-	for id == "" || tasks.LegacyLearnShard(id) < tasks.LearnShards() {
-		id = uuid.NewString()
+	// Students whose shard in an older spread is one neither the present
+	// spread nor the other older one has.
+	for name, c := range map[string]struct {
+		shardOf func(string) int
+		alone   func(id string) bool
+	}{
+		"legacy spread of 32": {tasks.LegacyLearnShard, func(id string) bool { return tasks.LegacyLearnShard(id) >= 8 }},
+		"former default spread of 8": {tasks.FormerDefaultShard, func(id string) bool {
+			return tasks.FormerDefaultShard(id) >= tasks.LearnShards() && tasks.LegacyLearnShard(id) != tasks.FormerDefaultShard(id)
+		}},
+	} {
+		id := uuid.NewString()
+		for !c.alone(id) {
+			id = uuid.NewString()
+		}
+		shardOf := c.shardOf
+		key, _ := handover.DrainKeys(tasks.QueueCritical, "learn:"+strconv.Itoa(shardOf(id)))
+		require.NoError(t, rdb.ZAdd(ctx, key, redis.Z{Score: 3, Member: id}).Err())
+		n, err := tasks.LearnPending(ctx, rdb)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n, name)
+		require.NoError(t, tasks.ForgetLearnMarks(ctx, rdb, id))
+		n, err = tasks.LearnPending(ctx, rdb)
+		require.NoError(t, err)
+		assert.Zero(t, n, name)
 	}
-	legacy, _ := handover.DrainKeys(tasks.QueueCritical, "learn:"+strconv.Itoa(tasks.LegacyLearnShard(id)))
-	require.NoError(t, rdb.ZAdd(ctx, legacy, redis.Z{Score: 3, Member: id}).Err())
-	n, err := tasks.LearnPending(ctx, rdb)
-	require.NoError(t, err)
-	assert.Equal(t, 1, n)
-	require.NoError(t, tasks.ForgetLearnMarks(ctx, rdb, id))
-	n, err = tasks.LearnPending(ctx, rdb)
-	require.NoError(t, err)
-	assert.Zero(t, n)
 }
 
 // The shard count is a setting (LEARN_SHARDS): students spread over as

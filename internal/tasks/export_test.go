@@ -20,3 +20,7 @@ func SetDrainGather(d time.Duration) (restore func()) {
 
 // LegacyLearnShard is a student's shard in the spread of older builds.
 func LegacyLearnShard(studentID string) int { return shardOf(studentID, legacyLearnShards) }
+
+// FormerDefaultShard is the student's shard in the spread of the former
+// default count (8).
+func FormerDefaultShard(studentID string) int { return shardOf(studentID, formerDefaultShards) }

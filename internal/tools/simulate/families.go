@@ -30,7 +30,7 @@ import (
 //     a preferred campus setting;
 //   - mixed: random weights over ten standardised school features.
 //
-// Each family has two variants with different shapes (Variant 0 is the
+// Each family has three variants with different shapes (Variant 0 is the
 // one the learner's tunables were chosen on; Variant 1 changes the gate's
 // form, the decay's curve, the size preference from two-sided to
 // one-sided, the quality measure, and the mixed tastes' weights to sparse

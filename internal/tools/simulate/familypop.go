@@ -20,11 +20,11 @@ func NewFamilyPopulation(cfg FamiliesConfig) *FamilyPopulation {
 	return &FamilyPopulation{w: newFamWorld(cfg.withDefaults())}
 }
 
-// Student returns student i (family i mod NumFamilies). It is not safe
-// for concurrent use; distinct students are.
+// Student returns student i (family i mod NumFamilies); it may be called
+// from several goroutines. A FamilyStudent is not safe for concurrent use;
+// distinct students are.
 func (p *FamilyPopulation) Student(i int) *FamilyStudent {
-	st := p.w.newStudent(i)
-	st.likeR = p.w.rng(i, 2)
+	st := p.w.newStudent(i) // its decisions drawn from its own stream, as RunFamilies draws them
 	return &FamilyStudent{w: p.w, st: st, p: &path{excluded: make([]bool, p.w.n), ideal: st.ideal}}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/collegematch/matching/internal/catalog"
+	"github.com/collegematch/matching/internal/match"
 )
 
 // A family student driven from outside judges lists as RunFamilies does:
@@ -52,5 +53,39 @@ func TestFamilyStudentJudgesAsRunFamilies(t *testing.T) {
 		assert.Less(t, st.NDCG(ids(order[:20])), 1.0, "variant %d: a swiped school gains nothing", v)
 		_, known = st.Swipe("00000000-0000-0000-0000-000000000001")
 		assert.False(t, known)
+	}
+}
+
+// A family student that swipes what the learner's student swiped decides
+// the same way and has the same references after them, for every family
+// of every variant: what a run through the API is held against is what
+// families mode measures.
+func TestFamilyStudentReplaysRunFamilies(t *testing.T) {
+	if raceEnabled {
+		t.Skip("checked without the race detector")
+	}
+	for v := range 3 {
+		cfg := FamiliesConfig{Schools: catalog.Generate(800, 3), Students: 5, Swipes: 12, Seed: 4, Variant: v,
+			Checkpoints: []int{0, 12}}
+		res := RunFamilies(cfg)
+		pop := NewFamilyPopulation(cfg)
+		w := pop.w
+		for i := range cfg.Students {
+			st := w.newStudent(i)
+			p := w.walk(st, func(m match.Model, o match.Observation) match.Model {
+				m, _ = m.Observe(st.profile, w.cat, o)
+				return m
+			}, func(int, int, []match.FeedItem, *path) {})
+			fs := pop.Student(i)
+			for k, idx := range p.swiped {
+				like, known := fs.Swipe(w.cat.Schools[idx].ID)
+				require.True(t, known)
+				assert.Equal(t, p.ys[k], like, "variant %d, student %d, swipe %d", v, i, k)
+			}
+			ceiling, logistic := fs.References()
+			f := fs.Family()
+			assert.InDelta(t, res.NDCG[FCeiling][f][1], ceiling, 1e-12, "variant %d, %s", v, f)
+			assert.InDelta(t, res.NDCG[FLogistic][f][1], logistic, 1e-12, "variant %d, %s", v, f)
+		}
 	}
 }
