@@ -181,6 +181,7 @@ func ClosedLoop(ctx context.Context, c *Client, clients int, d time.Duration, ne
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	start := time.Now()
+	end, _ := ctx.Deadline()
 	var wg sync.WaitGroup
 	for w := range clients {
 		wg.Go(func() {
@@ -188,8 +189,11 @@ func ClosedLoop(ctx context.Context, c *Client, clients int, d time.Duration, ne
 				req := next(w)
 				t := time.Now()
 				status, body := c.Do(ctx, req)
-				if ctx.Err() != nil && status == 0 {
-					return // cut off by the end of the run: not a failure
+				// Cut off by the end of the run: not a failure. The
+				// connection's deadline (the context's) can end the request
+				// a moment before the context's own timer marks it done.
+				if status == 0 && (ctx.Err() != nil || !time.Now().Before(end)) {
+					return
 				}
 				rec.add(req.Kind, status, status == 0, time.Since(t))
 				if req.Done != nil && status != 0 {
