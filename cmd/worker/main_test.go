@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/collegematch/matching/internal/config"
 	"github.com/collegematch/matching/internal/query"
 	"github.com/collegematch/matching/internal/store"
 	"github.com/collegematch/matching/internal/tasks"
@@ -278,6 +279,14 @@ func TestRunRejectsBadEndpointsFile(t *testing.T) {
 
 // WORKER_CONCURRENCY and WEBHOOK_CONCURRENCY set the slots of the worker's
 // two task servers, as asynq registers them in Redis.
+// LEARN_SHARDS' default (config) is the shard count tasks spreads
+// students over before SetLearnShards: the two packages cannot share the
+// constant (config imports nothing of the service), so they are held equal
+// here, where both are imported.
+func TestLearnShardsDefaultIsConfigs(t *testing.T) {
+	assert.Equal(t, config.DefaultLearnShards, tasks.DefaultLearnShards)
+}
+
 func TestRunTaskSlotsFromConfig(t *testing.T) {
 	rdb := testutil.NewRedis(t, testutil.RedisDBCmdWorker)
 	w := start(t, map[string]string{
