@@ -116,6 +116,18 @@ type BatchResult struct {
 	LastFeedbackID int64
 }
 
+// SyncRead is what a pull reads below its watermark in one round trip:
+// the changes, the student as the learner sees them and the schools up to
+// UpTo.
+type SyncRead struct {
+	Swipes   []SyncSwipe
+	Feedback []SyncFeedback
+	UpTo     int64 // the watermark, or the last change read when More
+	More     bool  // the limit cut the changes short
+	State    LearnerState
+	Schools  []School
+}
+
 // SyncSwipe is a swipe as a sync pull returns it.
 type SyncSwipe struct {
 	Seq             int64

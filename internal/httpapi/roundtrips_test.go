@@ -207,14 +207,15 @@ func TestWhatEachRequestSends(t *testing.T) {
 				"occurred_at": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)}}}
 		}), http.StatusOK, nil},
 		{"`POST /m/sync/pull`, first pull", nothing,
-			request("POST", "/m/sync/pull", map[string]any{"student_id": student}), http.StatusOK, nil},
+			request("POST", "/m/sync/pull", map[string]any{"student_id": student}), http.StatusOK,
+			&cost{pgTrips: 2, pgStatements: 4, redisTrips: 2}},
 		{"`POST /m/sync/pull`, nothing new since the cursor", func() {
 			res := api.do(t, "POST", "/m/sync/pull", tok, map[string]any{"student_id": student})
 			require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
 			cursor, _ = res.Body["cursor"].(string)
 		}, func() *http.Request {
 			return request("POST", "/m/sync/pull", map[string]any{"student_id": student, "cursor": cursor})()
-		}, http.StatusOK, nil},
+		}, http.StatusOK, &cost{pgTrips: 2, pgStatements: 4, redisTrips: 2}},
 		{"`GET /match/{student_id}/{school_id}`", nothing,
 			request("GET", "/match/"+student+"/"+schools[5].ID, nil), http.StatusOK, nil},
 		{"`POST /m/batch/schools` (5 schools)", nothing, request("POST", "/m/batch/schools", map[string]any{

@@ -25,10 +25,8 @@ import (
 
 // SyncStore is what a pull needs from PostgreSQL (*store.Store).
 type SyncStore interface {
-	LearnerState(ctx context.Context, id string) (domain.LearnerState, error)
 	ChangeWatermark(ctx context.Context, maxWait time.Duration) (int64, bool, error)
-	SyncChanges(ctx context.Context, studentID string, after, upTo int64, limit int) ([]domain.SyncSwipe, []domain.SyncFeedback, int64, bool, error)
-	SyncSchools(ctx context.Context, studentID string, after, upTo int64, also []string) ([]domain.School, error)
+	SyncRead(ctx context.Context, studentID string, after, upTo int64, limit int, also []string) (domain.SyncRead, error)
 	ServerKey(ctx context.Context, name string) ([]byte, error)
 }
 
@@ -142,48 +140,42 @@ func (s *Sync) Pull(ctx context.Context, studentID, cursor string) (PullResult, 
 			return PullResult{}, err
 		}
 	}
+	out := PullResult{Swipes: []PulledSwipe{}, Feedback: []PulledFeedback{}, Schools: []CompactSchool{},
+		InactiveSchools: []string{}, R: json.RawMessage("[]")}
+	// The first page first: its schools are read with the changes. A pull
+	// is then two round trips to PostgreSQL, the watermark and one batch.
+	rIDs, err := s.recommendations(ctx, studentID, &out)
+	if err != nil {
+		return PullResult{}, err
+	}
 	upTo, safe, err := s.store.ChangeWatermark(ctx, s.maxWait)
 	if err != nil {
 		return PullResult{}, err
 	}
-	out := PullResult{Swipes: []PulledSwipe{}, Feedback: []PulledFeedback{}, Schools: []CompactSchool{},
-		InactiveSchools: []string{}, R: json.RawMessage("[]")}
 	if !safe || upTo < after {
 		// Changes below the watermark may still commit: answer none now and
 		// keep the cursor where it was; the client pulls again.
 		upTo, out.HasMore = after, !safe
 	}
-	sw, fb, upTo, more, err := s.store.SyncChanges(ctx, studentID, after, upTo, s.limit)
+	read, err := s.store.SyncRead(ctx, studentID, after, upTo, s.limit, rIDs)
 	if err != nil {
 		return PullResult{}, err
 	}
-	out.HasMore = out.HasMore || more
-
-	st, err := s.store.LearnerState(ctx, studentID)
-	if err != nil {
-		return PullResult{}, err
-	}
+	upTo, out.HasMore = read.UpTo, out.HasMore || read.More
+	st := read.State
 	if st.Student.DeletedAt != nil {
 		return PullResult{}, domain.StudentNotFound(studentID)
 	}
-	for _, x := range sw {
+	for _, x := range read.Swipes {
 		out.Swipes = append(out.Swipes, PulledSwipe{ID: x.ClientID, SchoolID: x.SchoolID, Direction: x.Direction,
 			InteractionType: x.InteractionType, TimeSpent: x.TimeSpent, OccurredAt: stamp(x.OccurredAt), RecordedAt: stamp(x.RecordedAt)})
 	}
-	for _, x := range fb {
+	for _, x := range read.Feedback {
 		out.Feedback = append(out.Feedback, PulledFeedback{ID: x.ClientID, SchoolID: x.SchoolID, Reason: x.Reason,
 			Comment: x.Comment, OccurredAt: stamp(x.OccurredAt), RecordedAt: stamp(x.RecordedAt)})
 	}
 	out.LearningState = syncLearning(st)
-
-	rIDs, err := s.recommendations(ctx, studentID, &out)
-	if err != nil {
-		return PullResult{}, err
-	}
-	schools, err := s.store.SyncSchools(ctx, studentID, after, upTo, rIDs)
-	if err != nil {
-		return PullResult{}, err
-	}
+	schools := read.Schools
 	var live []domain.School
 	for _, sc := range schools {
 		if sc.Active {

@@ -162,3 +162,69 @@ func TestSyncSchoolsAreTheStudentsInTheRange(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, got)
 }
+
+// A pull's read below its watermark is the changes, the student and the
+// schools in one batch: the same as the three reads one by one, the
+// schools cut at the last change sent when the limit cuts the changes.
+func TestSyncReadIsTheThreeReadsInOneBatch(t *testing.T) {
+	ctx := context.Background()
+	pool := testutil.NewDB(t)
+	db := store.New(pool)
+	schools := catalog.Generate(40, 1)
+	_, err := db.UpsertSchools(ctx, schools)
+	require.NoError(t, err)
+	student := "7d6f2c1e-8a3b-4c5d-9e0f-1a2b3c4d5e6f"
+	_, err = pool.Exec(ctx, `INSERT INTO students (id, name) VALUES ($1, 'S')`, student)
+	require.NoError(t, err)
+	_, err = db.RecordSwipe(ctx, domain.Swipe{StudentID: student, SchoolID: schools[3].ID, Direction: "left",
+		Interaction: domain.InteractionSwipe})
+	require.NoError(t, err)
+	// A school changed after the first swipe, then given feedback.
+	_, err = pool.Exec(ctx, `UPDATE schools SET zip = '12345' WHERE id = $1`, schools[5].ID)
+	require.NoError(t, err)
+	_, err = db.RecordFeedback(ctx, domain.Feedback{StudentID: student, SchoolID: schools[5].ID, Reason: "too_expensive"})
+	require.NoError(t, err)
+	top, safe, err := db.ChangeWatermark(ctx, time.Second)
+	require.NoError(t, err)
+	require.True(t, safe)
+	also := []string{schools[7].ID}
+
+	got, err := db.SyncRead(ctx, student, 0, top, 1000, also)
+	require.NoError(t, err)
+	sw, fb, upTo, more, err := db.SyncChanges(ctx, student, 0, top, 1000)
+	require.NoError(t, err)
+	st, err := db.LearnerState(ctx, student)
+	require.NoError(t, err)
+	sc, err := db.SyncSchools(ctx, student, 0, top, also)
+	require.NoError(t, err)
+	assert.Equal(t, domain.SyncRead{Swipes: sw, Feedback: fb, UpTo: upTo, More: more, State: st, Schools: sc}, got)
+	require.Len(t, got.Swipes, 1)
+	require.Len(t, got.Feedback, 1)
+	assert.Len(t, got.Schools, 3)
+	assert.Equal(t, 2, len(got.State.New), "the events not folded in")
+
+	// One change per pull: the cursor stops at the swipe, and the schools
+	// changed after it wait for the pull that sends the feedback.
+	got, err = db.SyncRead(ctx, student, 0, top, 1, also)
+	require.NoError(t, err)
+	assert.True(t, got.More)
+	assert.Equal(t, got.Swipes[0].Seq, got.UpTo)
+	assert.Empty(t, got.Feedback)
+	var ids []string
+	for _, s := range got.Schools {
+		ids = append(ids, s.ID)
+	}
+	assert.ElementsMatch(t, []string{schools[3].ID, schools[7].ID}, ids, "not the school changed after the swipe")
+	next, err := db.SyncRead(ctx, student, got.UpTo, top, 1, also)
+	require.NoError(t, err)
+	assert.False(t, next.More)
+	assert.Len(t, next.Feedback, 1)
+	require.Len(t, next.Schools, 1)
+	assert.Equal(t, schools[5].ID, next.Schools[0].ID)
+
+	// An unknown student.
+	_, err = db.SyncRead(ctx, "00000000-0000-4000-8000-000000000001", 0, top, 1000, nil)
+	var de *domain.Error
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, domain.CodeInvalidStudentID, de.Code)
+}
