@@ -116,7 +116,9 @@ func (m *Model) refit(p Profile, cat *Catalog) {
 	// tightest prior and a residual near zero; one whose taste they cannot
 	// express gets a wider one); from then on the weights' score is one
 	// feature among the others, its coefficient learned from zero.
-	d := &fitData{x: &x, off: &off, y: &y, w: &w, n: n}
+	var outer [historyLen][nTri]float64
+	d := &fitData{x: &x, outer: &outer, off: &off, y: &y, w: &w, n: n}
+	d.outers()
 	candidates := fitCandidates[:]
 	if d.evidence() >= freeFitFrom {
 		candidates = freeCandidates[:]
@@ -218,11 +220,29 @@ const (
 // fitData is a refit's data: the design, offsets, outcomes and weights of
 // n schools.
 type fitData struct {
-	x   *[historyLen][nFit]float64
-	off *[historyLen]float64
-	y   *[historyLen]float64
-	w   *[historyLen]float64
-	n   int
+	x     *[historyLen][nFit]float64
+	outer *[historyLen][nTri]float64 // each row's outer product x x', lower triangle by rows
+	off   *[historyLen]float64
+	y     *[historyLen]float64
+	w     *[historyLen]float64
+	n     int
+}
+
+// nTri is the size of a packed lower triangle of nFit x nFit.
+const nTri = nFit * (nFit + 1) / 2
+
+// outers fills d.outer from d.x.
+func (d *fitData) outers() {
+	for i := range d.n {
+		xi, oi := &d.x[i], &d.outer[i]
+		k := 0
+		for a := range nFit {
+			for bb := 0; bb <= a; bb++ {
+				oi[k] = xi[a] * xi[bb]
+				k++
+			}
+		}
+	}
 }
 
 // evidence is the data's total weight: counted swipes, and weak signals
@@ -254,38 +274,43 @@ func (d *fitData) fit(start [nFit]float64, c fitCandidate) (theta [nFit]float64,
 	case scoreFree:
 		pm[rScore], pv[rScore] = fitFreeScoreMean-1, fitVarFreeScore
 	}
-	var l [nFit][nFit]float64
+	var (
+		l       [nFit][nFit]float64
+		now     = math.NaN()        // the log posterior at theta, once worked out
+		pr, prN [historyLen]float64 // the like probabilities at theta (when now is known) and at a step's end
+	)
 	for step := 0; ; step++ {
+		if math.IsNaN(now) {
+			now = d.logPosterior(&theta, &pm, &pv, &pr)
+		}
 		var g [nFit]float64
-		var h [nFit][nFit]float64
 		for j := range nFit {
 			g[j] = -(theta[j] - pm[j]) / pv[j]
-			h[j][j] = 1 / pv[j]
 		}
+		// The data's Hessian, packed: each school's outer product was
+		// worked out once for every candidate and step (fitData.outer).
+		var hp [nTri]float64
 		for i := range d.n {
 			xi := &d.x[i]
-			eta := d.off[i]
-			for j := range nFit {
-				eta += theta[j] * xi[j]
-			}
-			pr := sigmoid(eta)
-			r := d.w[i] * (d.y[i] - pr)
-			c := d.w[i] * pr * (1 - pr)
+			r := d.w[i] * (d.y[i] - pr[i])
+			c := d.w[i] * pr[i] * (1 - pr[i])
 			for a := range nFit {
 				g[a] += r * xi[a]
-				ca := c * xi[a]
-				for bb := 0; bb <= a; bb++ {
-					h[a][bb] += ca * xi[bb]
-				}
+			}
+			oi := &d.outer[i]
+			for k := range hp {
+				hp[k] += c * oi[k]
 			}
 		}
-		for a := range nFit {
-			for bb := 0; bb < a; bb++ {
-				h[bb][a] = h[a][bb]
+		var h [nFit][nFit]float64
+		for a, k := 0, 0; a < nFit; a++ {
+			for bb := 0; bb <= a; bb, k = bb+1, k+1 {
+				h[a][bb] = hp[k]
 			}
+			h[a][a] += 1 / pv[a]
 		}
 		var delta [nFit]float64
-		delta, l, ok = choleskySolve(&h, &g)
+		delta, ok = choleskySolve(&h, &g, &l)
 		if !ok {
 			return theta, 0, false
 		}
@@ -295,14 +320,15 @@ func (d *fitData) fit(start [nFit]float64, c fitCandidate) (theta [nFit]float64,
 		// A Newton step, halved until the posterior rises: from a start
 		// where the predictions are saturated the Hessian is mostly the
 		// prior's, and a full step overshoots far.
-		now := d.logPosterior(&theta, &pm, &pv)
 		alpha := 1.0
 		var next [nFit]float64
 		for {
 			for j := range nFit {
 				next[j] = theta[j] + alpha*delta[j]
 			}
-			if d.logPosterior(&next, &pm, &pv) >= now || alpha < 1e-3 {
+			lp := d.logPosterior(&next, &pm, &pv, &prN)
+			if lp >= now || alpha < 1e-3 {
+				now, pr = lp, prN
 				break
 			}
 			alpha /= 2
@@ -317,7 +343,7 @@ func (d *fitData) fit(start [nFit]float64, c fitCandidate) (theta [nFit]float64,
 		}
 	}
 	// log p(y | theta) + log p(theta) - 1/2 log |H| (+ constants).
-	logEv = d.logPosterior(&theta, &pm, &pv)
+	logEv = now
 	for j := range nFit {
 		logEv -= 0.5*math.Log(pv[j]) + math.Log(l[j][j])
 	}
@@ -325,8 +351,9 @@ func (d *fitData) fit(start [nFit]float64, c fitCandidate) (theta [nFit]float64,
 }
 
 // logPosterior is the log posterior of theta (up to a constant) under the
-// prior of means pm and variances pv.
-func (d *fitData) logPosterior(theta, pm, pv *[nFit]float64) float64 {
+// prior of means pm and variances pv. When pr is not nil it receives each
+// school's like probability at theta, from the same exponential.
+func (d *fitData) logPosterior(theta, pm, pv *[nFit]float64, pr *[historyLen]float64) float64 {
 	lp := 0.0
 	for i := range d.n {
 		xi := &d.x[i]
@@ -334,10 +361,23 @@ func (d *fitData) logPosterior(theta, pm, pv *[nFit]float64) float64 {
 		for j := range nFit {
 			eta += theta[j] * xi[j]
 		}
+		// log sigmoid(eta) and sigmoid(eta) from one exponential, without
+		// overflow: e = exp(-|eta|).
+		e := math.Exp(-math.Abs(eta))
+		l1 := math.Log1p(e)
+		logLike, logDislike := -l1, -eta-l1 // eta >= 0
+		p := 1 / (1 + e)
+		if eta < 0 {
+			logLike, logDislike = eta-l1, -l1
+			p = e / (1 + e)
+		}
+		if pr != nil {
+			pr[i] = p
+		}
 		if d.y[i] > 0.5 {
-			lp += d.w[i] * logSigmoid(eta)
+			lp += d.w[i] * logLike
 		} else {
-			lp += d.w[i] * logSigmoid(-eta)
+			lp += d.w[i] * logDislike
 		}
 	}
 	for j := range nFit {
@@ -346,50 +386,46 @@ func (d *fitData) logPosterior(theta, pm, pv *[nFit]float64) float64 {
 	return lp
 }
 
-// logSigmoid is log(sigmoid(x)), without overflow.
-func logSigmoid(x float64) float64 {
-	if x >= 0 {
-		return -math.Log1p(math.Exp(-x))
-	}
-	return x - math.Log1p(math.Exp(x))
-}
-
 // clampResidual keeps a coefficient within residualLimit.
 func clampResidual(v float64) float64 { return max(-residualLimit, min(residualLimit, v)) }
 
-// choleskySolve solves h x = g for a symmetric positive definite h.
-// It returns the Cholesky factor too.
-func choleskySolve(h *[nFit][nFit]float64, g *[nFit]float64) (x [nFit]float64, l [nFit][nFit]float64, ok bool) {
+// choleskySolve solves h x = g for a symmetric positive definite h, of
+// which it reads the lower triangle, and leaves h's Cholesky factor in l.
+func choleskySolve(h *[nFit][nFit]float64, g *[nFit]float64, l *[nFit][nFit]float64) (x [nFit]float64, ok bool) {
+	var inv [nFit]float64 // 1 / l[j][j]
 	for i := range nFit {
-		for j := 0; j <= i; j++ {
-			s := h[i][j]
+		hi, li := &h[i], &l[i]
+		for j := 0; j < i; j++ {
+			s, lj := hi[j], &l[j]
 			for k := range j {
-				s -= l[i][k] * l[j][k]
+				s -= li[k] * lj[k]
 			}
-			if i == j {
-				if !(s > 0) {
-					return x, l, false
-				}
-				l[i][i] = math.Sqrt(s)
-			} else {
-				l[i][j] = s / l[j][j]
-			}
+			li[j] = s * inv[j]
 		}
+		s := hi[i]
+		for k := range i {
+			s -= li[k] * li[k]
+		}
+		if !(s > 0) {
+			return x, false
+		}
+		li[i] = math.Sqrt(s)
+		inv[i] = 1 / li[i]
 	}
 	var z [nFit]float64
 	for i := range nFit {
-		s := g[i]
+		s, li := g[i], &l[i]
 		for k := range i {
-			s -= l[i][k] * z[k]
+			s -= li[k] * z[k]
 		}
-		z[i] = s / l[i][i]
+		z[i] = s * inv[i]
 	}
 	for i := nFit - 1; i >= 0; i-- {
 		s := z[i]
 		for k := i + 1; k < nFit; k++ {
 			s -= l[k][i] * x[k]
 		}
-		x[i] = s / l[i][i]
+		x[i] = s * inv[i]
 	}
-	return x, l, true
+	return x, true
 }

@@ -462,7 +462,9 @@ func TestEveryPriorOfTheRefitConverges(t *testing.T) {
 		}
 		w[k] = 1
 	}
-	d := &fitData{x: &x, off: &off, y: &y, w: &w, n: m.nhist}
+	var outer [historyLen][nTri]float64
+	d := &fitData{x: &x, outer: &outer, off: &off, y: &y, w: &w, n: m.nhist}
+	d.outers()
 	var theta [nFit]float64
 	for _, c := range append(fitCandidates[:], freeCandidates[:]...) {
 		next, ev, ok := d.fit(theta, c)
