@@ -183,6 +183,23 @@ const (
 	scoreFree
 )
 
+// prior is the candidate's prior: each parameter's mean and variance.
+func (c fitCandidate) prior() (pm, pv [nFit]float64) {
+	for j := range nFit {
+		pv[j] = fitPriorVar(j)
+		if j != rScore && j != nResidual {
+			pv[j] *= c.scale
+		}
+	}
+	switch c.score {
+	case scoreLeftOut:
+		pm[rScore], pv[rScore] = -1, 1e-6
+	case scoreFree:
+		pm[rScore], pv[rScore] = fitFreeScoreMean-1, fitVarFreeScore
+	}
+	return pm, pv
+}
+
 // fitCandidates are the priors a refit chooses from before freeFitFrom.
 var fitCandidates = [...]fitCandidate{{0.01, scoreLed, 0}, {0.05, scoreLed, 0}, {0.25, scoreLed, 0}, {1, scoreLed, 0}, {1, scoreLeftOut, 0}}
 
@@ -261,65 +278,37 @@ func (d *fitData) evidence() float64 {
 // constant that does not depend on the scale).
 func (d *fitData) fit(start [nFit]float64, c fitCandidate) (theta [nFit]float64, logEv float64, ok bool) {
 	theta = start
-	var pv, pm [nFit]float64
-	for j := range nFit {
-		pv[j] = fitPriorVar(j)
-		if j != rScore && j != nResidual {
-			pv[j] *= c.scale
-		}
-	}
-	switch c.score {
-	case scoreLeftOut:
-		pm[rScore], pv[rScore], theta[rScore] = -1, 1e-6, -1
-	case scoreFree:
-		pm[rScore], pv[rScore] = fitFreeScoreMean-1, fitVarFreeScore
+	pm, pv := c.prior()
+	if c.score == scoreLeftOut {
+		theta[rScore] = -1
 	}
 	var (
-		l       [nFit][nFit]float64
-		now     = math.NaN()        // the log posterior at theta, once worked out
-		pr, prN [historyLen]float64 // the like probabilities at theta (when now is known) and at a step's end
+		l       [nFit][nFit]float64 // the Cholesky factor of the Hessian last worked out
+		inv     [nFit]float64       // 1 / l[j][j]
+		pr, prN [historyLen]float64 // the like probabilities at theta, and at a step's end
 	)
-	for step := 0; ; step++ {
-		if math.IsNaN(now) {
-			now = d.logPosterior(&theta, &pm, &pv, &pr)
-		}
+	now := d.logPosterior(&theta, &pm, &pv, &pr)
+	if !d.factor(&pr, &pv, &l, &inv) {
+		return theta, 0, false
+	}
+	// Newton steps with the Hessian of where they started (a chord
+	// method: from the last fit the mode is near, and the Hessian hardly
+	// changes on the way), worked out again after a long step.
+	for range fitSteps {
 		var g [nFit]float64
 		for j := range nFit {
 			g[j] = -(theta[j] - pm[j]) / pv[j]
 		}
-		// The data's Hessian, packed: each school's outer product was
-		// worked out once for every candidate and step (fitData.outer).
-		var hp [nTri]float64
 		for i := range d.n {
-			xi := &d.x[i]
-			r := d.w[i] * (d.y[i] - pr[i])
-			c := d.w[i] * pr[i] * (1 - pr[i])
+			r, xi := d.w[i]*(d.y[i]-pr[i]), &d.x[i]
 			for a := range nFit {
 				g[a] += r * xi[a]
 			}
-			oi := &d.outer[i]
-			for k := range hp {
-				hp[k] += c * oi[k]
-			}
 		}
-		var h [nFit][nFit]float64
-		for a, k := 0, 0; a < nFit; a++ {
-			for bb := 0; bb <= a; bb, k = bb+1, k+1 {
-				h[a][bb] = hp[k]
-			}
-			h[a][a] += 1 / pv[a]
-		}
-		var delta [nFit]float64
-		delta, ok = choleskySolve(&h, &g, &l)
-		if !ok {
-			return theta, 0, false
-		}
-		if step == fitSteps {
-			break
-		}
-		// A Newton step, halved until the posterior rises: from a start
-		// where the predictions are saturated the Hessian is mostly the
-		// prior's, and a full step overshoots far.
+		delta := cholSolve(&l, &inv, &g)
+		// A step halved until the posterior rises: from a start where the
+		// predictions are saturated the Hessian is mostly the prior's, and
+		// a full step overshoots far.
 		alpha := 1.0
 		var next [nFit]float64
 		for {
@@ -338,9 +327,16 @@ func (d *fitData) fit(start [nFit]float64, c fitCandidate) (theta [nFit]float64,
 			most = max(most, math.Abs(next[j]-theta[j]))
 		}
 		theta = next
-		if most < 1e-4 {
-			step = fitSteps - 1 // one more pass for the Hessian at the mode
+		if most < fitTolerance {
+			break
 		}
+		if most > chordStep && !d.factor(&pr, &pv, &l, &inv) {
+			return theta, 0, false
+		}
+	}
+	// The Hessian at the mode, for the evidence.
+	if !d.factor(&pr, &pv, &l, &inv) {
+		return theta, 0, false
 	}
 	// log p(y | theta) + log p(theta) - 1/2 log |H| (+ constants).
 	logEv = now
@@ -389,10 +385,43 @@ func (d *fitData) logPosterior(theta, pm, pv *[nFit]float64, pr *[historyLen]flo
 // clampResidual keeps a coefficient within residualLimit.
 func clampResidual(v float64) float64 { return max(-residualLimit, min(residualLimit, v)) }
 
-// choleskySolve solves h x = g for a symmetric positive definite h, of
-// which it reads the lower triangle, and leaves h's Cholesky factor in l.
-func choleskySolve(h *[nFit][nFit]float64, g *[nFit]float64, l *[nFit][nFit]float64) (x [nFit]float64, ok bool) {
-	var inv [nFit]float64 // 1 / l[j][j]
+// fitTolerance is the step (in any parameter) at which a fit has
+// reached its mode: a chord step costs a pass over the history, not a
+// Hessian, so the mode is found closely.
+const fitTolerance = 1e-5
+
+// chordStep is the longest step (in any parameter) after which a fit
+// keeps the Hessian it has.
+const chordStep = 0.05
+
+// factor works out the Hessian of the negative log posterior where the
+// like probabilities are pr, under the prior variances pv, and leaves its
+// Cholesky factor in l (inv: the reciprocals of its diagonal). It reports
+// false when the Hessian is not positive definite.
+func (d *fitData) factor(pr *[historyLen]float64, pv *[nFit]float64, l *[nFit][nFit]float64, inv *[nFit]float64) bool {
+	// The data's part, packed: each school's outer product was worked out
+	// once for every candidate and step (fitData.outer).
+	var hp [nTri]float64
+	for i := range d.n {
+		c, oi := d.w[i]*pr[i]*(1-pr[i]), &d.outer[i]
+		for k := range hp {
+			hp[k] += c * oi[k]
+		}
+	}
+	var h [nFit][nFit]float64
+	for a, k := 0, 0; a < nFit; a++ {
+		for bb := 0; bb <= a; bb, k = bb+1, k+1 {
+			h[a][bb] = hp[k]
+		}
+		h[a][a] += 1 / pv[a]
+	}
+	return cholesky(&h, l, inv)
+}
+
+// cholesky factors a symmetric positive definite h, of which it reads the
+// lower triangle, into l, with the reciprocals of l's diagonal in inv. It
+// reports false when h is not positive definite.
+func cholesky(h, l *[nFit][nFit]float64, inv *[nFit]float64) bool {
 	for i := range nFit {
 		hi, li := &h[i], &l[i]
 		for j := 0; j < i; j++ {
@@ -407,11 +436,16 @@ func choleskySolve(h *[nFit][nFit]float64, g *[nFit]float64, l *[nFit][nFit]floa
 			s -= li[k] * li[k]
 		}
 		if !(s > 0) {
-			return x, false
+			return false
 		}
 		li[i] = math.Sqrt(s)
 		inv[i] = 1 / li[i]
 	}
+	return true
+}
+
+// cholSolve solves l l' x = g.
+func cholSolve(l *[nFit][nFit]float64, inv *[nFit]float64, g *[nFit]float64) (x [nFit]float64) {
 	var z [nFit]float64
 	for i := range nFit {
 		s, li := g[i], &l[i]
@@ -427,5 +461,5 @@ func choleskySolve(h *[nFit][nFit]float64, g *[nFit]float64, l *[nFit][nFit]floa
 		}
 		x[i] = s * inv[i]
 	}
-	return x, true
+	return x
 }

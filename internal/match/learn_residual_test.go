@@ -469,6 +469,18 @@ func TestEveryPriorOfTheRefitConverges(t *testing.T) {
 	for _, c := range append(fitCandidates[:], freeCandidates[:]...) {
 		next, ev, ok := d.fit(theta, c)
 		require.True(t, ok, "%+v", c)
+		// At the mode the log posterior's gradient is zero: the chord
+		// steps (one Hessian for several steps) end where Newton's would.
+		pm, pv := c.prior()
+		var pr [historyLen]float64
+		d.logPosterior(&next, &pm, &pv, &pr)
+		for j := range nFit {
+			g := -(next[j] - pm[j]) / pv[j]
+			for i := range d.n {
+				g += d.w[i] * (d.y[i] - pr[i]) * d.x[i][j]
+			}
+			assert.InDelta(t, 0, g*math.Sqrt(pv[j]), 1e-3, "%+v: gradient %d at the mode", c, j)
+		}
 		again, ev2, _ := d.fit(next, c)
 		for j := range nFit {
 			assert.InDelta(t, next[j], again[j], 1e-3, "%+v: at its mode", c)
