@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -118,9 +119,9 @@ func TestServerKeyIsMadeOnceAndShared(t *testing.T) {
 	assert.NotEqual(t, k1, other)
 }
 
-// A pull's schools are the student's (swiped, or named by the caller)
-// changed within the range, found by id, read without program shares.
-func TestSyncSchoolsAreTheStudentsInTheRange(t *testing.T) {
+// syncStudent is a database of 40 schools and a student who swiped left
+// on the fourth.
+func syncStudent(t *testing.T) (context.Context, *pgxpool.Pool, *store.Store, []domain.School, string) {
 	ctx := context.Background()
 	pool := testutil.NewDB(t)
 	db := store.New(pool)
@@ -133,6 +134,14 @@ func TestSyncSchoolsAreTheStudentsInTheRange(t *testing.T) {
 	_, err = db.RecordSwipe(ctx, domain.Swipe{StudentID: student, SchoolID: schools[3].ID, Direction: "left",
 		Interaction: domain.InteractionSwipe})
 	require.NoError(t, err)
+	return ctx, pool, db, schools, student
+}
+
+// A pull's schools are the student's (swiped, or named by the caller)
+// changed within the range, found by id, read without program shares.
+func TestSyncSchoolsAreTheStudentsInTheRange(t *testing.T) {
+	ctx, pool, db, schools, student := syncStudent(t)
+	var err error
 	_, err = db.RecordFeedback(ctx, domain.Feedback{StudentID: student, SchoolID: schools[5].ID, Reason: "too_expensive"})
 	require.NoError(t, err)
 	// A school no longer served is still sent, marked inactive.
@@ -167,18 +176,8 @@ func TestSyncSchoolsAreTheStudentsInTheRange(t *testing.T) {
 // schools in one batch: the same as the three reads one by one, the
 // schools cut at the last change sent when the limit cuts the changes.
 func TestSyncReadIsTheThreeReadsInOneBatch(t *testing.T) {
-	ctx := context.Background()
-	pool := testutil.NewDB(t)
-	db := store.New(pool)
-	schools := catalog.Generate(40, 1)
-	_, err := db.UpsertSchools(ctx, schools)
-	require.NoError(t, err)
-	student := "7d6f2c1e-8a3b-4c5d-9e0f-1a2b3c4d5e6f"
-	_, err = pool.Exec(ctx, `INSERT INTO students (id, name) VALUES ($1, 'S')`, student)
-	require.NoError(t, err)
-	_, err = db.RecordSwipe(ctx, domain.Swipe{StudentID: student, SchoolID: schools[3].ID, Direction: "left",
-		Interaction: domain.InteractionSwipe})
-	require.NoError(t, err)
+	ctx, pool, db, schools, student := syncStudent(t)
+	var err error
 	// A school changed after the first swipe, then given feedback.
 	_, err = pool.Exec(ctx, `UPDATE schools SET zip = '12345' WHERE id = $1`, schools[5].ID)
 	require.NoError(t, err)
