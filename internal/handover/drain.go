@@ -153,20 +153,3 @@ func (d *Drain) Next(ctx context.Context, done []Pending, n int) ([]Pending, err
 	}
 	return out, nil
 }
-
-// Forget removes members from the drain named name of queue whatever their
-// score (an erased student), in one round trip.
-func Forget(ctx context.Context, rdb redis.UniversalClient, queue, name string, members ...string) error {
-	if len(members) == 0 {
-		return nil
-	}
-	pending, _ := DrainKeys(queue, name)
-	ms := make([]any, len(members))
-	for i, m := range members {
-		ms[i] = m
-	}
-	if err := rdb.ZRem(ctx, pending, ms...).Err(); err != nil {
-		return fmt.Errorf("forget %d members of %s: %w", len(members), pending, err)
-	}
-	return nil
-}

@@ -198,11 +198,17 @@ func LearnDrainKeys(studentID string) (pending, armed string) {
 
 // ForgetLearnMarks removes erased students from their shards' pending sets
 // (in the spreads of older builds too, the former default of 8 and the
-// legacy 32: an older API may have marked them there). A mark in a spread
-// of another count (LEARN_SHARDS changed while the student's mark waited)
-// is not found here: its drain clears it, an erased student's with nothing
-// folded.
+// legacy 32: an older API may have marked them there), in one round trip.
+// A mark in a spread of another count (LEARN_SHARDS changed while the
+// student's mark waited) is not found here: its drain clears it, an erased
+// student's with nothing folded.
 func ForgetLearnMarks(ctx context.Context, rdb redis.UniversalClient, studentIDs ...string) error {
+	if len(studentIDs) == 0 {
+		return nil
+	}
+	// Each shard's pending set, with the students to take out of it.
+	var keys []string
+	members := map[string][]any{}
 	for _, id := range studentIDs {
 		shards := []int{LearnShard(id)}
 		for _, spread := range []uint32{formerDefaultShards, legacyLearnShards} {
@@ -211,10 +217,21 @@ func ForgetLearnMarks(ctx context.Context, rdb redis.UniversalClient, studentIDs
 			}
 		}
 		for _, n := range shards {
-			if err := handover.Forget(ctx, rdb, QueueCritical, learnDrainName(n), strings.ToLower(id)); err != nil {
-				return err
+			pending, _ := handover.DrainKeys(QueueCritical, learnDrainName(n))
+			if _, ok := members[pending]; !ok {
+				keys = append(keys, pending)
 			}
+			members[pending] = append(members[pending], strings.ToLower(id))
 		}
+	}
+	_, err := rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for _, k := range keys {
+			pipe.ZRem(ctx, k, members[k]...)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("forget %d students' learn marks: %w", len(studentIDs), err)
 	}
 	return nil
 }

@@ -424,3 +424,55 @@ func TestLearnShardsIsASetting(t *testing.T) {
 	assert.Error(t, tasks.SetLearnShards(1025))
 	assert.Equal(t, 64, tasks.LearnShards())
 }
+
+// An erasure of many students forgets their marks in every spread, the
+// present one and the two older ones, in one round trip.
+func TestForgetLearnMarksIsOneRoundTrip(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBTasks)
+	ctx := context.Background()
+	var ids []string
+	for range 20 {
+		id := uuid.NewString()
+		ids = append(ids, id)
+		for _, shard := range []int{tasks.LearnShard(id), tasks.FormerDefaultShard(id), tasks.LegacyLearnShard(id)} {
+			key, _ := handover.DrainKeys(tasks.QueueCritical, "learn:"+strconv.Itoa(shard))
+			require.NoError(t, rdb.ZAdd(ctx, key, redis.Z{Score: 3, Member: id}).Err())
+		}
+	}
+	kept := uuid.NewString()
+	require.NoError(t, rdb.ZAdd(ctx, "learn-unrelated", redis.Z{Score: 1, Member: kept}).Err())
+	trips := &tripCounter{}
+	rdb.AddHook(trips)
+	require.NoError(t, tasks.ForgetLearnMarks(ctx, rdb, ids...))
+	assert.Equal(t, 1, trips.n, "round trips")
+	n, err := tasks.LearnPending(ctx, rdb)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	assert.Equal(t, int64(1), rdb.ZCard(ctx, "learn-unrelated").Val())
+}
+
+// tripCounter counts a client's round trips: a command or a pipeline each,
+// but those a new connection makes to set itself up.
+type tripCounter struct{ n int }
+
+var connectionSetup = map[string]bool{"hello": true, "select": true, "client": true, "auth": true}
+
+func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !connectionSetup[cmd.Name()] {
+			c.n++
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && !connectionSetup[cmds[0].Name()] {
+			c.n++
+		}
+		return next(ctx, cmds)
+	}
+}
