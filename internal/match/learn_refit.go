@@ -288,6 +288,7 @@ func (d *fitData) fit(start [nFit]float64, c fitCandidate) (theta [nFit]float64,
 		pr, prN [historyLen]float64 // the like probabilities at theta, and at a step's end
 	)
 	now := d.logPosterior(&theta, &pm, &pv, &pr)
+	last := math.Inf(1) // the last step's length
 	if !d.factor(&pr, &pv, &l, &inv) {
 		return theta, 0, false
 	}
@@ -330,9 +331,12 @@ func (d *fitData) fit(start [nFit]float64, c fitCandidate) (theta [nFit]float64,
 		if most < fitTolerance {
 			break
 		}
-		if most > chordStep && !d.factor(&pr, &pv, &l, &inv) {
+		// A long step, or one that shrank too little (the Hessian it took
+		// is far from the one here), takes Newton's Hessian again.
+		if (most > chordStep || most > chordRate*last) && !d.factor(&pr, &pv, &l, &inv) {
 			return theta, 0, false
 		}
+		last = most
 	}
 	// The Hessian at the mode, for the evidence.
 	if !d.factor(&pr, &pv, &l, &inv) {
@@ -391,8 +395,13 @@ func clampResidual(v float64) float64 { return max(-residualLimit, min(residualL
 const fitTolerance = 1e-5
 
 // chordStep is the longest step (in any parameter) after which a fit
-// keeps the Hessian it has.
-const chordStep = 0.05
+// keeps the Hessian it has, and chordRate the most a step may keep of the
+// one before: a slower shrink means the Hessian taken is far from the one
+// where the fit is, and the steps would run out before the mode.
+const (
+	chordStep = 0.05
+	chordRate = 0.25
+)
 
 // factor works out the Hessian of the negative log posterior where the
 // like probabilities are pr, under the prior variances pv, and leaves its

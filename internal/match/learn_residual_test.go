@@ -463,8 +463,24 @@ func TestEveryPriorOfTheRefitConverges(t *testing.T) {
 		w[k] = 1
 	}
 	var outer [historyLen][nTri]float64
-	d := &fitData{x: &x, outer: &outer, off: &off, y: &y, w: &w, n: m.nhist}
-	d.outers()
+	// The whole history, and short ones with weak signals among them
+	// (where the chord steps shrink slowest).
+	for _, n := range []int{m.nhist, 12, 5} {
+		if n < m.nhist {
+			for k := range n {
+				w[k] = []float64{1, 0.25, 2}[k%3]
+			}
+		}
+		d := &fitData{x: &x, outer: &outer, off: &off, y: &y, w: &w, n: n}
+		d.outers()
+		checkEveryPriorConverges(t, d)
+	}
+}
+
+// checkEveryPriorConverges fits every candidate prior to d in turn, each
+// from the last one's mode, and checks each is at its mode.
+func checkEveryPriorConverges(t *testing.T, d *fitData) {
+	t.Helper()
 	var theta [nFit]float64
 	for _, c := range append(fitCandidates[:], freeCandidates[:]...) {
 		next, ev, ok := d.fit(theta, c)
@@ -485,10 +501,13 @@ func TestEveryPriorOfTheRefitConverges(t *testing.T) {
 		for j := range nFit {
 			assert.InDelta(t, next[j], again[j], 1e-3, "%+v: at its mode", c)
 		}
-		assert.InDelta(t, ev, ev2, 1e-6)
+		// The mode is found to fitTolerance in each parameter, so the
+		// evidence moves with where it stops by a few 1e-6 nats; the
+		// candidates' evidences differ by nats.
+		assert.InDelta(t, ev, ev2, 2e-5, "%+v: evidence at the mode", c)
 		// The data's log-likelihood is at least n log(1/2) at the prior's
 		// mean; the evidence of a converged fit is of that order.
-		assert.Greater(t, ev, -5*float64(m.nhist), "%+v: evidence %.1f", c, ev)
+		assert.Greater(t, ev, -5*float64(d.n), "%+v: evidence %.1f", c, ev)
 		theta = next
 	}
 }
