@@ -101,15 +101,10 @@ func RunFamilies(ctx context.Context, cfg FamiliesConfig) (FamiliesResult, error
 }
 
 func famDefaults(c FamiliesConfig) FamiliesConfig {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&c.Students, 200)
-	def(&c.Swipes, 50)
-	def(&c.PageSize, 10)
-	def(&c.Workers, 4)
+	orDefault(&c.Students, 200)
+	orDefault(&c.Swipes, 50)
+	orDefault(&c.PageSize, 10)
+	orDefault(&c.Workers, 4)
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
@@ -117,10 +112,7 @@ func famDefaults(c FamiliesConfig) FamiliesConfig {
 		c.Settle = time.Second
 	}
 	c.Checkpoints = simulate.FamilyCheckpoints(c.Checkpoints, c.Swipes)
-	if c.Client == nil {
-		c.Client = &http.Client{Timeout: 30 * time.Second}
-	}
-	c.API = strings.TrimRight(c.API, "/")
+	c.Client, c.API = reach(c.Client, c.API)
 	return c
 }
 

@@ -208,23 +208,31 @@ feed:
 }
 
 func withDefaults(c Config) Config {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&c.Students, 10)
-	def(&c.Swipes, 40)
-	def(&c.PageSize, 10)
-	def(&c.Workers, 2)
+	orDefault(&c.Students, 10)
+	orDefault(&c.Swipes, 40)
+	orDefault(&c.PageSize, 10)
+	orDefault(&c.Workers, 2)
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
-	if c.Client == nil {
-		c.Client = &http.Client{Timeout: 30 * time.Second}
-	}
-	c.API = strings.TrimRight(c.API, "/")
+	c.Client, c.API = reach(c.Client, c.API)
 	return c
+}
+
+// orDefault sets *v to d when it is not positive.
+func orDefault(v *int, d int) {
+	if *v <= 0 {
+		*v = d
+	}
+}
+
+// reach is the client (a default one with a 30 s timeout when nil) and
+// the API's base URL (without a trailing slash) a run talks to.
+func reach(client *http.Client, api string) (*http.Client, string) {
+	if client == nil {
+		client = &http.Client{Timeout: 30 * time.Second}
+	}
+	return client, strings.TrimRight(api, "/")
 }
 
 func (r *Result) add(o Result) {
