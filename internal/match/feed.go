@@ -279,6 +279,15 @@ type assembler struct {
 	pbuf   []int32
 	all    []int32  // the bands' array
 	keys   []uint64 // the lean layout's sort buffer
+	// A lean layout puts each band in exact order lazily, one bucket of
+	// its keys at a time, as far as assembly reads it (see layoutLean):
+	// bands[c][:ordered[c]] is in order; the rest is in buckets of
+	// bucketed, at offset base[c].
+	ordered   [nGeoBands]int
+	base      [nGeoBands]int
+	bucketed  []uint64 // keys grouped by bucket, the buckets in ranked order
+	bucketEnd []int32  // end of each bucket in bucketed, by bucket
+	pkeys     []uint64 // a probe scan's buffer
 	listAt []uint8  // the layout's buffer
 	used   []bool   // by school
 	bandOf []GeoBand
@@ -384,6 +393,7 @@ func newAssembler(in *FeedInput, page int) *assembler {
 		candAt:  cleared(old.candAt, cat.Len()),
 		cand:    old.cand[:0],
 		all:     old.all, keys: old.keys, listAt: old.listAt, rank: old.rank,
+		bucketEnd: old.bucketEnd, pkeys: old.pkeys,
 		pbuf:    old.pbuf[:0],
 		entries: old.entries[:0],
 		kinds:   old.kinds, items: old.items, filled: old.filled, picks: old.picks,
@@ -523,23 +533,28 @@ func (a *assembler) lists(count *[nGeoBands]int) []int32 {
 	at := 0
 	for b := range a.bands {
 		a.bands[b] = all[at : at+count[b] : at+count[b]]
+		a.base[b], a.ordered[b] = at, count[b]
 		at += count[b]
 	}
 	return all
 }
 
-// layoutLean lays the bands out from a lean ranking: the schools are
-// sorted by band, then by score, in one sort, so each band comes out in
-// ranked order without ranking the whole catalogue first.
+// layoutLean lays the bands out from a lean ranking: every school gets a
+// key (its band above its quantised score, then its index), and the keys
+// are grouped by their top digit in one pass (bucketed), which leaves
+// each band as a run of buckets in ranked order. A bucket is put in exact
+// order only when assembly reads into it (order): the feed reads the top
+// of each band, and the probe scans, which test a band to its end, test
+// each bucket unordered and order only the schools they find
+// (scanBucket).
 func (a *assembler) layoutLean(swiped *[4]bool) {
 	r, bandOf := a.lean, a.bandOf
 	n := len(bandOf)
 	a.keys = resized(a.keys, 2*n)
 	keys := a.keys[:0]
 	var count [nGeoBands]int
-	// Keys of 24 bits (the list above the 22 of sortKey), two digits of 12.
-	const digit = radixBits + 1
-	var lo, hi [1 << digit]int32
+	a.bucketEnd = cleared(a.bucketEnd, layoutBuckets)
+	ends := a.bucketEnd[:layoutBuckets]
 	ex := a.in.Excluded[:min(len(a.in.Excluded), n)]
 	region, dist, score := a.cat.region[:n], r.dist[:n], r.score[:n]
 	for i := range bandOf {
@@ -554,24 +569,81 @@ func (a *assembler) layoutLean(swiped *[4]bool) {
 		count[l]++
 		k := uint32(l)<<(2*radixBits) | sortKey(score[i])
 		keys = append(keys, uint64(k)<<32|uint64(i))
-		lo[k&(1<<digit-1)]++
-		hi[k>>digit]++
+		ends[k>>layoutShift]++
 	}
-	all := a.lists(&count)
-	if len(keys) == 0 {
+	a.lists(&count)
+	pos := int32(0)
+	for j := range ends {
+		ends[j], pos = pos, pos+ends[j]
+	}
+	bucketed := a.keys[n : n+len(keys)]
+	for _, k := range keys {
+		j := k >> (32 + layoutShift)
+		bucketed[ends[j]] = k
+		ends[j]++
+	}
+	a.bucketed = bucketed
+	a.ordered = [nGeoBands]int{}
+}
+
+// The lean layout's buckets: the top 12 of the keys' 24 bits (the band
+// and the score's top 10).
+const (
+	layoutShift   = radixBits + 1
+	layoutBuckets = 1 << (2*radixBits + 2 - layoutShift)
+)
+
+// at is school j of band c's list in ranked order (j < len(a.bands[c])).
+func (a *assembler) at(c GeoBand, j int) int32 {
+	if j >= a.ordered[c] {
+		a.order(c, j)
+	}
+	return a.bands[c][j]
+}
+
+// order puts band c's list in exact order up to position j, a bucket at
+// a time.
+func (a *assembler) order(c GeoBand, j int) {
+	base := a.base[c]
+	for a.ordered[c] <= j {
+		start := base + a.ordered[c]
+		end := int(a.bucketEnd[a.bucketed[start]>>(32+layoutShift)])
+		keys := a.bucketed[start:end]
+		a.sortKeys(keys)
+		for x, k := range keys {
+			a.all[start+x] = int32(uint32(k))
+		}
+		a.ordered[c] = end - base
+	}
+}
+
+// sortKeys sorts a bucket's keys (or some of them) into exact ranked
+// order: by key, then, for equal quantised scores, by the exact order
+// (Ranking.compare).
+func (a *assembler) sortKeys(keys []uint64) {
+	less := func(x, y uint64) bool {
+		if x>>32 != y>>32 {
+			return x>>32 < y>>32
+		}
+		return a.lean.compare(int32(uint32(x)), int32(uint32(y))) < 0
+	}
+	if len(keys) <= 16 {
+		for i := 1; i < len(keys); i++ {
+			for j := i; j > 0 && less(keys[j], keys[j-1]); j-- {
+				keys[j], keys[j-1] = keys[j-1], keys[j]
+			}
+		}
 		return
 	}
-	sorted := radixSort(keys, a.keys[n:n+len(keys)], lo[:], hi[:], digit)
-	for j, k := range sorted {
-		all[j] = int32(uint32(k))
-	}
-	// Runs of equal keys (one list, one quantised score), in exact order.
-	for start, end := 0, 0; start < len(sorted); start = end {
-		end = equalRun(sorted, start)
-		if end-start > 1 {
-			slices.SortFunc(all[start:end], r.compare)
+	slices.SortFunc(keys, func(x, y uint64) int {
+		if less(x, y) {
+			return -1
 		}
-	}
+		if less(y, x) {
+			return 1
+		}
+		return 0
+	})
 }
 
 // assemblers keeps released assemblers (*assembler) for their buffers.
@@ -741,7 +813,7 @@ func (a *assembler) distance(i int32) float64 {
 func (a *assembler) next(b GeoBand) (int32, bool) {
 	for _, c := range chain(b) {
 		list := a.bands[c]
-		for a.cursor[c] < len(list) && a.used[list[a.cursor[c]]] {
+		for a.cursor[c] < len(list) && a.used[a.at(c, a.cursor[c])] {
 			a.cursor[c]++
 		}
 		if a.cursor[c] < len(list) {
@@ -791,11 +863,15 @@ func (a *assembler) pastBoundaryIn(kind int, c GeoBand, n int) []int32 {
 	j := pm.head
 	for ; len(out) < n; j++ {
 		for j == len(found) && scanned < len(list) {
-			i := list[scanned]
-			scanned++
-			if a.pastBoundary(kind, int(i), a.distance(i)) {
-				found = append(found, i)
+			if scanned < a.ordered[c] {
+				i := list[scanned]
+				scanned++
+				if a.pastBoundary(kind, int(i), a.distance(i)) {
+					found = append(found, i)
+				}
+				continue
 			}
+			found, scanned = a.scanBucket(kind, c, found, scanned)
 		}
 		if j == len(found) {
 			break
@@ -809,6 +885,27 @@ func (a *assembler) pastBoundaryIn(kind int, c GeoBand, n int) []int32 {
 	pm.found, pm.scanned = found, scanned
 	a.pbuf = out
 	return out
+}
+
+// scanBucket tests the bucket of band c's list that starts at position
+// scanned (not yet in order) against the boundary of the given kind,
+// appends the schools past it to found in ranked order, and returns
+// found and the position after the bucket.
+func (a *assembler) scanBucket(kind int, c GeoBand, found []int32, scanned int) ([]int32, int) {
+	start := a.base[c] + scanned
+	end := int(a.bucketEnd[a.bucketed[start]>>(32+layoutShift)])
+	past := a.pkeys[:0]
+	for _, k := range a.bucketed[start:end] {
+		if i := int32(uint32(k)); a.pastBoundary(kind, int(i), a.distance(i)) {
+			past = append(past, k)
+		}
+	}
+	a.sortKeys(past)
+	for _, k := range past {
+		found = append(found, int32(uint32(k)))
+	}
+	a.pkeys = past
+	return found, end - a.base[c]
 }
 
 // noneFarther reports whether no school of band c can be past the distance
@@ -853,14 +950,14 @@ func (a *assembler) pastBoundary(kind, i int, dist float64) bool {
 func (a *assembler) explore(b GeoBand) (int32, bool) {
 	for _, c := range chain(b) {
 		list := a.bands[c]
-		for a.cursor[c] < len(list) && a.used[list[a.cursor[c]]] {
+		for a.cursor[c] < len(list) && a.used[a.at(c, a.cursor[c])] {
 			a.cursor[c]++
 		}
 		var pool [ExplorePool]int32
 		n := 0
 		for j := a.cursor[c]; j < len(list) && n < ExplorePool; j++ {
-			if !a.used[list[j]] {
-				pool[n] = list[j]
+			if i := a.at(c, j); !a.used[i] {
+				pool[n] = i
 				n++
 			}
 		}
