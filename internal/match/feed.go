@@ -288,10 +288,10 @@ type assembler struct {
 	bucketed  []uint64 // keys grouped by bucket, the buckets in ranked order
 	bucketEnd []int32  // end of each bucket in bucketed, by bucket
 	pkeys     []uint64 // a probe scan's buffer
-	listAt []uint8  // the layout's buffer
-	used   []bool   // by school
-	bandOf []GeoBand
-	rank   []int32 // position in Ranked by school (not with a lean ranking)
+	listAt    []uint8  // the layout's buffer
+	used      []bool   // by school
+	bandOf    []GeoBand
+	rank      []int32 // position in Ranked by school (not with a lean ranking)
 
 	// probe boundaries
 	budget, priceHi float64
