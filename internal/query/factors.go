@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"container/list"
 	"sync"
+	"time"
 
 	"github.com/collegematch/matching/internal/match"
 )
 
 // DefaultFactorCacheBytes bounds the memory a FactorCache holds when the
-// configuration does not: about 510 students at 6,500 schools (20 bytes
+// configuration does not: about 640 students at 6,500 schools (16 bytes
 // per school and student).
 const DefaultFactorCacheBytes = 64 << 20
 
@@ -37,12 +38,14 @@ type FactorCache struct {
 	// room is how many students the cache holds, from the latest
 	// factors' size.
 	room int
+	now  func() time.Time
 }
 
 type factorEntry struct {
 	studentID string
 	profile   []byte // the profile the factors were made for, as FeedInput encodes it
 	factors   *match.Factors
+	used      time.Time // when the factors were last kept or read
 }
 
 // NewFactorCache makes a cache holding at most maxBytes of factors
@@ -55,7 +58,7 @@ func NewFactorCache(maxBytes int, m *Metrics) *FactorCache {
 	if m == nil {
 		m = newMetrics()
 	}
-	return &FactorCache{max: maxBytes, m: m, byID: make(map[string]*list.Element)}
+	return &FactorCache{max: maxBytes, m: m, byID: make(map[string]*list.Element), now: time.Now}
 }
 
 // Get returns the student's factors for the profile p (encoded as profile)
@@ -77,9 +80,11 @@ func (c *FactorCache) Get(studentID string, profile []byte, p match.Profile, cat
 // when none are kept for this profile and catalogue, working them out in
 // the ranking's own pass (match.RankModelFactorsLean) and keeping them.
 //
-// A miss keeps the factors only for a student missed before, within as
-// many misses as there are students in the cache twice over (a
-// doorkeeper). A student whose next rebuild comes after more others than
+// A miss keeps the factors when the student kept longest unread has gone
+// cold (unread for ColdAfter: their place is free), or else only for a
+// student missed before, within as many misses as there are students in
+// the cache twice over (a doorkeeper). A student whose next rebuild comes
+// after more others than
 // the cache has room for (many students rebuilding at once, cycling
 // through it) would evict another student's factors and never read its
 // own: working out and keeping them costs about a fifth more than a
@@ -102,15 +107,26 @@ func (c *FactorCache) RankLean(dst *match.Ranking, studentID string, profile []b
 // minDoorkeeper is the fewest misses the doorkeeper remembers.
 const minDoorkeeper = 64
 
+// ColdAfter is how long a student's factors go unread before a miss of
+// another student may take their place at once: a student swiping
+// rebuilds every few seconds (every 2 to 3 s per student at 300 to 500
+// swipes/s over 1,000 students), so one unread for half a minute has most
+// likely stopped, and the doorkeeper has nothing left to protect.
+const ColdAfter = 30 * time.Second
+
 // admit reports whether a miss for studentID keeps its factors: while the
-// cache is less than half full, for a student it holds factors of (for
-// another profile or catalogue), or for a student missed within the last
-// 2 x room misses. The miss is remembered.
+// cache is less than half full, when the student kept longest unread has
+// gone cold (ColdAfter), for a student it holds factors of (for another
+// profile or catalogue), or for a student missed within the last 2 x room
+// misses. The miss is remembered.
 func (c *FactorCache) admit(studentID string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.room == 0 || c.bytes < c.max/2 {
 		return true // keeping costs no one their place
+	}
+	if e := c.lru.Back(); e != nil && c.now().Sub(e.Value.(*factorEntry).used) >= ColdAfter {
+		return true // the place it takes is no one's any more
 	}
 	if _, ok := c.byID[studentID]; ok {
 		return true // replaces the student's own
@@ -142,6 +158,7 @@ func (c *FactorCache) lookup(studentID string, profile []byte, cat *match.Catalo
 		fe := e.Value.(*factorEntry)
 		if fe.factors.Catalog() == cat && bytes.Equal(fe.profile, profile) {
 			c.lru.MoveToFront(e)
+			fe.used = c.now()
 			c.mu.Unlock()
 			c.m.FactorRequests.WithLabelValues("hit").Inc()
 			return fe.factors
@@ -162,7 +179,7 @@ func (c *FactorCache) keep(studentID string, profile []byte, f *match.Factors) {
 	if e, ok := c.byID[studentID]; ok {
 		c.remove(e)
 	}
-	c.byID[studentID] = c.lru.PushFront(&factorEntry{studentID: studentID, profile: bytes.Clone(profile), factors: f})
+	c.byID[studentID] = c.lru.PushFront(&factorEntry{studentID: studentID, profile: bytes.Clone(profile), factors: f, used: c.now()})
 	c.bytes += f.Bytes()
 	if b := f.Bytes(); b > 0 { // an empty catalogue's factors take no room
 		c.room = max(1, c.max/b)

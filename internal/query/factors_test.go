@@ -144,6 +144,8 @@ func TestFactorCacheDoorkeeper(t *testing.T) {
 	model := match.NewModel(match.SeedWeights(p))
 	size := match.NewFactors(p, cat.Catalog).Bytes()
 	c := query.NewFactorCache(2*size+size/2, m) // room for two
+	now := time.Unix(1_790_000_000, 0)
+	query.SetFactorCacheClock(c, func() time.Time { return now })
 	requests := func(result string) float64 {
 		return testutil.ToFloat64(m.FactorRequests.WithLabelValues(result))
 	}
@@ -184,6 +186,18 @@ func TestFactorCacheDoorkeeper(t *testing.T) {
 		assert.Equal(t, passes+float64(200*(round+1)), requests("pass"), "round %d", round)
 	}
 	assert.NotNil(t, rank("c"), "and c keeps its place")
+
+	// The student kept longest unread has gone cold: a new student's
+	// first miss takes their place at once, and only theirs.
+	now = now.Add(query.ColdAfter - time.Second)
+	assert.NotNil(t, rank("a"), "a read just before")
+	now = now.Add(time.Second)
+	misses := requests("miss")
+	assert.NotNil(t, rank("d"), "c unread for ColdAfter: d kept at its first miss")
+	assert.Equal(t, misses+1, requests("miss"))
+	assert.NotNil(t, rank("a"), "a, read a second ago, keeps its place")
+	assert.Nil(t, rank("e"), "the one kept longest unread (d) is not cold: the doorkeeper again")
+	assert.NotNil(t, rank("d"), "d is still kept")
 }
 
 // An empty catalogue's factors take no room, and keeping them breaks
