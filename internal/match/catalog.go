@@ -32,11 +32,6 @@ type Catalog struct {
 	// unknown: what feed assembly tests probe boundaries against, in
 	// columns a scan down a ranked list reads without the features.
 	levels, sizes []float32
-	// aid is aid_availability by income band (then income unknown) and
-	// school, as scoring works it out (pack16): it depends on the school
-	// and the band alone, so a student's kept factors (Factors) need not
-	// hold it.
-	aid [domain.IncomeBands + 1][]uint16
 }
 
 // nMajors is the number of fields of study program shares are kept for.
@@ -154,7 +149,6 @@ func NewCatalog(schools []domain.School) *Catalog {
 	}
 	for b := range c.price {
 		c.price[b], c.priceSrc[b] = make([]float32, n), make([]uint8, n)
-		c.aid[b] = make([]uint16, n)
 	}
 	for i := range c.Schools {
 		if _, dup := c.byID[c.Schools[i].ID]; !dup {
@@ -171,10 +165,6 @@ func NewCatalog(schools []domain.School) *Catalog {
 		}
 		if f := &c.feat[i]; f.hasSize {
 			c.sizes[i] = f.sizeScale
-		}
-		for b := range c.aid {
-			v, _ := aidAvailability(c.feat[i].pell, c.feat[i].loan, pellWeight[b])
-			c.aid[b][i] = pack16(v)
 		}
 	}
 	return c

@@ -170,5 +170,5 @@ func TestPack16(t *testing.T) {
 	assert.Equal(t, 0.0, q16(-0.5))
 	assert.Equal(t, 1.0, q16(1.5))
 	assert.Equal(t, 0.0, q16(math.NaN()))
-	assert.Equal(t, 16, FactorBytesPerSchool)
+	assert.Equal(t, 20, FactorBytesPerSchool)
 }

@@ -18,16 +18,13 @@ type Factors struct {
 }
 
 // schoolFactors are one school's weight-free factors for one student, as
-// score keeps them: the distance at float32 precision, five factors in
-// [0, 1] in steps of 1/32768 (pack16): 16 bytes. What the weighted
+// score keeps them: the distance at float32 precision, the seven factors
+// in [0, 1] in steps of 1/32768 (pack16): 20 bytes. What the weighted
 // factors and the outcomes read of the school alone (its selectivity
-// level, size and outcomes) is the catalogue's, shared by every student,
-// and so are the two factors that depend only on the school and a small
-// part of the profile: aid_availability (by income band, Catalog.aid) and
-// setting_fit (by preferred setting, scorer.settingFit).
+// level, size and outcomes) is the catalogue's, shared by every student.
 type schoolFactors struct {
-	dist                           float32
-	sat, prog, afford, value, loc uint16
+	dist                                        float32
+	sat, prog, afford, aid, value, loc, setting uint16
 }
 
 // FactorBytesPerSchool is the memory Factors hold per school of their
@@ -54,7 +51,8 @@ func NewFactors(p Profile, cat *Catalog) *Factors {
 // factors are the weight-free factors of school i of cat, b its breakdown.
 func (b *breakdown) factors() schoolFactors {
 	return schoolFactors{dist: float32(b.distance), sat: pack16(b.satMatch), prog: pack16(b.program),
-		afford: pack16(b.afford), value: pack16(b.value), loc: pack16(b.loc)}
+		afford: pack16(b.afford), aid: pack16(b.aid), value: pack16(b.value), loc: pack16(b.loc),
+		setting: pack16(b.setting)}
 }
 
 // Catalog is the catalogue the factors were worked out on.
@@ -73,9 +71,9 @@ func (sf *schoolFactors) weigh(sc *scorer, cat *Catalog, i int, b *breakdown) {
 		b.selFit = selectivityFit(float64(level), sc.target)
 	}
 	b.academic = sc.wSAT*b.satMatch + sc.wSel*b.selFit + sc.wProg*b.program
-	b.afford, b.aid, b.value = unpack16(sf.afford), unpack16(sc.aid[i]), unpack16(sf.value)
+	b.afford, b.aid, b.value = unpack16(sf.afford), unpack16(sf.aid), unpack16(sf.value)
 	b.financial = sc.wAff*b.afford + sc.wAid*b.aid + sc.wVal*b.value
-	b.loc, b.setting, b.distance = unpack16(sf.loc), sc.settingFit[cat.feat[i].setting+1], float64(sf.dist)
+	b.loc, b.setting, b.distance = unpack16(sf.loc), unpack16(sf.setting), float64(sf.dist)
 	b.size = Neutral
 	if size := cat.sizes[i]; size >= 0 { // hasSize
 		b.size = sizeFit(float64(size), sc.sizePref)

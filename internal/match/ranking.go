@@ -161,14 +161,12 @@ func (k *rankKit) at(sf *schoolFactors, cat *Catalog, i int) (score, academic, f
 		selFit = selectivityFit(float64(level), sc.target)
 	}
 	academic = sc.wSAT*unpack16(sf.sat) + sc.wSel*selFit + sc.wProg*unpack16(sf.prog)
-	aid := unpack16(sc.aid[i])
-	financial = sc.wAff*unpack16(sf.afford) + sc.wAid*aid + sc.wVal*unpack16(sf.value)
+	financial = sc.wAff*unpack16(sf.afford) + sc.wAid*unpack16(sf.aid) + sc.wVal*unpack16(sf.value)
 	size := Neutral
 	if sz >= 0 {
 		size = sizeFit(float64(sz), sc.sizePref)
 	}
-	setting := cat.feat[i].setting
-	campus = sc.wLoc*unpack16(sf.loc) + sc.wSize*size + sc.wSet*sc.settingFit[setting+1]
+	campus = sc.wLoc*unpack16(sf.loc) + sc.wSize*size + sc.wSet*unpack16(sf.setting)
 	outcomes = float64(cat.feat[i].outcomes)
 	fw := &sc.fw
 	plain := clamp01(fw.Academic*academic + fw.Financial*financial + fw.Campus*campus + fw.Outcomes*outcomes)
@@ -183,9 +181,9 @@ func (k *rankKit) at(sf *schoolFactors, cat *Catalog, i int) (score, academic, f
 	if k.res.on {
 		// Field by field: a composite literal is built aside and copied.
 		var in residualIn
-		in.afford, in.aid, in.value = unpack16(sf.afford), aid, unpack16(sf.value)
+		in.afford, in.aid, in.value = unpack16(sf.afford), unpack16(sf.aid), unpack16(sf.value)
 		in.sat, in.prog, in.outcomes, in.score = unpack16(sf.sat), unpack16(sf.prog), outcomes, plain
-		in.dist, in.level, in.size, in.setting = float64(sf.dist), float64(level), float64(sz), setting
+		in.dist, in.level, in.size, in.setting = float64(sf.dist), float64(level), float64(sz), cat.feat[i].setting
 		score += k.res.of(&in)
 	}
 	return clamp01(score), academic, financial, campus, outcomes

@@ -44,7 +44,6 @@ type scorer struct {
 
 	price    []float32 // the student's income band column of Catalog.price
 	priceSrc []uint8
-	aid      []uint16 // the band's column of Catalog.aid
 
 	hasHome    bool
 	hx, hy, hz float64
@@ -59,9 +58,6 @@ type scorer struct {
 
 	sizePref float64
 	setting  int8
-	// settingFit is setting_fit (q16) by the school's setting + 1 (0:
-	// unknown).
-	settingFit [5]float64
 }
 
 func newScorer(p Profile, w Weights, cat *Catalog) scorer {
@@ -110,14 +106,7 @@ func newScorer(p Profile, w Weights, cat *Catalog) scorer {
 		sc.band = p.IncomeBand
 	}
 	sc.price, sc.priceSrc = cat.price[sc.band], cat.priceSrc[sc.band]
-	sc.aid = cat.aid[sc.band]
 	sc.pellW = pellWeight[sc.band]
-	for s := range sc.settingFit {
-		sc.settingFit[s] = Neutral
-		if sc.setting >= 0 && s > 0 {
-			sc.settingFit[s] = q16(settingFitTable[sc.setting][s-1])
-		}
-	}
 	if p.HasBudget && p.Budget >= 0 {
 		sc.budget, sc.budgetK = float64(p.Budget), 1
 	} else {

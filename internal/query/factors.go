@@ -10,7 +10,7 @@ import (
 )
 
 // DefaultFactorCacheBytes bounds the memory a FactorCache holds when the
-// configuration does not: about 640 students at 6,500 schools (16 bytes
+// configuration does not: about 510 students at 6,500 schools (20 bytes
 // per school and student).
 const DefaultFactorCacheBytes = 64 << 20
 
