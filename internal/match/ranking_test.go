@@ -75,3 +75,47 @@ func TestAssembleFromRankingIsAssembleFromRanked(t *testing.T) {
 		}
 	}
 }
+
+// The lean layout orders each band lazily, a bucket at a time, and probe
+// scans order only the schools they find: on catalogues whose bands run
+// out, whose schools tie (copies of the same school under other IDs: equal
+// scores, put in order by index) and whose data is missing or odd, the
+// feed is still the one assembled from the whole ranking.
+func TestLazyBandsAreTheWholeRankingOnSmallTiedAndOddCatalogues(t *testing.T) {
+	for seed := range uint64(12) {
+		g := newGen(seed, 0.2, seed%3 == 0)
+		n := []int{1, 7, 40, 150}[seed%4]
+		schools := g.schools(n)
+		if seed%2 == 1 { // half of them copies of the first few
+			for i := n / 2; i < n; i++ {
+				c := schools[i%max(1, n/8)]
+				c.ID = schools[i].ID
+				schools[i] = c
+			}
+		}
+		cat := NewCatalog(schools)
+		p := NewProfile(g.student())
+		m := NewModel(SeedWeights(p))
+		excluded := make([]bool, cat.Len())
+		var swiped []int
+		for k := 0; k < cat.Len()/5; k++ {
+			i := int(g.r.IntN(cat.Len()))
+			d := Like
+			if k%2 == 1 {
+				d = Dislike
+			}
+			m, _ = m.Observe(p, cat, SwipeObservation(i, d))
+			excluded[i] = true
+			swiped = append(swiped, i)
+		}
+		f := NewFactors(p, cat)
+		for _, strategy := range []ExplorationStrategy{ExploreUncertainty, ExploreUniform} {
+			whole := FeedInput{Catalog: cat, Profile: p, Model: m, Swipes: len(swiped), Length: 200,
+				Excluded: excluded, SwipedRegions: RegionsOf(cat, swiped), Seed: seed, Exploration: strategy}
+			whole.Ranked, whole.Factors = RankFactors(nil, f, p, m), f
+			lean := whole
+			lean.Ranked, lean.Factors, lean.Ranking = nil, nil, RankFactorsLean(nil, f, p, m)
+			require.Equal(t, AssembleFeed(whole), AssembleFeed(lean), "seed %d, %d schools, strategy %d", seed, n, strategy)
+		}
+	}
+}
