@@ -539,8 +539,8 @@ func (a *assembler) lists(count *[nGeoBands]int) []int32 {
 	return all
 }
 
-// layoutLean lays the bands out from a lean ranking: every school gets a
-// key (its band above its quantised score, then its index), and the keys
+// layoutLean lays the bands out from a lean ranking: every eligible
+// school gets a key (its band above its quantised score, then its index), and the keys
 // are grouped by their top digit in one pass (bucketed), which leaves
 // each band as a run of buckets in ranked order. A bucket is put in exact
 // order only when assembly reads into it (order): the feed reads the top
@@ -812,12 +812,10 @@ func (a *assembler) distance(i int32) float64 {
 // band chain.
 func (a *assembler) next(b GeoBand) (int32, bool) {
 	for _, c := range chain(b) {
-		list := a.bands[c]
-		for a.cursor[c] < len(list) && a.used[a.at(c, a.cursor[c])] {
-			a.cursor[c]++
-		}
-		if a.cursor[c] < len(list) {
-			return list[a.cursor[c]], true
+		for ; a.cursor[c] < len(a.bands[c]); a.cursor[c]++ {
+			if i := a.at(c, a.cursor[c]); !a.used[i] {
+				return i, true
+			}
 		}
 	}
 	return 0, false

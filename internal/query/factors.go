@@ -81,13 +81,13 @@ func (c *FactorCache) Get(studentID string, profile []byte, p match.Profile, cat
 // the ranking's own pass (match.RankModelFactorsLean) and keeping them.
 //
 // A miss keeps the factors when the student kept longest unread has gone
-// cold (unread for ColdAfter: their place is free), or else only for a
-// student missed before, within as many misses as there are students in
-// the cache twice over (a doorkeeper). A student whose next rebuild comes
-// after more others than
-// the cache has room for (many students rebuilding at once, cycling
-// through it) would evict another student's factors and never read its
-// own: working out and keeping them costs about a fifth more than a
+// cold (unread for ColdAfter: the miss takes their place, and they are
+// dropped at once, so that concurrent misses do not take the same place
+// twice), or else only for a student missed before, within as many misses
+// as there are students in the cache twice over (a doorkeeper). A student
+// whose next rebuild comes after more others than the cache has room for
+// (many students rebuilding at once, cycling through it) would evict
+// another student's factors and never read its own: working out and keeping them costs about a fifth more than a
 // ranking without them, so such a miss ranks as a build without a cache
 // does (match.RankModelLean) and returns nil factors.
 func (c *FactorCache) RankLean(dst *match.Ranking, studentID string, profile []byte, p match.Profile, m match.Model, cat *match.Catalog) (*match.Ranking, *match.Factors) {
@@ -116,9 +116,10 @@ const ColdAfter = 30 * time.Second
 
 // admit reports whether a miss for studentID keeps its factors: while the
 // cache is less than half full, when the student kept longest unread has
-// gone cold (ColdAfter), for a student it holds factors of (for another
-// profile or catalogue), or for a student missed within the last 2 x room
-// misses. The miss is remembered.
+// gone cold (ColdAfter; they are dropped now, their place claimed), for a
+// student it holds factors of (for another profile or catalogue), or for a
+// student missed within the last 2 x room misses. A miss the doorkeeper
+// turns away is remembered.
 func (c *FactorCache) admit(studentID string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -126,7 +127,10 @@ func (c *FactorCache) admit(studentID string) bool {
 		return true // keeping costs no one their place
 	}
 	if e := c.lru.Back(); e != nil && c.now().Sub(e.Value.(*factorEntry).used) >= ColdAfter {
-		return true // the place it takes is no one's any more
+		c.remove(e) // the place is claimed: a concurrent miss finds the next
+		c.m.FactorEvictions.Inc()
+		c.m.FactorBytes.Set(float64(c.bytes))
+		return true
 	}
 	if _, ok := c.byID[studentID]; ok {
 		return true // replaces the student's own

@@ -198,6 +198,27 @@ func TestFactorCacheDoorkeeper(t *testing.T) {
 	assert.NotNil(t, rank("a"), "a, read a second ago, keeps its place")
 	assert.Nil(t, rank("e"), "the one kept longest unread (d) is not cold: the doorkeeper again")
 	assert.NotNil(t, rank("d"), "d is still kept")
+
+	// Misses at once (their rankings run outside the lock) claim a cold
+	// place each: one cold student lets one of them in, not all, and the
+	// students read a moment ago keep their places.
+	c = query.NewFactorCache(4*size+size/2, m) // room for four
+	query.SetFactorCacheClock(c, func() time.Time { return now })
+	for _, id := range []string{"cold", "w1", "w2", "w3"} {
+		if rank(id) == nil {
+			require.NotNil(t, rank(id), "%s kept at its second miss", id)
+		}
+	}
+	now = now.Add(query.ColdAfter)
+	for _, id := range []string{"w1", "w2", "w3"} {
+		rank(id) // read again: cold alone is unread for ColdAfter
+	}
+	assert.True(t, c.Admit("n1"), "n1 takes cold's place")
+	assert.False(t, c.Admit("n2"), "cold's place is taken, and the rest are warm: the doorkeeper")
+	assert.False(t, c.Admit("n3"))
+	for _, id := range []string{"w1", "w2", "w3"} {
+		assert.NotNil(t, rank(id), "%s keeps its place", id)
+	}
 }
 
 // An empty catalogue's factors take no room, and keeping them breaks
