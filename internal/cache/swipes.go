@@ -49,8 +49,9 @@ const (
 // patchFeed moves a student's stored feed to writes just committed:
 // KEYS[1] the feed; ARGV: the student version after them, the counted
 // swipes after them, the TTL (ms), then for each school a counted swipe
-// took, its 16 bytes and its id (lower case). A feed of that version or
-// newer, or none, is left alone (0).
+// took, its 16 bytes and its id (lower case). It answers what it did, as
+// the index of its PatchResult: a feed or tombstone of that version or
+// newer is left alone (0, stale), and so is a student with none (3).
 //
 // When the swiped schools are the feed's next items (a client swipes its
 // feed from the top), the patch keeps every later item where the probe
@@ -68,15 +69,23 @@ const (
 // instead, and the next read builds it (2). The tombstone keeps the
 // header and the model (the profile and the learned model, which a swipe
 // does not change), so the next swipe is still predicted from Redis
-// rather than PostgreSQL; readers see no feed until one is built.
+// rather than PostgreSQL; readers see no feed until one is built. A
+// tombstone there already is given the new version (4).
 var patchFeed = redis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'sv', 'ib', 't', 'x')
-if not cur[1] or tonumber(cur[1]) >= tonumber(ARGV[1]) then
+if not cur[1] then
+  return 3
+end
+if tonumber(cur[1]) >= tonumber(ARGV[1]) then
   return 0
 end
+local tomb = not cur[2]
 local k = (#ARGV - 3) / 2
 if k == 0 then
   redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'n', ARGV[2])
+  if tomb then
+    return 4
+  end
   return 1
 end
 local items, x = cur[2] or '', cur[4] or ''
@@ -111,6 +120,9 @@ if not ok then
     redis.call('HSET', KEYS[1], 'h', keep[1], 'l', keep[2])
   end
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  if tomb then
+    return 4
+  end
   return 2
 end
 redis.call('HSET', KEYS[1], 'sv', ARGV[1], 'n', ARGV[2], 'x', x .. table.concat(removed),
@@ -268,21 +280,47 @@ type FeedPatch struct {
 	Swiped []string
 }
 
+// A PatchResult is what a write's patch did to the student's stored feed.
+type PatchResult string
+
+// The results of a patch (patchFeed's answers, in order: 0 to 4).
+const (
+	// PatchStale: a feed or tombstone of the writes' version or newer was
+	// there, and is left alone.
+	PatchStale PatchResult = "stale"
+	// PatchPatched: the feed was moved to the writes (the swiped schools
+	// were its next items, or none was swiped).
+	PatchPatched PatchResult = "patched"
+	// PatchDropped: the swiped schools were not the feed's next items, so
+	// it was dropped for a tombstone; the next read or rebuild builds it.
+	PatchDropped PatchResult = "dropped"
+	// PatchNone: no feed was stored.
+	PatchNone PatchResult = "none"
+	// PatchTombstone: a tombstone was there (no feed since the last
+	// drop); it now carries the writes' version.
+	PatchTombstone PatchResult = "tombstone"
+)
+
+// PatchResults are every PatchResult, in the script's order.
+var PatchResults = []PatchResult{PatchStale, PatchPatched, PatchDropped, PatchNone, PatchTombstone}
+
 // AfterWrite patches the student's stored feed (see patchFeed; a feed the
-// writes do not fit is dropped) and queues jobs, in one round trip. The jobs' results are not needed: a job whose
+// writes do not fit is dropped) and queues jobs, in one round trip, and
+// says what the patch did. The jobs' results are not needed: a job whose
 // id is in the queue already is there.
-func (t *SwipeTrips) AfterWrite(ctx context.Context, p FeedPatch, jobs ...handover.Job) error {
+func (t *SwipeTrips) AfterWrite(ctx context.Context, p FeedPatch, jobs ...handover.Job) (PatchResult, error) {
 	args := []any{p.Version, p.SwipeCount, t.feeds.ttl.Milliseconds()}
 	for _, id := range p.Swiped {
 		school, err := uuid.Parse(id)
 		if err != nil {
-			return fmt.Errorf("cache: school id %q: %w", id, err)
+			return "", fmt.Errorf("cache: school id %q: %w", id, err)
 		}
 		args = append(args, string(school[:]), strings.ToLower(id))
 	}
-	return t.feeds.call(ctx, "patch after a write", func(ctx context.Context) error {
+	var patch *redis.Cmd
+	err := t.feeds.call(ctx, "patch after a write", func(ctx context.Context) error {
 		return handover.Exec(ctx, t.feeds.rdb, []*redis.Script{patchFeed}, func(pipe redis.Pipeliner) error {
-			patchFeed.EvalSha(ctx, pipe, []string{FeedKey(p.StudentID)}, args...)
+			patch = patchFeed.EvalSha(ctx, pipe, []string{FeedKey(p.StudentID)}, args...)
 			for _, j := range jobs {
 				if _, err := t.queuer.Queue(ctx, pipe, j); err != nil {
 					return err
@@ -291,4 +329,12 @@ func (t *SwipeTrips) AfterWrite(ctx context.Context, p FeedPatch, jobs ...handov
 			return nil
 		})
 	})
+	if err != nil {
+		return "", err
+	}
+	n, err := patch.Int()
+	if err != nil || n < 0 || n >= len(PatchResults) {
+		return "", fmt.Errorf("cache: the feed patch answered %v (%v)", patch.Val(), err)
+	}
+	return PatchResults[n], nil
 }

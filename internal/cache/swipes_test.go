@@ -64,7 +64,13 @@ func TestAfterWritePatchesTheStoredFeed(t *testing.T) {
 	// The client swiped its first two items (in any order).
 	first, second := f.Items[0].SchoolID.String(), f.Items[1].SchoolID.String()
 	job := handover.Job{ID: "learn:x", Type: "student:learn", Queue: "critical"}
-	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: student, Version: 11, SwipeCount: 19,
+	patch := func(p cache.FeedPatch, jobs ...handover.Job) cache.PatchResult {
+		t.Helper()
+		r, err := trips.AfterWrite(ctx, p, jobs...)
+		require.NoError(t, err)
+		return r
+	}
+	assert.Equal(t, cache.PatchPatched, patch(cache.FeedPatch{StudentID: student, Version: 11, SwipeCount: 19,
 		Swiped: []string{second, first}}, job))
 
 	got, err := feeds.Feed(ctx, student)
@@ -93,20 +99,20 @@ func TestAfterWritePatchesTheStoredFeed(t *testing.T) {
 
 	// A patch of an older version, and one of a student without a feed,
 	// change nothing.
-	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: student, Version: 11, SwipeCount: 99,
+	assert.Equal(t, cache.PatchStale, patch(cache.FeedPatch{StudentID: student, Version: 11, SwipeCount: 99,
 		Swiped: []string{f.Items[2].SchoolID.String()}}))
 	got, err = feeds.Feed(ctx, student)
 	require.NoError(t, err)
 	assert.Equal(t, 19, got.TotalSwipes)
 	assert.Equal(t, 48, got.Len())
 	other := uuid.NewString()
-	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: other, Version: 3, SwipeCount: 1}))
+	assert.Equal(t, cache.PatchNone, patch(cache.FeedPatch{StudentID: other, Version: 3, SwipeCount: 1}))
 	n, err := rdb.Exists(ctx, cache.FeedKey(other)).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n, "no feed is made up by a patch")
 
 	// A weak signal moves the version only.
-	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: student, Version: 12, SwipeCount: 19}))
+	assert.Equal(t, cache.PatchPatched, patch(cache.FeedPatch{StudentID: student, Version: 12, SwipeCount: 19}))
 	got, err = feeds.Feed(ctx, student)
 	require.NoError(t, err)
 	assert.Equal(t, int64(12), got.StudentVersion)
@@ -115,7 +121,7 @@ func TestAfterWritePatchesTheStoredFeed(t *testing.T) {
 	// A swipe on a school further down (or one no longer listed) would
 	// leave the probes in the wrong places: the feed is dropped for a
 	// tombstone, and a build from before the swipe cannot come back.
-	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: student, Version: 13, SwipeCount: 20,
+	assert.Equal(t, cache.PatchDropped, patch(cache.FeedPatch{StudentID: student, Version: 13, SwipeCount: 20,
 		Swiped: []string{f.Items[10].SchoolID.String()}}))
 	_, err = feeds.Feed(ctx, student)
 	require.ErrorIs(t, err, cache.ErrNotBuilt)
@@ -137,6 +143,20 @@ func TestAfterWritePatchesTheStoredFeed(t *testing.T) {
 	ok, err = feeds.Put(ctx, stale)
 	require.NoError(t, err)
 	assert.False(t, ok)
+
+	// The next writes find the tombstone: it takes their version, whether
+	// they swiped or not, and an older write leaves it alone.
+	assert.Equal(t, cache.PatchTombstone, patch(cache.FeedPatch{StudentID: student, Version: 14, SwipeCount: 21,
+		Swiped: []string{f.Items[11].SchoolID.String()}}))
+	assert.Equal(t, cache.PatchTombstone, patch(cache.FeedPatch{StudentID: student, Version: 15, SwipeCount: 21}))
+	assert.Equal(t, cache.PatchStale, patch(cache.FeedPatch{StudentID: student, Version: 15, SwipeCount: 21}))
+	stale.StudentVersion = 14
+	ok, err = feeds.Put(ctx, stale)
+	require.NoError(t, err)
+	assert.False(t, ok, "a build from before the last write is still refused")
+	v, err = trips.BeforeSwipe(ctx, student, f.Items[12].SchoolID.String())
+	require.NoError(t, err)
+	assert.Equal(t, f.Model, v.Model, "the tombstone still keeps the model")
 }
 
 // Before a swipe one round trip reads the stored feed's profile and model,
@@ -191,7 +211,7 @@ func TestPatchesLeaveThePagesAsBuilt(t *testing.T) {
 
 	for k := 1; k <= cache.PatchedETags+2; k++ {
 		swiped := f.Items[k-1].SchoolID.String()
-		require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: student, Version: int64(10 + k),
+		requirePatched(t)(trips.AfterWrite(ctx, cache.FeedPatch{StudentID: student, Version: int64(10 + k),
 			SwipeCount: 17 + k, Swiped: []string{swiped}}))
 		now, err := rdb.HMGet(ctx, key, "ib", cache.FieldCompact, "j:0", "j:1", "h", "l").Result()
 		require.NoError(t, err)
@@ -237,7 +257,7 @@ func TestAFeedOfTheEarlierLayoutIsNotReadAsThisOne(t *testing.T) {
 	require.ErrorIs(t, err, cache.ErrNotBuilt)
 	_, err = feeds.ReadCompact(ctx, student, nil)
 	require.ErrorIs(t, err, cache.ErrNotBuilt)
-	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: student, Version: 11, SwipeCount: 18,
+	requirePatched(t)(trips.AfterWrite(ctx, cache.FeedPatch{StudentID: student, Version: 11, SwipeCount: 18,
 		Swiped: []string{f.Items[0].SchoolID.String()}}))
 	left, err := rdb.HKeys(ctx, key).Result()
 	require.NoError(t, err)
@@ -281,4 +301,12 @@ func BenchmarkReadBeforeSwipe(b *testing.B) {
 		}
 	}
 	b.ReportMetric(usec/float64(b.N), "redis-µs/op")
+}
+
+// requirePatched is a check, for t, that a patch answered without an error.
+func requirePatched(t *testing.T) func(cache.PatchResult, error) {
+	return func(_ cache.PatchResult, err error) {
+		t.Helper()
+		require.NoError(t, err)
+	}
 }

@@ -10,11 +10,14 @@ import (
 // answered from the first swipe is not counted again): every counted
 // swipe by direction, the phase its own count put the student in and the
 // feed slot the school was served in (ranked, exploration, probe), and
-// every feedback reason. metrics.Learning is one; wherever a swipe comes in
-// (POST /swipe, the continuous feed, a sync push) it is counted here.
+// every feedback reason, and what each write's patch did to the student's
+// stored feed (cache.PatchResult). metrics.Learning is one; wherever a
+// swipe comes in (POST /swipe, the continuous feed, a sync push) it is
+// counted here.
 type Counter interface {
 	Swipe(direction, phase, slot string)
 	Feedback(reason string)
+	FeedPatch(result string)
 }
 
 // noCount is the Counter of a write side configured without one.
@@ -22,6 +25,7 @@ type noCount struct{}
 
 func (noCount) Swipe(string, string, string) {}
 func (noCount) Feedback(string)              {}
+func (noCount) FeedPatch(string)             {}
 
 // orNoCount is c, or a Counter that counts nothing.
 func orNoCount(c Counter) Counter {

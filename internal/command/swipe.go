@@ -41,8 +41,9 @@ type SwipeRedis interface {
 	// ViewRead is BeforeSwipe's read as a command for a caller's pipeline.
 	ViewRead(studentID string, schoolIDs ...string) (*cache.SwipeViewRead, error)
 	// AfterWrite patches the stored feed to committed writes (counts,
-	// version, the swiped schools out) and queues jobs.
-	AfterWrite(ctx context.Context, p cache.FeedPatch, jobs ...handover.Job) error
+	// version, the swiped schools out) and queues jobs, and says what the
+	// patch did.
+	AfterWrite(ctx context.Context, p cache.FeedPatch, jobs ...handover.Job) (cache.PatchResult, error)
 }
 
 // Catalogs gives the school catalogue currently held in memory.
@@ -344,10 +345,13 @@ func (s *Swipes) afterCommit(ctx context.Context, rec domain.RecordedSwipe) {
 	if rec.Counted() {
 		patch.Swiped = []string{rec.SchoolID}
 	}
-	if err := s.redis.AfterWrite(ctx, patch, tasks.LearnMark(rec.StudentID, rec.Version)); err != nil {
+	result, err := s.redis.AfterWrite(ctx, patch, tasks.LearnMark(rec.StudentID, rec.Version))
+	if err != nil {
 		s.log.DebugContext(ctx, "feed not patched or learn task not queued; the worker's rebuild and learn sweep do it",
 			"student_id", rec.StudentID, "err", err)
+		return
 	}
+	s.count.FeedPatch(string(result))
 }
 
 // Answer is what a recorded swipe answers, derived from the row: the count
@@ -450,7 +454,7 @@ func (s *Swipes) RecordCarried(ctx context.Context, studentID string, in []Swipe
 		}
 	}
 	if len(stored.Swipes) > 0 {
-		afterBatch(ctx, s.redis, s.log, studentID, stored)
+		afterBatch(ctx, s.redis, s.count, s.log, studentID, stored)
 	}
 	countBatch(s.count, changes, stored, slots)
 	if failed != nil {

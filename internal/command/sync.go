@@ -260,7 +260,7 @@ func (s *Sync) Push(ctx context.Context, studentID string, changes []Change, lim
 	}
 	res.SwipeCount, res.LearningPhase = stored.SwipeCount, string(match.PhaseFor(stored.SwipeCount))
 	if accepted > 0 {
-		afterBatch(ctx, s.c.Redis, s.c.Log, studentID, stored)
+		afterBatch(ctx, s.c.Redis, s.c.Count, s.c.Log, studentID, stored)
 	}
 	countBatch(s.c.Count, sorted, stored, nil) // a synced swipe's slot is not known: ranked
 	pos, safe, err := s.c.Store.ChangeWatermark(ctx, s.c.MaxWait)
@@ -324,7 +324,7 @@ func predictBatch(ctx context.Context, r SwipeRedis, st BatchStore, cats Catalog
 // its swiped schools out) and queues its learn task, in one round trip and
 // best effort (the learn sweep repairs a lost task, and the worker's
 // rebuild the feed).
-func afterBatch(ctx context.Context, r SwipeRedis, log *slog.Logger, studentID string, stored domain.BatchResult) {
+func afterBatch(ctx context.Context, r SwipeRedis, count Counter, log *slog.Logger, studentID string, stored domain.BatchResult) {
 	ctx = context.WithoutCancel(ctx)
 	job := tasks.LearnMark(studentID, stored.Version)
 	if len(stored.Swipes) == 0 && stored.LastFeedbackID != 0 {
@@ -336,10 +336,13 @@ func afterBatch(ctx context.Context, r SwipeRedis, log *slog.Logger, studentID s
 			patch.Swiped = append(patch.Swiped, sw.SchoolID)
 		}
 	}
-	if err := r.AfterWrite(ctx, patch, job); err != nil {
+	result, err := r.AfterWrite(ctx, patch, job)
+	if err != nil {
 		log.DebugContext(ctx, "feed not dropped or learn task not queued; the worker's rebuild and learn sweep do it",
 			"student_id", studentID, "err", err)
+		return
 	}
+	count.FeedPatch(string(result))
 }
 
 func canonicalID(id string) string {

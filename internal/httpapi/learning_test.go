@@ -50,7 +50,13 @@ func TestLearningCountersStartAtZeroForEveryLabel(t *testing.T) {
 			assert.Zero(t, m.GetCounter().GetValue())
 		}
 	}
-	assert.Equal(t, map[string]int{"matching_swipes_total": 2 * 3 * 3, "matching_feedback_total": 5}, series)
+	assert.Equal(t, map[string]int{"matching_swipes_total": 2 * 3 * 3, "matching_feedback_total": 5,
+		"matching_feed_patches_total": 5}, series)
+	var results []string
+	for _, r := range cache.PatchResults {
+		results = append(results, string(r))
+	}
+	assert.ElementsMatch(t, results, metrics.FeedPatchResults, "the results are the patch's")
 	assert.Equal(t, match.FeedbackOptions(), metrics.FeedbackReasons, "the reasons are the API's")
 	for _, p := range []match.Phase{match.PhaseFor(1), match.PhaseFor(11), match.PhaseFor(31)} {
 		assert.Contains(t, metrics.LearningPhases, string(p))
@@ -162,4 +168,36 @@ func TestSyncPushSwipesAndFeedbackAreCounted(t *testing.T) {
 	require.Len(t, strs(body["duplicates"]), 5)
 	assert.Equal(t, 11.0, allSwipesCounted(t, reg))
 	assert.Equal(t, 1.0, counterValue(t, reg, "matching_feedback_total", map[string]string{"reason": "wrong_location"}))
+}
+
+// Each swipe's patch of the stored feed is counted by what it did: a swipe
+// on the feed's next card patches it, one further down drops it for a
+// tombstone, the next finds the tombstone, and a student without a stored
+// feed has none to patch.
+func TestFeedPatchesAreCountedByResult(t *testing.T) {
+	api := newTestAPI(t)
+	schools := api.seedSchools(t, 400)
+	reg := api.Registry
+	patches := func(result string) float64 {
+		return counterValue(t, reg, "matching_feed_patches_total", map[string]string{"result": result})
+	}
+
+	id, tok := api.newStudent(t, completeProfile())
+	api.swipe(t, tok, map[string]any{"student_id": id, "school_id": schools[0].ID, "direction": "right"})
+	assert.Equal(t, 1.0, patches("none"), "no feed stored yet")
+
+	res := api.do(t, "GET", "/m/recommendations/"+id, tok, nil)
+	require.Equal(t, http.StatusOK, res.Status)
+	cards := res.Body["r"].([]any)
+	require.Greater(t, len(cards), 10)
+	card := func(k int) string { return cards[k].(map[string]any)["i"].(string) }
+	api.swipe(t, tok, map[string]any{"student_id": id, "school_id": card(0), "direction": "left"})
+	assert.Equal(t, 1.0, patches("patched"), "the next card")
+	api.swipe(t, tok, map[string]any{"student_id": id, "school_id": card(1), "direction": "left"})
+	assert.Equal(t, 2.0, patches("patched"))
+	api.swipe(t, tok, map[string]any{"student_id": id, "school_id": card(9), "direction": "left"})
+	assert.Equal(t, 1.0, patches("dropped"), "a card further down")
+	api.swipe(t, tok, map[string]any{"student_id": id, "school_id": card(3), "direction": "left"})
+	assert.Equal(t, 1.0, patches("tombstone"), "no feed since the drop")
+	assert.Zero(t, patches("stale"))
 }

@@ -20,6 +20,9 @@ var (
 	FeedSlots = []string{"ranked", "exploration", "probe"}
 	// FeedbackReasons are the reasons of POST /feedback (match.FeedbackOptions).
 	FeedbackReasons = []string{"too_expensive", "wrong_location", "not_my_major", "too_selective", "perfect_match"}
+	// FeedPatchResults are what a write's patch did to the stored feed
+	// (cache.PatchResults).
+	FeedPatchResults = []string{"patched", "dropped", "tombstone", "stale", "none"}
 )
 
 // LabelOther stands for a label value outside its fixed set.
@@ -33,9 +36,14 @@ const LabelOther = "other"
 //	                      / sum by (phase) (rate(matching_swipes_total[1h]))
 //	probe like rate:      sum(rate(matching_swipes_total{slot="probe",direction="right"}[1h]))
 //	                      / sum(rate(matching_swipes_total{slot="probe"}[1h]))
+//
+// It also counts what each write's patch did to the stored feed: a swipe
+// on the feed's next card patches it in place; one on another school drops
+// it, and the next read before the worker's rebuild builds it on the API.
 type Learning struct {
 	swipes   *prometheus.CounterVec
 	feedback *prometheus.CounterVec
+	patches  *prometheus.CounterVec
 }
 
 // NewLearning creates the learning counters, registers them on reg and
@@ -51,8 +59,12 @@ func NewLearning(reg prometheus.Registerer) *Learning {
 			Name: "matching_feedback_total",
 			Help: "Feedback recorded (POST /feedback and the feedback of POST /m/sync/push), by reason.",
 		}, []string{"reason"}),
+		patches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matching_feed_patches_total",
+			Help: "What each committed write (a swipe, a batch of the continuous feed or a sync push) did to the student's stored feed: patched (the swiped schools were its next items, or none), dropped (a school further down: the feed was dropped until the next build), tombstone (a dropped feed's tombstone took the new version), stale (a newer feed was there), none (no feed stored).",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(m.swipes, m.feedback)
+	reg.MustRegister(m.swipes, m.feedback, m.patches)
 	for _, d := range SwipeDirections {
 		for _, p := range LearningPhases {
 			for _, s := range FeedSlots {
@@ -62,6 +74,9 @@ func NewLearning(reg prometheus.Registerer) *Learning {
 	}
 	for _, r := range FeedbackReasons {
 		m.feedback.WithLabelValues(r)
+	}
+	for _, r := range FeedPatchResults {
+		m.patches.WithLabelValues(r)
 	}
 	return m
 }
@@ -74,6 +89,11 @@ func (m *Learning) Swipe(direction, phase, slot string) {
 // Feedback counts one recorded feedback reason.
 func (m *Learning) Feedback(reason string) {
 	m.feedback.WithLabelValues(fixed(reason, FeedbackReasons)).Inc()
+}
+
+// FeedPatch counts what one write's patch did to the stored feed.
+func (m *Learning) FeedPatch(result string) {
+	m.patches.WithLabelValues(fixed(result, FeedPatchResults)).Inc()
 }
 
 func fixed(v string, set []string) string {

@@ -130,7 +130,7 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 	require.NoError(t, err)
 	head := f.Range(0, 1)[0].SchoolID.String()
 	trips := cache.NewSwipeTrips(e.Feeds, handover.NewQueuer())
-	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: st.ID, Version: f.StudentVersion + 1,
+	requireNoPatchError(t)(trips.AfterWrite(ctx, cache.FeedPatch{StudentID: st.ID, Version: f.StudentVersion + 1,
 		SwipeCount: f.TotalSwipes + 1, Swiped: []string{head}}))
 	check("after a swipe's patch", query.DescribedItems-1)
 	after, _ := e.Service.StoredRecommendations(ctx, st.ID, 20, 0, false, query.Prefetched{}, nil)
@@ -145,7 +145,7 @@ func TestStoredRecommendationsMatchTheFullPath(t *testing.T) {
 	for _, it := range f.Range(0, 5) {
 		five = append(five, it.SchoolID.String())
 	}
-	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: st.ID, Version: f.StudentVersion + 1,
+	requireNoPatchError(t)(trips.AfterWrite(ctx, cache.FeedPatch{StudentID: st.ID, Version: f.StudentVersion + 1,
 		SwipeCount: f.TotalSwipes + 5, Swiped: five}))
 	check("after six swipes' patches", query.DescribedItems-6)
 	moved, ok := e.Service.StoredRecommendations(ctx, st.ID, 20, 3, false, prefetch(20, 3), nil)
@@ -175,4 +175,12 @@ func TestStoredRecommendationsIncompleteProfile(t *testing.T) {
 	_, err := e.Service.Recommendations(ctx, st.ID, 20, 0)
 	require.Error(t, err)
 	assert.True(t, strings.Contains(err.Error(), "profile") || strings.Contains(err.Error(), "MISSING"), err.Error())
+}
+
+// requireNoPatchError is a check, for t, that a patch answered without an error.
+func requireNoPatchError(t *testing.T) func(cache.PatchResult, error) {
+	return func(_ cache.PatchResult, err error) {
+		t.Helper()
+		require.NoError(t, err)
+	}
 }

@@ -144,7 +144,7 @@ func TestPagesPastTheStoredFeedTile(t *testing.T) {
 	assert.Equal(t, want, tile("pages straddling the stored end", 300, 30))
 
 	trips := cache.NewSwipeTrips(e.Feeds, handover.NewQueuer())
-	require.NoError(t, trips.AfterWrite(ctx, cache.FeedPatch{StudentID: st.ID, Version: f.StudentVersion + 1,
+	requireNoPatchError(t)(trips.AfterWrite(ctx, cache.FeedPatch{StudentID: st.ID, Version: f.StudentVersion + 1,
 		SwipeCount: f.TotalSwipes + 1, Swiped: []string{want[0]}}))
 	f, err = e.Feeds.Feed(ctx, st.ID)
 	require.NoError(t, err)
