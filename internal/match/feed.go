@@ -540,13 +540,13 @@ func (a *assembler) lists(count *[nGeoBands]int) []int32 {
 }
 
 // layoutLean lays the bands out from a lean ranking: every eligible
-// school gets a key (its band above its quantised score, then its index), and the keys
-// are grouped by their top digit in one pass (bucketed), which leaves
-// each band as a run of buckets in ranked order. A bucket is put in exact
-// order only when assembly reads into it (order): the feed reads the top
-// of each band, and the probe scans, which test a band to its end, test
-// each bucket unordered and order only the schools they find
-// (scanBucket).
+// school gets a key (its band above its quantised score, then its
+// index), and the keys are grouped by their top digit in one pass
+// (bucketed), which leaves each band as a run of buckets in ranked order.
+// A bucket is put in exact order only when assembly reads into it
+// (order): the feed reads the top of each band, and the probe scans,
+// which test a band to its end, test each bucket unordered and order only
+// the schools they find (scanBucket).
 func (a *assembler) layoutLean(swiped *[4]bool) {
 	r, bandOf := a.lean, a.bandOf
 	n := len(bandOf)
