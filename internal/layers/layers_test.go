@@ -43,7 +43,8 @@ const (
 	test
 )
 
-var layerNames = []string{"foundation", "adapter", "application", "edge", "tool", "binary", "test"}
+var layerNames = []string{foundation: "foundation", adapter: "adapter", application: "application", edge: "edge",
+	tool: "tool", binary: "binary", test: "test"}
 
 func (l layer) String() string { return layerNames[l] }
 

@@ -623,12 +623,8 @@ func (v *view) statesSize() bool {
 	return v.p.PreferredSize != "" || math.Abs(v.w.SizePreference-DefaultWeights().SizePreference) > 0.1
 }
 
-// priceLead opens the price line: "Net price about $14,200 a year".
-func (v *view) priceLead() string {
-	var buf [64]byte
-	return string(v.appendPriceLead(buf[:0]))
-}
-
+// appendPriceLead appends the opening of the price line ("Net price about
+// $14,200 a year") to t.
 func (v *view) appendPriceLead(t []byte) []byte {
 	switch v.b.priceSrc {
 	case srcAverage:

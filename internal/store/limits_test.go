@@ -71,10 +71,10 @@ func requireUnavailable(t *testing.T, err error, took, bound time.Duration) {
 	assert.Less(t, took, bound, "%v", err)
 }
 
-func timed(f func() error) (error, time.Duration) {
+func timed(f func() error) (time.Duration, error) {
 	start := time.Now()
 	err := f()
-	return err, time.Since(start)
+	return time.Since(start), err
 }
 
 // A PostgreSQL that stops answering (a black hole: nothing arrives,
@@ -95,14 +95,14 @@ func TestCallsEndWhenPostgresStopsAnswering(t *testing.T) {
 	require.NoError(t, err)
 
 	proxy.Blackhole(true)
-	err, took := timed(func() error { _, err := db.LearnerState(ctx, student); return err })
+	took, err := timed(func() error { _, err := db.LearnerState(ctx, student); return err })
 	requireUnavailable(t, err, took, 2*lim.Call)
-	err, took = timed(func() error {
+	took, err = timed(func() error {
 		_, _, err := db.UpdateStudent(ctx, student, func(cur domain.Student, _ bool) (domain.Student, error) { return cur, nil })
 		return err
 	})
 	requireUnavailable(t, err, took, 2*lim.Call)
-	err, took = timed(func() error { _, err := db.LearnHistory(ctx, student, 1<<40, 1<<40); return err })
+	took, err = timed(func() error { _, err := db.LearnHistory(ctx, student, 1<<40, 1<<40); return err })
 	requireUnavailable(t, err, took, 2*lim.Call)
 
 	proxy.Blackhole(false)
@@ -123,7 +123,7 @@ func TestPoolExhausted(t *testing.T) {
 
 	held, err := pool.Acquire(ctx)
 	require.NoError(t, err)
-	err, took := timed(func() error { _, err := db.LearnerState(ctx, student); return err })
+	took, err := timed(func() error { _, err := db.LearnerState(ctx, student); return err })
 	requireUnavailable(t, err, took, time.Second)
 	assert.Contains(t, err.Error(), "no database connection free")
 	held.Release()
@@ -154,7 +154,7 @@ func TestLockTimeout(t *testing.T) {
 		_, _, err := db.UpdateStudent(ctx, student, func(cur domain.Student, _ bool) (domain.Student, error) { return cur, nil })
 		return err
 	}
-	err, took := timed(update)
+	took, err := timed(update)
 	requireUnavailable(t, err, took, 2*time.Second)
 	assert.GreaterOrEqual(t, took, 300*time.Millisecond)
 	require.NoError(t, tx.Rollback(ctx))
@@ -168,7 +168,7 @@ func TestLockTimeout(t *testing.T) {
 	schools := catalog.Generate(1, 5)
 	_, err = db.UpsertSchools(ctx, schools)
 	require.NoError(t, err)
-	err, took = timed(func() error {
+	took, err = timed(func() error {
 		_, err := db.RecordSwipe(ctx, domain.Swipe{StudentID: student, SchoolID: schools[0].ID, Direction: "right",
 			Interaction: domain.InteractionSwipe})
 		return err

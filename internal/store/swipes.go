@@ -176,26 +176,6 @@ func (s *Store) swipeByClientID(ctx context.Context, in domain.Swipe) (domain.Re
 	return n.recorded(in), nil
 }
 
-// lockStudent locks a student's row for the rest of tx; an unknown or
-// erased student is INVALID_STUDENT_ID.
-func lockStudent(ctx context.Context, tx pgx.Tx, studentID string) error {
-	var erased bool
-	err := tx.QueryRow(ctx, `SELECT deleted_at IS NOT NULL FROM students WHERE id = $1 FOR NO KEY UPDATE`, studentID).Scan(&erased)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && erased) {
-		return domain.StudentNotFound(studentID)
-	}
-	return err
-}
-
-// domainErr keeps domain errors as they are and maps the rest.
-func domainErr(err error, what string) error {
-	var de *domain.Error
-	if errors.As(err, &de) {
-		return err
-	}
-	return mapErr(err, what)
-}
-
 // recordFeedback is POST /feedback's one statement: the student's lock (see
 // the note at the top of this file), the school check and the insert.
 const recordFeedback = `

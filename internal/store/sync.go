@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -264,12 +263,4 @@ SELECT secret FROM ins UNION ALL SELECT secret FROM server_keys WHERE name = $1`
 		return key, nil
 	}
 	return nil, fmt.Errorf("store: server key %q could not be read", name)
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil // InsertOutbox encoded the same value already
-	}
-	return b
 }

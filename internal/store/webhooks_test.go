@@ -14,13 +14,6 @@ import (
 	"github.com/collegematch/matching/internal/testutil"
 )
 
-func deliveryCount(t *testing.T, db *store.Store, outboxID int64) (n int) {
-	t.Helper()
-	require.NoError(t, db.Pool().QueryRow(context.Background(),
-		`SELECT count(*) FROM webhook_deliveries WHERE outbox_id = $1`, outboxID).Scan(&n))
-	return n
-}
-
 // addDelivery writes a pending delivery of event id to
 // https://a.example/h (webhook-id "m"), due now.
 func addDelivery(t *testing.T, db *store.Store, id int64) {

@@ -142,7 +142,6 @@ type relayBatch struct {
 	handedOff bool // the batch stopped waiting: no attempt starts after this
 	attempted bool // an attempt was made
 	queued    []*firstAttempt
-	retries   []handover.Job
 }
 
 // plan lists the deliveries of events to the subscriptions of their
