@@ -289,15 +289,16 @@ const (
 	// there, and is left alone.
 	PatchStale PatchResult = "stale"
 	// PatchPatched: the feed was moved to the writes (the swiped schools
-	// were its next items, or none was swiped).
+	// were its next items, or the writes swiped none).
 	PatchPatched PatchResult = "patched"
 	// PatchDropped: the swiped schools were not the feed's next items, so
 	// it was dropped for a tombstone; the next read or rebuild builds it.
 	PatchDropped PatchResult = "dropped"
-	// PatchNone: no feed was stored.
+	// PatchNone: nothing was stored for the student.
 	PatchNone PatchResult = "none"
-	// PatchTombstone: a tombstone was there (no feed since the last
-	// drop); it now carries the writes' version.
+	// PatchTombstone: a hash without items was there (a tombstone of a
+	// dropped or invalidated feed; during a rolling deploy, also a feed of
+	// an earlier layout); it now carries the writes' version.
 	PatchTombstone PatchResult = "tombstone"
 )
 
@@ -306,7 +307,9 @@ var PatchResults = []PatchResult{PatchStale, PatchPatched, PatchDropped, PatchNo
 
 // AfterWrite patches the student's stored feed (see patchFeed; a feed the
 // writes do not fit is dropped) and queues jobs, in one round trip, and
-// says what the patch did. The jobs' results are not needed: a job whose
+// says what the patch did. In the rare round trip that Redis had to be
+// given a script again (NOSCRIPT: the pipeline runs twice), a patch made
+// by the first run is told as stale. The jobs' results are not needed: a job whose
 // id is in the queue already is there.
 func (t *SwipeTrips) AfterWrite(ctx context.Context, p FeedPatch, jobs ...handover.Job) (PatchResult, error) {
 	args := []any{p.Version, p.SwipeCount, t.feeds.ttl.Milliseconds()}

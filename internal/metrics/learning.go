@@ -61,7 +61,7 @@ func NewLearning(reg prometheus.Registerer) *Learning {
 		}, []string{"reason"}),
 		patches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "matching_feed_patches_total",
-			Help: "What each committed write (a swipe, a batch of the continuous feed or a sync push) did to the student's stored feed: patched (the swiped schools were its next items, or none), dropped (a school further down: the feed was dropped until the next build), tombstone (a dropped feed's tombstone took the new version), stale (a newer feed was there), none (no feed stored).",
+			Help: "What each committed write (a swipe, a batch of the continuous feed or a sync push) did to the student's stored feed: patched (the swiped schools were its next items, or the write swiped none), dropped (a school further down: the feed was dropped until the next build), tombstone (a tombstone of a dropped or invalidated feed took the new version), stale (a feed or tombstone of the same version or newer was there), none (nothing stored).",
 		}, []string{"result"}),
 	}
 	reg.MustRegister(m.swipes, m.feedback, m.patches)
