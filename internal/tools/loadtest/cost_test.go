@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,4 +150,30 @@ func TestRedisCommandsCountWhatRan(t *testing.T) {
 	assert.Empty(t, cmds.Table("swipe", 0))
 	assert.Nil(t, RedisCommands(nil).Sub(cmds), "a sample that failed taints the difference")
 	assert.Nil(t, SampleRedisCommands(ctx, nil))
+}
+
+// The patches' shares are read from the labelled counter's samples, as
+// the differences over a measurement.
+func TestPatchSharesFromTheCounter(t *testing.T) {
+	read := func(text string) map[string]float64 {
+		out := map[string]float64{}
+		for _, line := range strings.Split(text, "\n") {
+			if label, v, ok := labelledSample(line, "matching_feed_patches_total"); ok {
+				out[label] += v
+			}
+		}
+		return out
+	}
+	before := read(`# HELP matching_feed_patches_total What each write did.
+# TYPE matching_feed_patches_total counter
+matching_feed_patches_total{result="dropped"} 10
+matching_feed_patches_total{result="none"} 0
+matching_feed_patches_total{result="patched"} 5
+matching_feed_patches_total{result="stale"} 0
+matching_feed_patches_total{result="tombstone"} 1
+matching_feed_patches_totally{result="patched"} 99`)
+	assert.Equal(t, map[string]float64{"dropped": 10, "none": 0, "patched": 5, "stale": 0, "tombstone": 1}, before)
+	after := map[string]float64{"dropped": 40, "none": 0, "patched": 65, "stale": 0, "tombstone": 1}
+	assert.Equal(t, "patched 66.7 %, dropped 33.3 %, tombstone 0.0 %, stale 0.0 %, none 0.0 % (90 writes)", patchShares(before, after))
+	assert.Equal(t, "not counted by this build", patchShares(nil, map[string]float64{}))
 }

@@ -68,6 +68,7 @@ func (r *runner) cost(ctx context.Context) error {
 	var b3Errors firstError
 	r.waitDrained(ctx, 0)
 	lagBefore := r.histogram(ctx, "matching_feed_lag_seconds")
+	patchesBefore := r.counters(ctx, "matching_feed_patches_total")
 	var (
 		b3Res, svcRes    []*Result
 		b3Used, svcUsed  CPUSample
@@ -116,8 +117,9 @@ func (r *runner) cost(ctx context.Context) error {
 	}
 	b3Errors.print(r, "B3")
 	lag := r.histogram(ctx, "matching_feed_lag_seconds").sub(lagBefore)
+	patches := patchShares(patchesBefore, r.counters(ctx, "matching_feed_patches_total"))
 	bAll, sAll := merge(b3Res), merge(svcRes)
-	r.printCost(bAll, sAll, b3Used, svcUsed, b3Stmts, svcStmt, redisCmds, lag)
+	r.printCost(bAll, sAll, b3Used, svcUsed, b3Stmts, svcStmt, redisCmds, lag, patches)
 	r.printf("The service's span (first swipe to last fold and delivery) was %.1f s over %d rounds of %s of load.\n\n",
 		span.Seconds(), r.c.Rounds, r.c.Duration)
 	r.printStatements(svcStmt, sAll.OK())
@@ -126,7 +128,7 @@ func (r *runner) cost(ctx context.Context) error {
 }
 
 // printCost prints the cost table: per swipe, B3 against the service.
-func (r *runner) printCost(b3, svc *Result, b3Used, svcUsed CPUSample, b3Stmts, svcStmts []Statement, cmds RedisCommands, lag histogram) {
+func (r *runner) printCost(b3, svc *Result, b3Used, svcUsed CPUSample, b3Stmts, svcStmts []Statement, cmds RedisCommands, lag histogram, patches string) {
 	nb, ns := b3.OK(), svc.OK()
 	if nb == 0 || ns == 0 {
 		r.printf("(no swipe answered 2xx: B3 %s, service %s)\n\n", statusLine(b3), statusLine(svc))
@@ -174,6 +176,7 @@ func (r *runner) printCost(b3, svc *Result, b3Used, svcUsed CPUSample, b3Stmts, 
 	r.printf("| **Redis round trips, client side (API + worker, a pipeline one, the queue's polling included)** | 0 | %s | |\n", trips)
 	r.printf("| Redis commands run (INFO: total_commands_processed; commandstats calls, a script's own commands included) | 0 | %.2f (%.2f) | |\n",
 		svcUsed.RedisCommands/float64(ns), float64(redisCalls)/float64(ns))
+	r.printf("| what the swipes' patches did to the stored feed (`matching_feed_patches_total`) | | %s | |\n", patches)
 	r.printf("| learned feed rebuilds; lag p50 / p99 (`matching_feed_lag_seconds`) | | %.2f; %s / %s | |\n\n",
 		lag.count/float64(ns), secs(lag.quantile(0.5)), secs(lag.quantile(0.99)))
 }

@@ -3,6 +3,7 @@ package loadtest
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -69,6 +70,69 @@ func (r *runner) histogram(ctx context.Context, name string) histogram {
 		h.counts = append(h.counts, byBound[b])
 	}
 	return h
+}
+
+// counters sums a counter with one label over every operations port, by
+// the label's value (none for a build that does not export it).
+func (r *runner) counters(ctx context.Context, name string) map[string]float64 {
+	out := map[string]float64{}
+	for _, u := range r.c.OpsURLs {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/metrics", nil)
+		if err != nil {
+			cancel()
+			continue
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			continue
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			if label, v, ok := labelledSample(sc.Text(), name); ok {
+				out[label] += v
+			}
+		}
+		resp.Body.Close()
+		cancel()
+	}
+	return out
+}
+
+// labelledSample reads a sample of name with one label from a line of the
+// Prometheus text format: `name{label="value"} 12`.
+func labelledSample(line, name string) (label string, v float64, ok bool) {
+	rest, ok := strings.CutPrefix(line, name+"{")
+	if !ok {
+		return "", 0, false
+	}
+	i := strings.Index(rest, `="`)
+	j := strings.Index(rest, `"} `)
+	if i < 0 || j < i+2 {
+		return "", 0, false
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(rest[j+3:]), 64)
+	return rest[i+2 : j], v, err == nil
+}
+
+// patchShares is what the writes' patches of the stored feed did between
+// before and after (matching_feed_patches_total), as shares of the
+// writes, or a note when the build does not count them.
+func patchShares(before, after map[string]float64) string {
+	total := 0.0
+	for k, v := range after {
+		total += v - before[k]
+	}
+	if total <= 0 {
+		return "not counted by this build"
+	}
+	var parts []string
+	for _, k := range []string{"patched", "dropped", "tombstone", "stale", "none"} {
+		parts = append(parts, fmt.Sprintf("%s %.1f %%", k, 100*(after[k]-before[k])/total))
+	}
+	return fmt.Sprintf("%s (%.0f writes)", strings.Join(parts, ", "), total)
 }
 
 // sub is what was observed between before and h.

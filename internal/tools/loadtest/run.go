@@ -715,6 +715,7 @@ func (r *runner) sustained(ctx context.Context) error {
 	}
 	redisBefore := SampleRedisCommands(ctx, r.cpu.Redis)
 	lagBefore := r.histogram(ctx, "matching_feed_lag_seconds")
+	patchesBefore := r.counters(ctx, "matching_feed_patches_total")
 	pollCtx, stopPolls := context.WithCancel(ctx)
 	var pollWG sync.WaitGroup
 	var polls *Result
@@ -746,6 +747,8 @@ func (r *runner) sustained(ctx context.Context) error {
 	lag := r.histogram(ctx, "matching_feed_lag_seconds").sub(lagBefore)
 	r.printf("| learned feed lag (`matching_feed_lag_seconds`) p50 / p99 | %s / %s (%d rebuilds) |\n",
 		secs(lag.quantile(0.5)), secs(lag.quantile(0.99)), int(lag.count))
+	r.printf("| what the swipes' patches did to the stored feed (`matching_feed_patches_total`) | %s |\n",
+		patchShares(patchesBefore, r.counters(ctx, "matching_feed_patches_total")))
 	if r.c.Receiver != nil {
 		drained := r.waitDelivered(ctx, res.OK(), time.Minute)
 		d, posts := r.c.Receiver.Counts()
