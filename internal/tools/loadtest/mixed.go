@@ -189,6 +189,7 @@ func (r *runner) mixed(ctx context.Context) error {
 	if r.c.Receiver != nil {
 		r.c.Receiver.Reset()
 	}
+	patchesBefore := r.counters(ctx, "matching_feed_patches_total")
 	for round := range r.c.Rounds {
 		if round > 0 {
 			r.waitDrained(ctx, 0) // the baselines alone on the machine, as in swipe
@@ -209,6 +210,8 @@ func (r *runner) mixed(ctx context.Context) error {
 	}
 	baseErrors.print(r, "the baselines")
 	r.printMixed(compactSize, pullSize, mean(baseRates), mean(svcRates), baseResults, svcResults)
+	r.printf("What the swipes' patches did to the stored feed (`matching_feed_patches_total`; the swipes are on the cards of each student's last compact page): %s.\n\n",
+		patchShares(patchesBefore, r.counters(ctx, "matching_feed_patches_total")))
 	r.printCPU("request", cpuUsed, served)
 	// What comes next is measured without this load's tail: the worker
 	// folds and delivers what the mix swiped first.
