@@ -20,10 +20,10 @@ type histogram struct {
 	count  float64
 }
 
-// histogram sums the named histogram over every operations port.
-func (r *runner) histogram(ctx context.Context, name string) histogram {
-	byBound := map[float64]float64{}
-	var h histogram
+// eachMetricLine calls f with every line of every operations port's
+// metrics (the Prometheus text format); a port that does not answer within
+// 3 s is left out.
+func (r *runner) eachMetricLine(ctx context.Context, f func(line string)) {
 	for _, u := range r.c.OpsURLs {
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/metrics", nil)
@@ -39,29 +39,40 @@ func (r *runner) histogram(ctx context.Context, name string) histogram {
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 64*1024), 1<<20)
 		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, name+"_bucket{"):
-				i := strings.Index(line, `le="`)
-				j := strings.Index(line[i+4:], `"`)
-				if i < 0 || j < 0 {
-					continue
-				}
-				le := line[i+4 : i+4+j]
-				b := math.Inf(1)
-				if le != "+Inf" {
-					b, _ = strconv.ParseFloat(le, 64)
-				}
-				v, _ := strconv.ParseFloat(strings.TrimSpace(line[strings.LastIndexByte(line, ' ')+1:]), 64)
-				byBound[b] += v
-			case strings.HasPrefix(line, name+"_count "):
-				v, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, name+"_count ")), 64)
-				h.count += v
-			}
+			f(sc.Text())
 		}
 		resp.Body.Close()
 		cancel()
 	}
+}
+
+// histogram sums the named histogram over every operations port.
+func (r *runner) histogram(ctx context.Context, name string) histogram {
+	byBound := map[float64]float64{}
+	var h histogram
+	r.eachMetricLine(ctx, func(line string) {
+		switch {
+		case strings.HasPrefix(line, name+"_bucket{"):
+			i := strings.Index(line, `le="`)
+			if i < 0 {
+				return
+			}
+			j := strings.Index(line[i+4:], `"`)
+			if j < 0 {
+				return
+			}
+			le := line[i+4 : i+4+j]
+			b := math.Inf(1)
+			if le != "+Inf" {
+				b, _ = strconv.ParseFloat(le, 64)
+			}
+			v, _ := strconv.ParseFloat(strings.TrimSpace(line[strings.LastIndexByte(line, ' ')+1:]), 64)
+			byBound[b] += v
+		case strings.HasPrefix(line, name+"_count "):
+			v, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, name+"_count ")), 64)
+			h.count += v
+		}
+	})
 	for b := range byBound {
 		h.bounds = append(h.bounds, b)
 	}
@@ -76,28 +87,11 @@ func (r *runner) histogram(ctx context.Context, name string) histogram {
 // the label's value (none for a build that does not export it).
 func (r *runner) counters(ctx context.Context, name string) map[string]float64 {
 	out := map[string]float64{}
-	for _, u := range r.c.OpsURLs {
-		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/metrics", nil)
-		if err != nil {
-			cancel()
-			continue
+	r.eachMetricLine(ctx, func(line string) {
+		if label, v, ok := labelledSample(line, name); ok {
+			out[label] += v
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			cancel()
-			continue
-		}
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64*1024), 1<<20)
-		for sc.Scan() {
-			if label, v, ok := labelledSample(sc.Text(), name); ok {
-				out[label] += v
-			}
-		}
-		resp.Body.Close()
-		cancel()
-	}
+	})
 	return out
 }
 
