@@ -336,8 +336,11 @@ func (t *SwipeTrips) AfterWrite(ctx context.Context, p FeedPatch, jobs ...handov
 		return "", err
 	}
 	n, err := patch.Int()
-	if err != nil || n < 0 || n >= len(PatchResults) {
-		return "", fmt.Errorf("cache: the feed patch answered %v (%v)", patch.Val(), err)
+	if err != nil {
+		return "", fmt.Errorf("cache: the feed patch's answer: %w", err)
+	}
+	if n < 0 || n >= len(PatchResults) {
+		return "", fmt.Errorf("cache: the feed patch answered %d, which is no PatchResult", n)
 	}
 	return PatchResults[n], nil
 }

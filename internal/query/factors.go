@@ -87,9 +87,10 @@ func (c *FactorCache) Get(studentID string, profile []byte, p match.Profile, cat
 // as there are students in the cache twice over (a doorkeeper). A student
 // whose next rebuild comes after more others than the cache has room for
 // (many students rebuilding at once, cycling through it) would evict
-// another student's factors and never read its own: working out and keeping them costs about a fifth more than a
-// ranking without them, so such a miss ranks as a build without a cache
-// does (match.RankModelLean) and returns nil factors.
+// another student's factors and never read its own: working out and
+// keeping them costs about a fifth more than a ranking without them, so
+// such a miss ranks as a build without a cache does (match.RankModelLean)
+// and returns nil factors.
 func (c *FactorCache) RankLean(dst *match.Ranking, studentID string, profile []byte, p match.Profile, m match.Model, cat *match.Catalog) (*match.Ranking, *match.Factors) {
 	if f := c.lookup(studentID, profile, cat); f != nil {
 		return match.RankFactorsLean(dst, f, p, m), f
@@ -127,9 +128,7 @@ func (c *FactorCache) admit(studentID string) bool {
 		return true // keeping costs no one their place
 	}
 	if e := c.lru.Back(); e != nil && c.now().Sub(e.Value.(*factorEntry).used) >= ColdAfter {
-		c.remove(e) // the place is claimed: a concurrent miss finds the next
-		c.m.FactorEvictions.Inc()
-		c.m.FactorBytes.Set(float64(c.bytes))
+		c.evict(e) // the place is claimed: a concurrent miss finds the next
 		return true
 	}
 	if _, ok := c.byID[studentID]; ok {
@@ -189,9 +188,15 @@ func (c *FactorCache) keep(studentID string, profile []byte, f *match.Factors) {
 		c.room = max(1, c.max/b)
 	}
 	for c.bytes > c.max {
-		c.remove(c.lru.Back())
-		c.m.FactorEvictions.Inc()
+		c.evict(c.lru.Back())
 	}
+	c.m.FactorBytes.Set(float64(c.bytes))
+}
+
+// evict drops an entry to make room, counting it; c.mu is held.
+func (c *FactorCache) evict(e *list.Element) {
+	c.remove(e)
+	c.m.FactorEvictions.Inc()
 	c.m.FactorBytes.Set(float64(c.bytes))
 }
 
