@@ -2,6 +2,9 @@ package loadtest
 
 import (
 	"context"
+	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -176,4 +179,32 @@ matching_feed_patches_totally{result="patched"} 99`)
 	after := map[string]float64{"dropped": 40, "none": 0, "patched": 65, "stale": 0, "tombstone": 1}
 	assert.Equal(t, "patched 66.7 %, dropped 33.3 %, tombstone 0.0 %, stale 0.0 %, none 0.0 % (90 writes)", patchShares(before, after))
 	assert.Equal(t, "not counted by this build", patchShares(nil, map[string]float64{}))
+}
+
+// The histograms and the labelled counters are summed over every
+// operations port that answers; one that does not is left out.
+func TestMetricsAreSummedOverTheOperationsPorts(t *testing.T) {
+	port := func(body string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			_, _ = w.Write([]byte(body))
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	api := port(`matching_feed_patches_total{result="patched"} 3
+matching_feed_patches_total{result="dropped"} 1
+`)
+	worker := port(`matching_feed_lag_seconds_bucket{le="0.1"} 2
+matching_feed_lag_seconds_bucket{le="+Inf"} 5
+matching_feed_lag_seconds_bucket{odd} 7
+matching_feed_lag_seconds_count 5
+matching_feed_patches_total{result="patched"} 1
+`)
+	r := &runner{c: Config{OpsURLs: []string{api, worker, "http://127.0.0.1:1"}}}
+	ctx := context.Background()
+	assert.Equal(t, map[string]float64{"patched": 4, "dropped": 1}, r.counters(ctx, "matching_feed_patches_total"))
+	h := r.histogram(ctx, "matching_feed_lag_seconds")
+	assert.Equal(t, 5.0, h.count)
+	assert.Equal(t, []float64{0.1, math.Inf(1)}, h.bounds)
+	assert.Equal(t, []float64{2, 5}, h.counts)
 }
