@@ -22,7 +22,7 @@ import (
 
 func init() {
 	register("simulate", command{
-		usage: "simulate [--students 200] [--swipes 40] [--schools 6500] [--seed 1] [--svg FILE] | simulate --families [--variant 0|1|2] [--students 200] [--swipes 50] [--seed 1] [--svg FILE] | simulate --api URL [--students 10] [--swipes 40] [--families [--variant 0|1|2]]",
+		usage: "simulate [--students 200] [--swipes 40] [--schools 6500] [--seed 1] [--svg FILE] | simulate --families [--variant 0|1|2] [--gain steep|percentile] [--students 200] [--swipes 50] [--seed 1] [--svg FILE] | simulate --api URL [--students 10] [--swipes 40] [--families [--variant 0|1|2] [--gain steep|percentile]]",
 		help:  "measure how well the learning loop learns, with synthetic students (no database needed); --api: drive a running service through its API",
 		run:   runSimulate,
 	})
@@ -44,14 +44,22 @@ func runSimulate(ctx context.Context, e env, args []string) error {
 	weightsOnly := fs.Bool("weights-only", false, "the learner without its residual (the eight weights alone), for comparison")
 	families := fs.Bool("families", false, "students whose hidden tastes are not the service's score (five families), on the bundled catalogue of real schools")
 	variant := fs.Int("variant", 0, "with --families: the families' shapes, 0 (those the learner was tuned on), 1 (held out) or 2 (shapes further from both)")
+	gainName := fs.String("gain", "steep", "with --families: how NDCG grades a school, steep (7/3/1 for the student's top 1/3/10 %) or percentile (the school's percentile in the student's own order)")
 	if err := fs.Parse(args); err != nil {
 		return usageErr("%v", err)
 	}
+	gain, err := simulate.ParseGain(*gainName)
+	switch {
+	case err != nil:
+		return usageErr("--%v", err)
+	case gain != simulate.GainSteep && !*families:
+		return usageErr("--gain needs --families")
+	}
 	if *api != "" {
-		return runSimulateLive(ctx, e, fs, *api, *noFeedback, *families)
+		return runSimulateLive(ctx, e, fs, *api, *noFeedback, *families, gain)
 	}
 	if *families {
-		return runSimulateFamilies(ctx, e, fs, *variant, *students, *swipes, *seed, *page, *workers, *svg)
+		return runSimulateFamilies(ctx, e, fs, familyRun{variant: *variant, gain: gain}, *students, *swipes, *seed, *page, *workers, *svg)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -112,7 +120,7 @@ func writeSVG(e env, path string, svg []byte) error {
 
 // runSimulateLive drives a running service with the simulation's students
 // (internal/tools/simulate/live) and prints what it answered.
-func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, noFeedback, families bool) error {
+func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, noFeedback, families bool, gain simulate.Gain) error {
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
@@ -187,7 +195,7 @@ func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, n
 	if families {
 		res, err := live.RunFamilies(ctx, live.FamiliesConfig{
 			API: api, Schools: schools, Students: students, Swipes: swipes, PageSize: page, Seed: seed,
-			Workers: workers, Variant: variant, Token: token,
+			Workers: workers, Variant: variant, Gain: gain, Token: token,
 		})
 		if _, werr := fmt.Fprint(e.stdout, res.Table()); werr != nil && err == nil {
 			err = werr
@@ -204,8 +212,16 @@ func runSimulateLive(ctx context.Context, e env, fs *flag.FlagSet, api string, n
 	return err
 }
 
+// familyRun is what a families-mode run varies: the families' shapes and
+// the gain NDCG grades schools by.
+type familyRun struct {
+	variant int
+	gain    simulate.Gain
+}
+
 // runSimulateFamilies runs the families mode on the bundled catalogue.
-func runSimulateFamilies(ctx context.Context, e env, fs *flag.FlagSet, variant, students, swipes int, seed uint64, page, workers int, svg string) error {
+func runSimulateFamilies(ctx context.Context, e env, fs *flag.FlagSet, run familyRun, students, swipes int, seed uint64, page, workers int, svg string) error {
+	variant := run.variant
 	var bad []string
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
@@ -241,7 +257,7 @@ func runSimulateFamilies(ctx context.Context, e env, fs *flag.FlagSet, variant, 
 		return err
 	}
 	cfg := simulate.FamiliesConfig{Schools: schools, Students: students, Swipes: swipes, Seed: seed,
-		Variant: variant, PageSize: page, Workers: workers}
+		Variant: variant, PageSize: page, Workers: workers, Gain: run.gain}
 	start := time.Now()
 	done := make(chan simulate.FamiliesResult, 1)
 	go func() { done <- simulate.RunFamilies(cfg) }()

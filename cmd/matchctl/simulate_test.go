@@ -99,7 +99,7 @@ func TestSimulateFamiliesPrintsEveryPolicyByFamily(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "families.svg")
 	code, out, errOut := runSimulateCmd(t, "simulate", "--families", "--students", "5", "--swipes", "10", "--seed", "3", "--svg", path)
 	require.Equal(t, 0, code, "stderr: %s", errOut)
-	assert.Contains(t, out, "families mode, variant 0: 5 students (1 per family), 10 swipes each, 3081 schools, seed 3")
+	assert.Contains(t, out, "families mode, variant 0: 5 students (1 per family), 10 swipes each, 3081 schools, seed 3, client pages of 10, steep gains")
 	assert.Contains(t, out, "| swipes | learner | weights only | ceiling | best 8 weights | logistic | popularity | random |")
 	for _, f := range []string{"budget", "prestige", "near", "size and setting", "mixed", "all"} {
 		assert.Contains(t, out, "| "+f+" |")
@@ -112,12 +112,18 @@ func TestSimulateFamiliesPrintsEveryPolicyByFamily(t *testing.T) {
 	}
 	require.NoError(t, xml.Unmarshal(b, &doc), "the SVG is well-formed XML")
 	assert.Equal(t, 7+2*5, len(doc.Lines), "every policy, then every family twice")
+	code, out, errOut = runSimulateCmd(t, "simulate", "--families", "--students", "5", "--swipes", "10", "--seed", "3", "--gain", "percentile")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Contains(t, out, "seed 3, client pages of 10, percentile gains")
 	for _, args := range [][]string{
 		{"simulate", "--families", "--variant", "3"},
 		{"simulate", "--families", "--schools", "500"},
 		{"simulate", "--families", "--cold-start"},
 		{"simulate", "--families", "--weights-only"},
 		{"simulate", "--families", "extra"},
+		{"simulate", "--families", "--gain", "linear"},
+		{"simulate", "--gain", "percentile"},
+		{"simulate", "--api", "http://127.0.0.1:1", "--gain", "percentile"},
 	} {
 		code, _, errOut := runSimulateCmd(t, args...)
 		assert.Equal(t, 2, code, "%v: %s", args, errOut)

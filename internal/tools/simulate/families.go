@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -123,6 +124,40 @@ type FamiliesConfig struct {
 	// Checkpoints are the swipe counts NDCG is measured at (default 0, 10,
 	// 20, 30, 50; those past Swipes are dropped).
 	Checkpoints []int
+	// Gain is how NDCG grades a school (default GainSteep).
+	Gain Gain
+}
+
+// Gain is how NDCG@20 grades a school for a student.
+type Gain int
+
+const (
+	// GainSteep: 7, 3 and 1 for the student's top 1, 3 and 10 % by
+	// utility, 0 for the rest: only the few best schools count.
+	GainSteep Gain = iota
+	// GainPercentile: the school's percentile by utility (1 for the
+	// student's best, 0.5 for a middling school, 0 for the worst, in
+	// hundredths): every step up the student's own order counts.
+	GainPercentile
+)
+
+// String is the gain's name.
+func (g Gain) String() string {
+	if g == GainPercentile {
+		return "percentile"
+	}
+	return "steep"
+}
+
+// ParseGain reads a gain's name: steep or percentile.
+func ParseGain(name string) (Gain, error) {
+	switch name {
+	case "", "steep":
+		return GainSteep, nil
+	case "percentile":
+		return GainPercentile, nil
+	}
+	return 0, fmt.Errorf("gain %q: want steep or percentile", name)
 }
 
 // FamiliesResult is what a families-mode run measured.
@@ -615,19 +650,33 @@ func (w *famWorld) newStudent(i int) *famStudent {
 	}
 	mean /= float64(w.n)
 	st.noise = 0.25 * math.Sqrt(max(0, sq/float64(w.n)-mean*mean))
-	g3, g2, g1 := q(0.01), q(0.03), q(0.10)
 	st.gain = make([]float64, w.n)
-	for k, x := range u {
-		switch {
-		case x >= g3:
-			st.gain[k] = 7
-		case x >= g2:
-			st.gain[k] = 3
-		case x >= g1:
-			st.gain[k] = 1
+	graded := w.cfg.Gain == GainPercentile
+	if graded {
+		// The school's percentile by utility, in hundredths: 1 for the
+		// best, 0 for the worst.
+		order := make([]int, w.n)
+		for k := range order {
+			order[k] = k
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(u[a], u[b]) })
+		for pos, k := range order {
+			st.gain[k] = math.Round(gradedSteps*float64(pos)/float64(max(1, w.n-1))) / gradedSteps
+		}
+	} else {
+		g3, g2, g1 := q(0.01), q(0.03), q(0.10)
+		for k, x := range u {
+			switch {
+			case x >= g3:
+				st.gain[k] = 7
+			case x >= g2:
+				st.gain[k] = 3
+			case x >= g1:
+				st.gain[k] = 1
+			}
 		}
 	}
-	st.ideal = newIdealGains(st.gain)
+	st.ideal = newIdealGains(st.gain, graded)
 	st.likeR = w.rng(i, 2)
 	return st
 }

@@ -43,6 +43,31 @@ func TestFamiliesMeasureEveryPolicy(t *testing.T) {
 	t.Log("\n" + r.Table())
 }
 
+// With percentile gains every step up a student's own order counts: a
+// random list scores about one half, the ceiling near 1, and the learner
+// between them, above random after its swipes.
+func TestFamiliesGradedByPercentile(t *testing.T) {
+	cfg := FamiliesConfig{Schools: catalog.Generate(1500, 4), Students: 10, Swipes: 20, Seed: 2, Workers: 2,
+		Checkpoints: []int{0, 20}, Gain: GainPercentile}
+	if raceEnabled {
+		cfg.Students, cfg.Swipes, cfg.Checkpoints = 5, 10, []int{0, 10}
+	}
+	r := RunFamilies(cfg)
+	last := cfg.Checkpoints[1]
+	assert.InDelta(t, 0.5, r.NDCGAt(FRandom, NumFamilies, last), 0.12)
+	assert.Greater(t, r.NDCGAt(FCeiling, NumFamilies, 0), 0.85)
+	assert.Greater(t, r.NDCGAt(FLearner, NumFamilies, last), r.NDCGAt(FRandom, NumFamilies, last))
+	steep := cfg
+	steep.Gain = GainSteep
+	assert.NotEqual(t, RunFamilies(steep).NDCG, r.NDCG, "the same students, graded otherwise")
+	for _, name := range []string{"steep", "percentile", ""} {
+		_, err := ParseGain(name)
+		assert.NoError(t, err, name)
+	}
+	_, err := ParseGain("linear")
+	assert.Error(t, err)
+}
+
 // TestFamiliesTastesAreNotTheScore checks what families mode is for: the
 // hidden tastes are not the service's score, so the eight weights that
 // rank the catalogue best for a student (fitted offline) still fall well

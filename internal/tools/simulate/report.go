@@ -172,8 +172,8 @@ func pct(v float64) string {
 func (r FamiliesResult) Table() string {
 	var b strings.Builder
 	c := r.Config
-	fmt.Fprintf(&b, "families mode, variant %d: %d students (%d per family), %d swipes each, %d schools, seed %d, client pages of %d\n\n",
-		c.Variant, r.Students[NumFamilies], r.Students[NumFamilies]/int(NumFamilies), c.Swipes, len(c.Schools), c.Seed, c.PageSize)
+	fmt.Fprintf(&b, "families mode, variant %d: %d students (%d per family), %d swipes each, %d schools, seed %d, client pages of %d, %s gains\n\n",
+		c.Variant, r.Students[NumFamilies], r.Students[NumFamilies]/int(NumFamilies), c.Swipes, len(c.Schools), c.Seed, c.PageSize, c.Gain)
 	b.WriteString("NDCG@20 after n swipes, all students (every policy on the schools the learner's student has not swiped)\n\n| swipes |")
 	for p := range NumFamilyPolicies {
 		fmt.Fprintf(&b, " %s |", p)

@@ -412,7 +412,7 @@ func (w *world) newStudent(i int) *student {
 			st.gain[k] = 1
 		}
 	}
-	st.ideal = newIdealGains(st.gain)
+	st.ideal = newIdealGains(st.gain, false)
 	return st
 }
 
@@ -664,37 +664,54 @@ var discount = func() [ndcgK]float64 {
 }()
 
 // idealGains counts the schools not yet swiped by gain, for the ideal DCG.
+// A gain is either one of gainLevels (the steep scale) or, graded, a
+// percentile in hundredths (GainPercentile).
 type idealGains struct {
-	n [4]int // schools with gain 7, 3, 1, 0
+	n      [gradedSteps + 1]int // schools by level: gainLevels' index, or 100 - hundredths
+	graded bool
 }
 
 var gainLevels = [4]float64{7, 3, 1, 0}
 
-func newIdealGains(gains []float64) idealGains {
-	var g idealGains
+// gradedSteps are the steps of a graded gain: hundredths.
+const gradedSteps = 100
+
+func newIdealGains(gains []float64, graded bool) idealGains {
+	g := idealGains{graded: graded}
 	for _, v := range gains {
-		g.n[levelOf(v)]++
+		g.n[g.levelOf(v)]++
 	}
 	return g
 }
 
-func levelOf(v float64) int {
-	for l, g := range gainLevels {
-		if v >= g {
+func (g *idealGains) levelOf(v float64) int {
+	if g.graded {
+		return gradedSteps - int(math.Round(v*gradedSteps))
+	}
+	for l, x := range gainLevels {
+		if v >= x {
 			return l
 		}
 	}
 	return 3
 }
 
-func (g *idealGains) remove(v float64) { g.n[levelOf(v)]-- }
+// gain is level l's gain.
+func (g *idealGains) gain(l int) float64 {
+	if g.graded {
+		return float64(gradedSteps-l) / gradedSteps
+	}
+	return gainLevels[l]
+}
+
+func (g *idealGains) remove(v float64) { g.n[g.levelOf(v)]-- }
 
 // ndcg normalises a DCG by the ideal DCG of the remaining schools.
 func (g *idealGains) ndcg(dcg float64) float64 {
 	ideal, k := 0.0, 0
 	for l, c := range g.n {
 		for ; c > 0 && k < ndcgK; c-- {
-			ideal += gainLevels[l] * discount[k]
+			ideal += g.gain(l) * discount[k]
 			k++
 		}
 	}

@@ -77,7 +77,7 @@ func TestRunIsDeterministic(t *testing.T) {
 
 func TestNDCG(t *testing.T) {
 	st := &student{gain: []float64{7, 0, 3, 1, 0, 7}}
-	st.ideal = newIdealGains(st.gain)
+	st.ideal = newIdealGains(st.gain, false)
 	ideal := st.ideal
 	best := st.ndcgOfOrder([]int32{0, 5, 2, 3, 1, 4}, make([]bool, 6), &ideal)
 	assert.InDelta(t, 1, best, 1e-12, "the ideal order")
@@ -89,6 +89,24 @@ func TestNDCG(t *testing.T) {
 	assert.InDelta(t, 1, st.ndcgOfOrder([]int32{0, 5, 2, 3, 1, 4}, ex, &ideal), 1e-12)
 	var none idealGains
 	assert.Zero(t, none.ndcg(0))
+}
+
+// Graded gains (percentiles in hundredths) normalise the same way: the
+// ideal order scores 1, the reverse order less, a swiped school leaves
+// the ideal.
+func TestNDCGGraded(t *testing.T) {
+	st := &student{gain: []float64{1, 0, 0.5, 0.25, 0.01, 0.99}}
+	st.ideal = newIdealGains(st.gain, true)
+	ideal := st.ideal
+	best := st.ndcgOfOrder([]int32{0, 5, 2, 3, 4, 1}, make([]bool, 6), &ideal)
+	assert.InDelta(t, 1, best, 1e-12, "the ideal order")
+	worst := st.ndcgOfOrder([]int32{1, 4, 3, 2, 5, 0}, make([]bool, 6), &ideal)
+	assert.Less(t, worst, 0.8)
+	ideal.remove(1)
+	ex := []bool{true, false, false, false, false, false}
+	assert.InDelta(t, 1, st.ndcgOfOrder([]int32{0, 5, 2, 3, 4, 1}, ex, &ideal), 1e-12)
+	assert.Equal(t, 1.0, ideal.gain(ideal.levelOf(1)))
+	assert.Equal(t, 0.25, ideal.gain(ideal.levelOf(0.25)))
 }
 
 func TestTableAndSVG(t *testing.T) {

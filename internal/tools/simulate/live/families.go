@@ -33,6 +33,7 @@ type FamiliesConfig struct {
 	Students, Swipes, Variant, PageSize, Workers int
 	Seed                                         uint64
 	Checkpoints                                  []int
+	Gain                                         simulate.Gain // as in simulate.FamiliesConfig
 	// Settle is how long a student waits after its last swipe before a
 	// checkpoint's read, so that the worker has learned from it (default
 	// 1 s; the learned feed's lag is under 0.25 s at p99 on a quiet
@@ -80,7 +81,7 @@ func RunFamilies(ctx context.Context, cfg FamiliesConfig) (FamiliesResult, error
 	}
 	start := time.Now()
 	pop := simulate.NewFamilyPopulation(simulate.FamiliesConfig{Schools: cfg.Schools, Students: cfg.Students,
-		Swipes: cfg.Swipes, Seed: cfg.Seed, Variant: cfg.Variant, PageSize: cfg.PageSize})
+		Swipes: cfg.Swipes, Seed: cfg.Seed, Variant: cfg.Variant, PageSize: cfg.PageSize, Gain: cfg.Gain})
 	var (
 		mu   sync.Mutex
 		outs []famOutcome
@@ -269,8 +270,8 @@ func (d *famDriver) checkpoint(ctx context.Context, o *famOutcome, k, t int) err
 func (r FamiliesResult) Table() string {
 	var b strings.Builder
 	all := int(simulate.NumFamilies)
-	fmt.Fprintf(&b, "families through the API, variant %d: %d students, %d swipes in %s (seed %d)\n\n",
-		r.Config.Variant, r.Students[all], r.Swipes, r.Elapsed.Round(time.Second), r.Config.Seed)
+	fmt.Fprintf(&b, "families through the API, variant %d: %d students, %d swipes in %s (seed %d, %s gains)\n\n",
+		r.Config.Variant, r.Students[all], r.Swipes, r.Elapsed.Round(time.Second), r.Config.Seed, r.Config.Gain)
 	b.WriteString("| swipes | service | ceiling | logistic |\n|---:|---:|---:|---:|\n")
 	for k, t := range r.Checkpoints {
 		fmt.Fprintf(&b, "| %d | %.3f | %.3f | %.3f |\n", t, r.NDCG[RefService][all][k], r.NDCG[RefCeiling][all][k], r.NDCG[RefLogistic][all][k])
