@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,6 +20,16 @@ import (
 // drain disarmed and queues a new task, and a write that comes before is in
 // the set the task is still draining. A burst of writes is so one task and
 // a few batches, not one task per write.
+//
+// Batches take the members that have waited longest: a second sorted set
+// (the order) keeps, for each pending member, when its wait began (the
+// first mark not covered yet, in microseconds). The versions cannot order
+// them: a member marked again keeps the higher version, so under a load
+// the drain cannot keep up with, the most active members would wait
+// behind everyone else's for as long as the load lasts. A member a batch
+// covered only in part (marked again meanwhile) waits from that batch on.
+// A member pending without an order entry (marked by an earlier release)
+// is given one by the next batch.
 //
 // The pending set and the arm key live in the drain queue's hash slot
 // ({queue}, as asynq's own keys), so that marking, arming and queueing are
@@ -42,21 +53,29 @@ func DrainKeys(queue, name string) (pending, armed string) {
 	return base + ":pending", base + ":armed"
 }
 
+// DrainOrder is the order set of the drain whose pending set is pending:
+// when each pending member's wait began.
+func DrainOrder(pending string) string {
+	return strings.TrimSuffix(pending, ":pending") + ":order"
+}
+
 // PendingTTL is how long a drain's pending set lives after its last mark
 // or batch: a drain that nobody runs for that long (no worker) lets its
 // marks go, which are hints only (see the learn sweep).
 const PendingTTL = time.Hour
 
 // mark is a DrainMark: KEYS pending set, arm key, the task's hash, the
-// queue's pending list; ARGV member, score, arm ms, task message, task id,
-// now (ns), the pending set's TTL (ms). 1 when it armed the drain and
-// queued the task, 0 otherwise.
+// queue's pending list, the order set; ARGV member, score, arm ms, task
+// message, task id, now (ns), the pending set's TTL (ms), now (µs). 1 when
+// it armed the drain and queued the task, 0 otherwise.
 var mark = redis.NewScript(`
 local cur = redis.call("ZSCORE", KEYS[1], ARGV[1])
 if not cur or tonumber(cur) < tonumber(ARGV[2]) then
 	redis.call("ZADD", KEYS[1], ARGV[2], ARGV[1])
 end
+redis.call("ZADD", KEYS[5], "NX", ARGV[8], ARGV[1])
 redis.call("PEXPIRE", KEYS[1], ARGV[7])
+redis.call("PEXPIRE", KEYS[5], ARGV[7])
 if not redis.call("SET", KEYS[2], ARGV[5], "NX", "PX", ARGV[3]) then
 	return 0
 end
@@ -71,9 +90,10 @@ return 1
 func queueMark(ctx context.Context, pipe redis.Pipeliner, j Job) *redis.Cmd {
 	d := j.Drain
 	pending, armed := DrainKeys(j.Queue, d.Name)
-	return mark.EvalSha(ctx, pipe, []string{pending, armed, taskKey(j.Queue, j.ID), pendingKey(j.Queue)},
+	now := time.Now()
+	return mark.EvalSha(ctx, pipe, []string{pending, armed, taskKey(j.Queue, j.ID), pendingKey(j.Queue), DrainOrder(pending)},
 		d.Member, d.Score, max(d.ArmFor.Milliseconds(), 1), message(j), j.ID,
-		strconv.FormatInt(time.Now().UnixNano(), 10), PendingTTL.Milliseconds())
+		strconv.FormatInt(now.UnixNano(), 10), PendingTTL.Milliseconds(), now.UnixMicro())
 }
 
 // Pending is a member of a drain's pending set and the score it had when
@@ -98,42 +118,86 @@ func NewDrain(rdb redis.UniversalClient, queue, name string, armFor time.Duratio
 	return &Drain{rdb: rdb, pending: pending, armed: armed, armFor: armFor}
 }
 
-// next clears the members ARGV[3..] whose score is at most the score that
-// follows each (their work covered it), then returns the first ARGV[1]
-// pending members with their scores and renews the arm for ARGV[2] ms
-// (and the set for ARGV[3] ms); when none is pending it disarms. KEYS
-// pending set, arm key.
+// next clears the members ARGV[5..] whose score is at most the score that
+// follows each (their work covered it); a member marked again meanwhile
+// waits from now (ARGV[4], µs) in the order set. It then returns the
+// ARGV[1] members that have waited longest, with their scores, and renews
+// the arm for ARGV[2] ms (and the sets for ARGV[3] ms); when none is
+// pending it disarms. An order entry whose member is no longer pending
+// (erased) is dropped; pending members without one (marked by an earlier
+// release) are given one, from now. KEYS pending set, arm key, order set.
 var next = redis.NewScript(`
-for i = 4, #ARGV, 2 do
+for i = 5, #ARGV, 2 do
 	local cur = redis.call("ZSCORE", KEYS[1], ARGV[i])
 	if cur and tonumber(cur) <= tonumber(ARGV[i + 1]) then
 		redis.call("ZREM", KEYS[1], ARGV[i])
+		redis.call("ZREM", KEYS[3], ARGV[i])
+	elseif cur then
+		redis.call("ZADD", KEYS[3], ARGV[4], ARGV[i])
+	else
+		redis.call("ZREM", KEYS[3], ARGV[i])
 	end
 end
-local batch = redis.call("ZRANGE", KEYS[1], 0, tonumber(ARGV[1]) - 1, "WITHSCORES")
+local n = tonumber(ARGV[1])
+local function oldest()
+	local batch, taken = {}, 0
+	while taken < n do
+		local ids = redis.call("ZRANGE", KEYS[3], taken, n - 1)
+		if #ids == 0 then
+			break
+		end
+		local gone = 0
+		for _, m in ipairs(ids) do
+			local v = redis.call("ZSCORE", KEYS[1], m)
+			if v then
+				batch[#batch + 1] = m
+				batch[#batch + 1] = v
+				taken = taken + 1
+			else
+				redis.call("ZREM", KEYS[3], m)
+				gone = gone + 1
+			end
+		end
+		if gone == 0 then
+			break
+		end
+	end
+	return batch
+end
+local batch = {}
+if redis.call("ZCARD", KEYS[3]) >= redis.call("ZCARD", KEYS[1]) then
+	batch = oldest()
+end
+if #batch == 0 and redis.call("ZCARD", KEYS[1]) > 0 then
+	for _, m in ipairs(redis.call("ZRANGE", KEYS[1], 0, -1)) do
+		redis.call("ZADD", KEYS[3], "NX", ARGV[4], m)
+	end
+	batch = oldest()
+end
 if #batch == 0 then
-	redis.call("DEL", KEYS[2])
+	redis.call("DEL", KEYS[2], KEYS[3])
 else
 	redis.call("PEXPIRE", KEYS[2], ARGV[2])
 	redis.call("PEXPIRE", KEYS[1], ARGV[3])
+	redis.call("PEXPIRE", KEYS[3], ARGV[3])
 end
 return batch
 `)
 
 // Next clears done (each member whose score is still at most the one
-// given: a member marked again meanwhile stays) and returns up to n
-// pending members, lowest scores first. When it returns
-// none the drain is disarmed: the caller's task must end, since the next
-// mark queues a new one. Otherwise the arm is renewed.
+// given: a member marked again meanwhile stays, and waits from now) and
+// returns up to n pending members, those that have waited longest first.
+// When it returns none the drain is disarmed: the caller's task must end,
+// since the next mark queues a new one. Otherwise the arm is renewed.
 func (d *Drain) Next(ctx context.Context, done []Pending, n int) ([]Pending, error) {
-	args := make([]any, 0, 2+2*len(done))
-	args = append(args, max(n, 1), max(d.armFor.Milliseconds(), 1), PendingTTL.Milliseconds())
+	args := make([]any, 0, 4+2*len(done))
+	args = append(args, max(n, 1), max(d.armFor.Milliseconds(), 1), PendingTTL.Milliseconds(), time.Now().UnixMicro())
 	for _, p := range done {
 		args = append(args, p.Member, p.Score)
 	}
 	var cmd *redis.Cmd
 	err := Exec(ctx, d.rdb, []*redis.Script{next}, func(pipe redis.Pipeliner) error {
-		cmd = next.EvalSha(ctx, pipe, []string{d.pending, d.armed}, args...)
+		cmd = next.EvalSha(ctx, pipe, []string{d.pending, d.armed, DrainOrder(d.pending)}, args...)
 		return nil
 	})
 	if err != nil {

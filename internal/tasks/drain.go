@@ -196,8 +196,8 @@ func LearnDrainKeys(studentID string) (pending, armed string) {
 	return handover.DrainKeys(QueueCritical, learnDrainName(LearnShard(studentID)))
 }
 
-// ForgetLearnMarks removes erased students from their shards' pending sets
-// (in the spreads of older builds too, the former default of 8 and the
+// ForgetLearnMarks removes erased students from their shards' pending and
+// order sets (in the spreads of older builds too, the former default of 8 and the
 // legacy 32: an older API may have marked them there), in one round trip.
 // A mark in a spread of another count (LEARN_SHARDS changed while the
 // student's mark waited) is not found here: its drain clears it, an erased
@@ -227,6 +227,7 @@ func ForgetLearnMarks(ctx context.Context, rdb redis.UniversalClient, studentIDs
 	_, err := rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for _, k := range keys {
 			pipe.ZRem(ctx, k, members[k]...)
+			pipe.ZRem(ctx, handover.DrainOrder(k), members[k]...)
 		}
 		return nil
 	})

@@ -1,0 +1,146 @@
+package handover_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/collegematch/matching/internal/handover"
+	"github.com/collegematch/matching/internal/testutil"
+)
+
+// markDrain marks member pending in the drain name of queue "critical" at
+// version score, as a write does.
+func markDrain(t *testing.T, rdb redis.UniversalClient, name, member string, score int64) {
+	t.Helper()
+	ctx := context.Background()
+	q := handover.NewQueuer()
+	require.NoError(t, handover.Exec(ctx, rdb, nil, func(pipe redis.Pipeliner) error {
+		_, err := q.Queue(ctx, pipe, handover.Job{ID: "drain:" + name + ":" + member + fmt.Sprint(score), Type: "test:drain",
+			Queue: "critical", Drain: &handover.DrainMark{Name: name, Member: member, Score: score, ArmFor: time.Minute}})
+		return err
+	}))
+}
+
+func members(batch []handover.Pending) []string {
+	out := make([]string, len(batch))
+	for i, p := range batch {
+		out[i] = p.Member
+	}
+	return out
+}
+
+// A drain's batches take the members that have waited longest, whatever
+// their versions: a member marked again and again (an active student, its
+// version climbing) is not pushed behind everyone marked after it.
+func TestDrainBatchesTakeThoseWaitingLongest(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBHandover)
+	ctx := context.Background()
+	d := handover.NewDrain(rdb, "critical", "order", time.Minute)
+	markDrain(t, rdb, "order", "busy", 90) // a high version, marked first
+	time.Sleep(2 * time.Millisecond)
+	markDrain(t, rdb, "order", "quiet", 1)
+	time.Sleep(2 * time.Millisecond)
+	markDrain(t, rdb, "order", "new", 5)
+
+	batch, err := d.Next(ctx, nil, 1)
+	require.NoError(t, err)
+	require.Equal(t, []handover.Pending{{Member: "busy", Score: 90}}, batch, "first marked, first taken")
+
+	// busy is marked again while its batch runs: the batch covers version
+	// 90 only, so busy stays pending, and now waits behind the others.
+	time.Sleep(2 * time.Millisecond)
+	markDrain(t, rdb, "order", "busy", 91)
+	batch, err = d.Next(ctx, batch, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"quiet", "new"}, members(batch))
+	batch, err = d.Next(ctx, batch, 5)
+	require.NoError(t, err)
+	assert.Equal(t, []handover.Pending{{Member: "busy", Score: 91}}, batch)
+	batch, err = d.Next(ctx, batch, 5)
+	require.NoError(t, err)
+	assert.Empty(t, batch, "all covered: the drain disarms")
+	pending, armed := handover.DrainKeys("critical", "order")
+	n, err := rdb.Exists(ctx, pending, armed, handover.DrainOrder(pending)).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing left behind")
+}
+
+// Under a load the drain cannot keep up with, every member is taken within
+// one pass over those pending: a member marked again after each of its
+// batches still comes round, behind only the members already waiting.
+func TestDrainServesEveryMemberUnderALoadItCannotKeepUpWith(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBHandover)
+	ctx := context.Background()
+	d := handover.NewDrain(rdb, "critical", "load", time.Minute)
+	version := map[string]int64{}
+	mark := func(m string) {
+		version[m]++
+		markDrain(t, rdb, "load", m, version[m])
+	}
+	const students = 20
+	for i := range students {
+		mark(fmt.Sprintf("s%02d", i))
+	}
+	waited := map[string]int{} // batches since the member was last taken
+	var batch []handover.Pending
+	for round := range 60 {
+		var err error
+		batch, err = d.Next(ctx, batch, 3)
+		require.NoError(t, err)
+		require.NotEmpty(t, batch, "round %d", round)
+		taken := map[string]bool{}
+		for _, p := range batch {
+			taken[p.Member] = true
+		}
+		for i := range students {
+			m := fmt.Sprintf("s%02d", i)
+			if taken[m] {
+				waited[m] = 0
+			} else {
+				waited[m]++
+				require.LessOrEqual(t, waited[m], students/3+1, "round %d: %s waits behind members marked after it", round, m)
+			}
+		}
+		// Every student swipes again before the batch is done, the
+		// lowest-numbered ones (lowest versions no longer) most.
+		for i := range students {
+			mark(fmt.Sprintf("s%02d", i))
+		}
+		mark("s00")
+		mark("s01")
+	}
+}
+
+// A member pending without an order entry, as a write of an earlier
+// release marks it, is still drained (once the members in order are, or
+// at once when fewer are in order than pending); an order entry whose
+// member is no longer pending (an erased student's) is dropped.
+func TestDrainTakesMarksWithoutAnOrderAndDropsOrdersWithoutAMark(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBHandover)
+	ctx := context.Background()
+	d := handover.NewDrain(rdb, "critical", "mixed", time.Minute)
+	pending, _ := handover.DrainKeys("critical", "mixed")
+	order := handover.DrainOrder(pending)
+	markDrain(t, rdb, "mixed", "current", 3)
+	require.NoError(t, rdb.ZAdd(ctx, pending, redis.Z{Score: 7, Member: "earlier"}).Err())
+	require.NoError(t, rdb.ZAdd(ctx, order, redis.Z{Score: 1, Member: "erased"}).Err())
+
+	batch, err := d.Next(ctx, nil, 10)
+	require.NoError(t, err)
+	assert.Equal(t, []handover.Pending{{Member: "current", Score: 3}}, batch)
+	batch, err = d.Next(ctx, batch, 10)
+	require.NoError(t, err)
+	assert.Equal(t, []handover.Pending{{Member: "earlier", Score: 7}}, batch, "given an order when nothing else is left")
+	batch, err = d.Next(ctx, batch, 10)
+	require.NoError(t, err)
+	assert.Empty(t, batch)
+	n, err := rdb.Exists(ctx, pending, order).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n)
+}
