@@ -23,17 +23,24 @@ import (
 //
 // Batches take the members that have waited longest: a second sorted set
 // (the order) keeps, for each pending member, when its wait began (the
-// first mark not covered yet, in microseconds). The versions cannot order
-// them: a member marked again keeps the higher version, so under a load
-// the drain cannot keep up with, the most active members would wait
-// behind everyone else's for as long as the load lasts. A member a batch
-// covered only in part (marked again meanwhile) waits from that batch on.
-// A member pending without an order entry (marked by an earlier release)
-// is given one by the next batch.
+// first mark not covered yet, in microseconds of the Redis server's
+// clock, so that API and worker hosts' clocks do not matter). The
+// versions cannot order them: a member marked again keeps the higher
+// version, so under a load the drain cannot keep up with, the most active
+// members would wait behind everyone else's for as long as the load
+// lasts. A member a batch covered only in part (marked again meanwhile)
+// waits from that batch on. What a release without the order set leaves
+// behind costs each batch a bounded amount of work: pending members
+// without an order entry (its marks) are given one, a batch's worth per
+// batch, and at once when no member in order is left; order entries whose
+// member is no longer pending (cleared by its drains, or erased) are
+// dropped, at most four batches' worth per batch, after which the batch
+// takes the lowest versions pending, so the drain never stalls or
+// disarms while members are pending.
 //
-// The pending set and the arm key live in the drain queue's hash slot
-// ({queue}, as asynq's own keys), so that marking, arming and queueing are
-// one script on a Redis Cluster as well.
+// The pending set, the order set and the arm key live in the drain
+// queue's hash slot ({queue}, as asynq's own keys), so that marking,
+// arming and queueing are one script on a Redis Cluster as well.
 
 // DrainMark makes a Job the mark of one member of a drain: Queuer.Queue
 // adds Member to the drain's pending set with Score (kept when higher
@@ -66,14 +73,17 @@ const PendingTTL = time.Hour
 
 // mark is a DrainMark: KEYS pending set, arm key, the task's hash, the
 // queue's pending list, the order set; ARGV member, score, arm ms, task
-// message, task id, now (ns), the pending set's TTL (ms), now (µs). 1 when
-// it armed the drain and queued the task, 0 otherwise.
+// message, task id, now (ns), the pending set's TTL (ms). 1 when it armed
+// the drain and queued the task, 0 otherwise. The order's time is the
+// server's, in microseconds, written as digits (a Lua number would be
+// formatted with 14 significant digits).
 var mark = redis.NewScript(`
 local cur = redis.call("ZSCORE", KEYS[1], ARGV[1])
 if not cur or tonumber(cur) < tonumber(ARGV[2]) then
 	redis.call("ZADD", KEYS[1], ARGV[2], ARGV[1])
 end
-redis.call("ZADD", KEYS[5], "NX", ARGV[8], ARGV[1])
+local t = redis.call("TIME")
+redis.call("ZADD", KEYS[5], "NX", t[1] .. string.format("%06d", tonumber(t[2])), ARGV[1])
 redis.call("PEXPIRE", KEYS[1], ARGV[7])
 redis.call("PEXPIRE", KEYS[5], ARGV[7])
 if not redis.call("SET", KEYS[2], ARGV[5], "NX", "PX", ARGV[3]) then
@@ -90,10 +100,9 @@ return 1
 func queueMark(ctx context.Context, pipe redis.Pipeliner, j Job) *redis.Cmd {
 	d := j.Drain
 	pending, armed := DrainKeys(j.Queue, d.Name)
-	now := time.Now()
 	return mark.EvalSha(ctx, pipe, []string{pending, armed, taskKey(j.Queue, j.ID), pendingKey(j.Queue), DrainOrder(pending)},
 		d.Member, d.Score, max(d.ArmFor.Milliseconds(), 1), message(j), j.ID,
-		strconv.FormatInt(now.UnixNano(), 10), PendingTTL.Milliseconds(), now.UnixMicro())
+		strconv.FormatInt(time.Now().UnixNano(), 10), PendingTTL.Milliseconds())
 }
 
 // Pending is a member of a drain's pending set and the score it had when
@@ -118,61 +127,66 @@ func NewDrain(rdb redis.UniversalClient, queue, name string, armFor time.Duratio
 	return &Drain{rdb: rdb, pending: pending, armed: armed, armFor: armFor}
 }
 
-// next clears the members ARGV[5..] whose score is at most the score that
+// next clears the members ARGV[4..] whose score is at most the score that
 // follows each (their work covered it); a member marked again meanwhile
-// waits from now (ARGV[4], µs) in the order set. It then returns the
-// ARGV[1] members that have waited longest, with their scores, and renews
-// the arm for ARGV[2] ms (and the sets for ARGV[3] ms); when none is
-// pending it disarms. An order entry whose member is no longer pending
-// (erased) is dropped; pending members without one (marked by an earlier
-// release) are given one, from now. KEYS pending set, arm key, order set.
+// waits from now in the order set. It then returns the ARGV[1] members
+// that have waited longest, with their scores, and renews the arm for
+// ARGV[2] ms (and the sets for ARGV[3] ms); when none is pending it
+// disarms. What a release without the order set left is mended a bounded
+// share at a time (see the top of this file). KEYS pending set, arm key,
+// order set.
 var next = redis.NewScript(`
-for i = 5, #ARGV, 2 do
+local t = redis.call("TIME")
+local now = t[1] .. string.format("%06d", tonumber(t[2]))
+for i = 4, #ARGV, 2 do
 	local cur = redis.call("ZSCORE", KEYS[1], ARGV[i])
 	if cur and tonumber(cur) <= tonumber(ARGV[i + 1]) then
 		redis.call("ZREM", KEYS[1], ARGV[i])
 		redis.call("ZREM", KEYS[3], ARGV[i])
 	elseif cur then
-		redis.call("ZADD", KEYS[3], ARGV[4], ARGV[i])
+		redis.call("ZADD", KEYS[3], now, ARGV[i])
 	else
 		redis.call("ZREM", KEYS[3], ARGV[i])
 	end
 end
 local n = tonumber(ARGV[1])
-local function oldest()
-	local batch, taken = {}, 0
-	while taken < n do
-		local ids = redis.call("ZRANGE", KEYS[3], taken, n - 1)
-		if #ids == 0 then
-			break
-		end
-		local gone = 0
-		for _, m in ipairs(ids) do
-			local v = redis.call("ZSCORE", KEYS[1], m)
-			if v then
-				batch[#batch + 1] = m
-				batch[#batch + 1] = v
-				taken = taken + 1
-			else
-				redis.call("ZREM", KEYS[3], m)
-				gone = gone + 1
-			end
-		end
-		if gone == 0 then
-			break
+local card = redis.call("ZCARD", KEYS[1])
+if card > 0 and redis.call("ZCARD", KEYS[3]) < card then
+	local start = tonumber(t[2]) % card
+	for _, m in ipairs(redis.call("ZRANGE", KEYS[1], start, start + n - 1)) do
+		redis.call("ZADD", KEYS[3], "NX", now, m)
+	end
+end
+local batch, taken, budget = {}, 0, 4 * n
+while taken < n and budget > 0 do
+	local ids = redis.call("ZRANGE", KEYS[3], taken, n - 1)
+	if #ids == 0 then
+		break
+	end
+	local gone = 0
+	for _, m in ipairs(ids) do
+		local v = redis.call("ZSCORE", KEYS[1], m)
+		if v then
+			batch[#batch + 1] = m
+			batch[#batch + 1] = v
+			taken = taken + 1
+		else
+			redis.call("ZREM", KEYS[3], m)
+			gone = gone + 1
 		end
 	end
-	return batch
-end
-local batch = {}
-if redis.call("ZCARD", KEYS[3]) >= redis.call("ZCARD", KEYS[1]) then
-	batch = oldest()
-end
-if #batch == 0 and redis.call("ZCARD", KEYS[1]) > 0 then
-	for _, m in ipairs(redis.call("ZRANGE", KEYS[1], 0, -1)) do
-		redis.call("ZADD", KEYS[3], "NX", ARGV[4], m)
+	if gone == 0 then
+		break
 	end
-	batch = oldest()
+	budget = budget - gone
+end
+if #batch == 0 and card > 0 then
+	local low = redis.call("ZRANGE", KEYS[1], 0, n - 1, "WITHSCORES")
+	for i = 1, #low, 2 do
+		redis.call("ZADD", KEYS[3], "NX", now, low[i])
+		batch[#batch + 1] = low[i]
+		batch[#batch + 1] = low[i + 1]
+	end
 end
 if #batch == 0 then
 	redis.call("DEL", KEYS[2], KEYS[3])
@@ -190,8 +204,8 @@ return batch
 // When it returns none the drain is disarmed: the caller's task must end,
 // since the next mark queues a new one. Otherwise the arm is renewed.
 func (d *Drain) Next(ctx context.Context, done []Pending, n int) ([]Pending, error) {
-	args := make([]any, 0, 4+2*len(done))
-	args = append(args, max(n, 1), max(d.armFor.Milliseconds(), 1), PendingTTL.Milliseconds(), time.Now().UnixMicro())
+	args := make([]any, 0, 3+2*len(done))
+	args = append(args, max(n, 1), max(d.armFor.Milliseconds(), 1), PendingTTL.Milliseconds())
 	for _, p := range done {
 		args = append(args, p.Member, p.Score)
 	}

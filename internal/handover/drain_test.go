@@ -144,3 +144,81 @@ func TestDrainTakesMarksWithoutAnOrderAndDropsOrdersWithoutAMark(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n)
 }
+
+// Order entries whose member is no longer pending are dropped wherever
+// they stand, and the members behind them taken; past four batches' worth
+// of them in one call, the batch takes the lowest versions pending rather
+// than come back empty (which would disarm a drain with members pending).
+// The order set keeps its time to live.
+func TestDrainSkipsStaleOrderEntries(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBHandover)
+	ctx := context.Background()
+	d := handover.NewDrain(rdb, "critical", "stale", time.Minute)
+	pending, armed := handover.DrainKeys("critical", "stale")
+	order := handover.DrainOrder(pending)
+	markDrain(t, rdb, "stale", "a", 1)
+	markDrain(t, rdb, "stale", "b", 2)
+	// A stale entry between a and b, then a's and b's times set around it.
+	require.NoError(t, rdb.ZAdd(ctx, order, redis.Z{Score: 10, Member: "a"}, redis.Z{Score: 20, Member: "gone"},
+		redis.Z{Score: 30, Member: "b"}).Err())
+	batch, err := d.Next(ctx, nil, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b"}, members(batch))
+	ttl, err := rdb.PTTL(ctx, order).Result()
+	require.NoError(t, err)
+	assert.Positive(t, ttl, "the order set expires with the pending set")
+	_, err = rdb.ZScore(ctx, order, "gone").Result()
+	assert.ErrorIs(t, err, redis.Nil, "the stale entry is dropped")
+
+	// Twenty stale entries ahead of c, a batch of 2 drops at most 8 of
+	// them: it takes the lowest versions pending instead, and stays armed.
+	batch, err = d.Next(ctx, batch, 2)
+	require.NoError(t, err)
+	assert.Empty(t, batch)
+	markDrain(t, rdb, "stale", "c", 5)
+	stale := make([]redis.Z, 20)
+	for i := range stale {
+		stale[i] = redis.Z{Score: float64(i + 1), Member: fmt.Sprint("old", i)}
+	}
+	require.NoError(t, rdb.ZAdd(ctx, order, stale...).Err())
+	batch, err = d.Next(ctx, nil, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []handover.Pending{{Member: "c", Score: 5}}, batch)
+	n, err := rdb.Exists(ctx, armed).Result()
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n, "still armed")
+	left, err := rdb.ZCard(ctx, order).Result()
+	require.NoError(t, err)
+	assert.EqualValues(t, 20-8+1, left, "eight stale entries dropped, c's kept")
+}
+
+// Marks of an earlier release (pending, no order entry) are all taken, a
+// bounded share of them given an order entry at each batch.
+func TestDrainTakesEveryMarkOfAnEarlierRelease(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBHandover)
+	ctx := context.Background()
+	d := handover.NewDrain(rdb, "critical", "earlier", time.Minute)
+	pending, _ := handover.DrainKeys("critical", "earlier")
+	const marks = 50
+	for i := range marks {
+		require.NoError(t, rdb.ZAdd(ctx, pending, redis.Z{Score: float64(i + 1), Member: fmt.Sprint("m", i)}).Err())
+	}
+	seen := map[string]bool{}
+	var batch []handover.Pending
+	for range marks {
+		var err error
+		batch, err = d.Next(ctx, batch, 4)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(batch), 4)
+		for _, p := range batch {
+			seen[p.Member] = true
+		}
+		if len(batch) == 0 {
+			break
+		}
+	}
+	assert.Len(t, seen, marks, "every mark taken, the drain disarmed only after")
+	n, err := rdb.Exists(ctx, pending).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n)
+}

@@ -197,8 +197,9 @@ func LearnDrainKeys(studentID string) (pending, armed string) {
 }
 
 // ForgetLearnMarks removes erased students from their shards' pending and
-// order sets (in the spreads of older builds too, the former default of 8 and the
-// legacy 32: an older API may have marked them there), in one round trip.
+// order sets (in the spreads of older builds too, the former default of 8
+// and the legacy 32: an older API may have marked them there), in one
+// round trip.
 // A mark in a spread of another count (LEARN_SHARDS changed while the
 // student's mark waited) is not found here: its drain clears it, an erased
 // student's with nothing folded.

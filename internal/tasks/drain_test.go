@@ -437,6 +437,7 @@ func TestForgetLearnMarksIsOneRoundTrip(t *testing.T) {
 		for _, shard := range []int{tasks.LearnShard(id), tasks.FormerDefaultShard(id), tasks.LegacyLearnShard(id)} {
 			key, _ := handover.DrainKeys(tasks.QueueCritical, "learn:"+strconv.Itoa(shard))
 			require.NoError(t, rdb.ZAdd(ctx, key, redis.Z{Score: 3, Member: id}).Err())
+			require.NoError(t, rdb.ZAdd(ctx, handover.DrainOrder(key), redis.Z{Score: 7, Member: id}).Err())
 		}
 	}
 	kept := uuid.NewString()
@@ -449,6 +450,9 @@ func TestForgetLearnMarksIsOneRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	assert.Equal(t, int64(1), rdb.ZCard(ctx, "learn-unrelated").Val())
+	orders, err := rdb.Keys(ctx, "drain:{"+tasks.QueueCritical+"}:*:order").Result()
+	require.NoError(t, err)
+	assert.Empty(t, orders, "their waits are forgotten too")
 }
 
 // tripCounter counts a client's round trips: a command or a pipeline each,
