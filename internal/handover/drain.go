@@ -31,15 +31,18 @@ import (
 // lasts. A member a batch covered only in part (marked again meanwhile)
 // waits from that batch on. What a release without the order set leaves
 // behind costs each batch a bounded amount of work: pending members
-// without an order entry (its marks) are given one, a batch's worth per
-// batch, and at once when no member in order is left; order entries whose
-// member is no longer pending (cleared by its drains, or erased) are
-// dropped, at most four batches' worth per batch, after which the batch
-// takes the lowest versions pending, so the drain never stalls or
-// disarms while members are pending.
+// without an order entry (its marks) are given one as a cursor sweeps the
+// pending set, a batch's worth of it per batch (so each within about as
+// many batches as the set holds batches), and at once when no member in
+// order is left; order entries whose member is no longer pending (cleared
+// by its drains, or erased) are dropped, about four batches' worth per
+// batch, after which the batch takes the lowest versions pending, so the
+// drain never stalls or disarms while members are pending. The order
+// follows the Redis server's clock: a clock stepped back lets new marks
+// ahead of those waiting by as much.
 //
-// The pending set, the order set and the arm key live in the drain
-// queue's hash slot ({queue}, as asynq's own keys), so that marking,
+// The pending set, the order set, the cursor and the arm key live in the
+// drain queue's hash slot ({queue}, as asynq's own keys), so that marking,
 // arming and queueing are one script on a Redis Cluster as well.
 
 // DrainMark makes a Job the mark of one member of a drain: Queuer.Queue
@@ -64,6 +67,13 @@ func DrainKeys(queue, name string) (pending, armed string) {
 // when each pending member's wait began.
 func DrainOrder(pending string) string {
 	return strings.TrimSuffix(pending, ":pending") + ":order"
+}
+
+// drainMend is the cursor of the drain whose pending set is pending: how
+// far its batches have gone through the pending set giving members
+// without an order entry one.
+func drainMend(pending string) string {
+	return strings.TrimSuffix(pending, ":pending") + ":mend"
 }
 
 // PendingTTL is how long a drain's pending set lives after its last mark
@@ -134,7 +144,7 @@ func NewDrain(rdb redis.UniversalClient, queue, name string, armFor time.Duratio
 // ARGV[2] ms (and the sets for ARGV[3] ms); when none is pending it
 // disarms. What a release without the order set left is mended a bounded
 // share at a time (see the top of this file). KEYS pending set, arm key,
-// order set.
+// order set, the mending cursor.
 var next = redis.NewScript(`
 local t = redis.call("TIME")
 local now = t[1] .. string.format("%06d", tonumber(t[2]))
@@ -152,10 +162,14 @@ end
 local n = tonumber(ARGV[1])
 local card = redis.call("ZCARD", KEYS[1])
 if card > 0 and redis.call("ZCARD", KEYS[3]) < card then
-	local start = tonumber(t[2]) % card
+	local start = tonumber(redis.call("GET", KEYS[4]) or "0")
+	if start >= card then
+		start = 0
+	end
 	for _, m in ipairs(redis.call("ZRANGE", KEYS[1], start, start + n - 1)) do
 		redis.call("ZADD", KEYS[3], "NX", now, m)
 	end
+	redis.call("SET", KEYS[4], start + n, "PX", ARGV[3])
 end
 local batch, taken, budget = {}, 0, 4 * n
 while taken < n and budget > 0 do
@@ -189,7 +203,7 @@ if #batch == 0 and card > 0 then
 	end
 end
 if #batch == 0 then
-	redis.call("DEL", KEYS[2], KEYS[3])
+	redis.call("UNLINK", KEYS[2], KEYS[3], KEYS[4])
 else
 	redis.call("PEXPIRE", KEYS[2], ARGV[2])
 	redis.call("PEXPIRE", KEYS[1], ARGV[3])
@@ -211,7 +225,7 @@ func (d *Drain) Next(ctx context.Context, done []Pending, n int) ([]Pending, err
 	}
 	var cmd *redis.Cmd
 	err := Exec(ctx, d.rdb, []*redis.Script{next}, func(pipe redis.Pipeliner) error {
-		cmd = next.EvalSha(ctx, pipe, []string{d.pending, d.armed, DrainOrder(d.pending)}, args...)
+		cmd = next.EvalSha(ctx, pipe, []string{d.pending, d.armed, DrainOrder(d.pending), drainMend(d.pending)}, args...)
 		return nil
 	})
 	if err != nil {

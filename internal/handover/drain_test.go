@@ -21,7 +21,7 @@ func markDrain(t *testing.T, rdb redis.UniversalClient, name, member string, sco
 	ctx := context.Background()
 	q := handover.NewQueuer()
 	require.NoError(t, handover.Exec(ctx, rdb, nil, func(pipe redis.Pipeliner) error {
-		_, err := q.Queue(ctx, pipe, handover.Job{ID: "drain:" + name + ":" + member + fmt.Sprint(score), Type: "test:drain",
+		_, err := q.Queue(ctx, pipe, handover.Job{ID: fmt.Sprintf("drain:%s:%s:%d", name, member, score), Type: "test:drain",
 			Queue: "critical", Drain: &handover.DrainMark{Name: name, Member: member, Score: score, ArmFor: time.Minute}})
 		return err
 	}))
@@ -221,4 +221,43 @@ func TestDrainTakesEveryMarkOfAnEarlierRelease(t *testing.T) {
 	n, err := rdb.Exists(ctx, pending).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n)
+}
+
+// Marks an earlier release left at the lowest versions are taken within
+// a bounded number of batches while new marks keep coming faster than
+// batches clear them: the cursor that gives them an order entry sweeps
+// the whole pending set.
+func TestDrainTakesAnEarlierReleasesMarksWhileNewOnesKeepComing(t *testing.T) {
+	rdb := testutil.NewRedis(t, testutil.RedisDBHandover)
+	ctx := context.Background()
+	d := handover.NewDrain(rdb, "critical", "steady", time.Minute)
+	pending, _ := handover.DrainKeys("critical", "steady")
+	old := map[string]bool{}
+	for i := range 40 {
+		m := fmt.Sprint("old", i)
+		old[m] = true
+		require.NoError(t, rdb.ZAdd(ctx, pending, redis.Z{Score: 1, Member: m}).Err())
+	}
+	version := map[string]int64{}
+	next := 0
+	var batch []handover.Pending
+	for call := range 120 {
+		for range 10 { // new marks, more than a batch of 8 clears
+			m := fmt.Sprint("new", next%200)
+			next++
+			version[m] += 100
+			markDrain(t, rdb, "steady", m, version[m])
+		}
+		var err error
+		batch, err = d.Next(ctx, batch, 8)
+		require.NoError(t, err)
+		for _, p := range batch {
+			delete(old, p.Member)
+		}
+		if len(old) == 0 {
+			t.Logf("the earlier release's 40 marks taken within %d batches", call+1)
+			return
+		}
+	}
+	t.Fatalf("%d of the earlier release's marks still waiting after 120 batches", len(old))
 }
