@@ -84,18 +84,22 @@ const PendingTTL = time.Hour
 // mark is a DrainMark: KEYS pending set, arm key, the task's hash, the
 // queue's pending list, the order set; ARGV member, score, arm ms, task
 // message, task id, now (ns), the pending set's TTL (ms). 1 when it armed
-// the drain and queued the task, 0 otherwise. The order's time is the
-// server's, in microseconds, written as digits (a Lua number would be
-// formatted with 14 significant digits).
+// the drain and queued the task, 0 otherwise. A member that was not
+// pending starts its wait now in the order set (the server's time, in
+// microseconds, written as digits: a Lua number would be formatted with 14
+// significant digits); a member already pending keeps its place, and the
+// mark costs no more than before the order set.
 var mark = redis.NewScript(`
 local cur = redis.call("ZSCORE", KEYS[1], ARGV[1])
-if not cur or tonumber(cur) < tonumber(ARGV[2]) then
+if not cur then
+	redis.call("ZADD", KEYS[1], ARGV[2], ARGV[1])
+	local t = redis.call("TIME")
+	redis.call("ZADD", KEYS[5], t[1] .. string.format("%06d", tonumber(t[2])), ARGV[1])
+	redis.call("PEXPIRE", KEYS[5], ARGV[7])
+elseif tonumber(cur) < tonumber(ARGV[2]) then
 	redis.call("ZADD", KEYS[1], ARGV[2], ARGV[1])
 end
-local t = redis.call("TIME")
-redis.call("ZADD", KEYS[5], "NX", t[1] .. string.format("%06d", tonumber(t[2])), ARGV[1])
 redis.call("PEXPIRE", KEYS[1], ARGV[7])
-redis.call("PEXPIRE", KEYS[5], ARGV[7])
 if not redis.call("SET", KEYS[2], ARGV[5], "NX", "PX", ARGV[3]) then
 	return 0
 end
