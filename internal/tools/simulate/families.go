@@ -650,11 +650,11 @@ func (w *famWorld) newStudent(i int) *famStudent {
 	}
 	mean /= float64(w.n)
 	st.noise = 0.25 * math.Sqrt(max(0, sq/float64(w.n)-mean*mean))
-	st.gain = make([]float64, w.n)
 	graded := w.cfg.Gain == GainPercentile
 	if graded {
 		// The school's percentile by utility, in hundredths: 1 for the
 		// best, 0 for the worst.
+		st.gain = make([]float64, w.n)
 		order := make([]int, w.n)
 		for k := range order {
 			order[k] = k
@@ -664,17 +664,7 @@ func (w *famWorld) newStudent(i int) *famStudent {
 			st.gain[k] = math.Round(gradedSteps*float64(pos)/float64(max(1, w.n-1))) / gradedSteps
 		}
 	} else {
-		g3, g2, g1 := q(0.01), q(0.03), q(0.10)
-		for k, x := range u {
-			switch {
-			case x >= g3:
-				st.gain[k] = 7
-			case x >= g2:
-				st.gain[k] = 3
-			case x >= g1:
-				st.gain[k] = 1
-			}
-		}
+		st.gain = steepGains(u, q)
 	}
 	st.ideal = newIdealGains(st.gain, graded)
 	st.likeR = w.rng(i, 2)

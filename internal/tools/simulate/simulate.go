@@ -400,18 +400,7 @@ func (w *world) newStudent(i int) *student {
 	slices.Sort(sorted)
 	q := func(share float64) float64 { return sorted[max(0, min(n-1, int(math.Floor(float64(n)*(1-share)))))] }
 	st.tau = q(w.cfg.LikeShare)
-	g3, g2, g1 := q(0.01), q(0.03), q(0.10)
-	st.gain = make([]float64, n)
-	for k, u := range st.util {
-		switch {
-		case u >= g3:
-			st.gain[k] = 7
-		case u >= g2:
-			st.gain[k] = 3
-		case u >= g1:
-			st.gain[k] = 1
-		}
-	}
+	st.gain = steepGains(st.util, q)
 	st.ideal = newIdealGains(st.gain, false)
 	return st
 }
@@ -662,6 +651,24 @@ var discount = func() [ndcgK]float64 {
 	}
 	return d
 }()
+
+// steepGains grades each school by its utility u: 7, 3 and 1 for the top
+// 1, 3 and 10 % (q(share) is the utility at that top share), 0 for the rest.
+func steepGains(u []float64, q func(share float64) float64) []float64 {
+	g3, g2, g1 := q(0.01), q(0.03), q(0.10)
+	gain := make([]float64, len(u))
+	for k, x := range u {
+		switch {
+		case x >= g3:
+			gain[k] = 7
+		case x >= g2:
+			gain[k] = 3
+		case x >= g1:
+			gain[k] = 1
+		}
+	}
+	return gain
+}
 
 // idealGains counts the schools not yet swiped by gain, for the ideal DCG.
 // A gain is either one of gainLevels (the steep scale) or, graded, a
