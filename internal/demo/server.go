@@ -16,10 +16,12 @@
 package demo
 
 import (
+	"bytes"
 	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -91,7 +93,7 @@ func NewServer(o Options) (http.Handler, error) {
 	mux.Handle("GET /docs/", files)
 	mux.HandleFunc("GET /session", s.getSession)
 	mux.HandleFunc("POST /session", s.newSession)
-	mux.Handle("/api/", s.proxy())
+	mux.Handle("/api/", wholeBody(s.proxy()))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", "no such page: "+r.URL.Path)
 	})
@@ -185,6 +187,44 @@ func (s *server) proxy() http.Handler {
 				"the API at "+target.String()+" did not answer; is it running?")
 		},
 	}
+}
+
+// MaxBodyBytes is the largest request body the proxy forwards: the API's
+// own limit, so a larger one gets the answer the API would give it.
+const MaxBodyBytes = 1 << 20
+
+// wholeBody reads a request's body before the request goes on, so the API
+// is asked only once the body is whole. Streamed through as it arrives, the
+// body would race this server's own reading of it: an API that answers
+// before the forwarding has seen the body's end (from cache, or a refusal)
+// starts the answer, the server drains and closes the unread request body,
+// the forwarding fails reading it and drops the connection to the API,
+// and the answer on it reaches the browser cut short. The demo's bodies are
+// small; the API caps them at 1 MiB.
+func wholeBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": "VALIDATION_ERROR",
+					"message": "request body is larger than 1 MiB", "details": map[string]string{"body": "larger than 1 MiB"}}})
+				return
+			}
+			// The browser went away or stopped sending: nobody reads an answer.
+			writeError(w, http.StatusBadRequest, "VALIDATION_ERROR", "the request body could not be read: "+err.Error())
+			return
+		}
+		r.Body, r.ContentLength, r.TransferEncoding = http.NoBody, 0, nil
+		if len(b) > 0 {
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // contentSecurityPolicy lets the pages load and call nothing but this

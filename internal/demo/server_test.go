@@ -248,3 +248,73 @@ func TestNewServerNeedsTheAPIAndSessions(t *testing.T) {
 		NewSession: func() (demo.Session, error) { return demo.Session{}, fmt.Errorf("no secret") }})
 	assert.ErrorContains(t, err, "no secret")
 }
+
+// TestProxyForwardsARequestOnlyWhenItsBodyIsWhole: the API sees a request
+// only once its whole body has reached the demo server. A body streamed
+// through while it arrives races the demo server's own reading of it: an
+// API that answers before the forwarding has seen the body's end (from
+// cache, or a refusal) has its answer start, the server drains and closes
+// the unread request body, the forwarding fails reading it, and the
+// connection to the API, with the answer on it, is cut short.
+func TestProxyForwardsARequestOnlyWhenItsBodyIsWhole(t *testing.T) {
+	type arrival struct {
+		at   time.Time
+		body string
+	}
+	got := make(chan arrival, 1)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now()
+		b, _ := io.ReadAll(r.Body)
+		got <- arrival{at, string(b)}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"ok":true}`)
+	}))
+	t.Cleanup(upstream.Close)
+	srv := newDemo(t, upstream.URL, 0)
+
+	const body = `{"student_id":"00000000-0000-4000-8000-000000000001","limit":20}`
+	lastPart := make(chan time.Time, 1)
+	pr, pw := io.Pipe()
+	go func() { // the body in two parts, 200 ms apart, as from a slow phone
+		_, _ = io.WriteString(pw, body[:20])
+		time.Sleep(200 * time.Millisecond)
+		lastPart <- time.Now()
+		_, _ = io.WriteString(pw, body[20:])
+		_ = pw.Close()
+	}()
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/api/recommendations", pr)
+	require.NoError(t, err)
+	req.ContentLength = int64(len(body))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"ok":true}`, string(b))
+
+	a, last := <-got, <-lastPart
+	assert.Equal(t, body, a.body)
+	assert.False(t, a.at.Before(last), "the API saw the request %v before its body's last part was sent", last.Sub(a.at))
+}
+
+func TestProxyRefusesABodyLargerThanTheAPIAccepts(t *testing.T) {
+	var calls atomic.Int64
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) }))
+	t.Cleanup(upstream.Close)
+	srv := newDemo(t, upstream.URL, 0)
+
+	resp, err := http.Post(srv.URL+"/api/recommendations", "application/json", strings.NewReader(strings.Repeat(" ", 1<<20+1)))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Equal(t, "VALIDATION_ERROR", errorCode(t, string(b)))
+	assert.Contains(t, string(b), "larger than 1 MiB")
+	assert.Zero(t, calls.Load(), "the API is not asked")
+
+	resp, err = http.Post(srv.URL+"/api/recommendations", "application/json", strings.NewReader(strings.Repeat(" ", 1<<20)))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "a body of exactly 1 MiB goes through")
+	assert.Equal(t, int64(1), calls.Load())
+}
