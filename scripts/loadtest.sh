@@ -29,7 +29,9 @@
 # Everything listens on 127.0.0.1 and stops by itself. Tunables:
 #   LOADTEST_ARGS   arguments for matchctl loadtest (default: the swipe, cost
 #                   and mixed scenarios, 2 rounds of 10 s each, 64 clients,
-#                   10,000 students, cost at 300 swipes/s over 1,000 of them)
+#                   10,000 students, cost at 300 swipes/s over 1,000 of them);
+#                   with --generator wrk the swipe scenario is driven by wrk,
+#                   which scripts/wrk.sh installs when it is missing
 #   LOADTEST_PORT   first of the six ports used (default 18080)
 #   LOADTEST_REDIS_URL  a Redis to use instead of the private one
 #   GOMEMLIMIT      the API's and the worker's soft memory limit (default
@@ -48,6 +50,9 @@ redis_port=$((port + 5))
 log() { printf 'loadtest: %s\n' "$*" >&2; }
 
 REDIS_URL=${LOADTEST_REDIS_URL:-redis://127.0.0.1:6379/0} DATABASE_URL="$pg/postgres?sslmode=disable" scripts/services.sh
+if [[ " $args " == *" --generator wrk "* || " $args " == *" --generator=wrk "* ]]; then
+	scripts/wrk.sh >/dev/null
+fi
 
 # ensure_pg_stat_statements makes PostgreSQL load pg_stat_statements, which
 # the statement figures read: when shared_preload_libraries lacks it, it is

@@ -42,6 +42,9 @@ type Result struct {
 	Sent      int
 	Statuses  map[int]int
 	Errors    int // transport errors and timeouts
+	// NotOK counts answers outside 2xx whose status the generator does
+	// not tell (wrk counts every status above 399 together).
+	NotOK int
 	Latencies []time.Duration
 	Elapsed   time.Duration
 	// Dropped counts open-loop requests that could not be sent on time

@@ -53,6 +53,9 @@ type Config struct {
 	Pollers      int // students polling their feed during "sustained"
 	CostRate     float64
 	CostStudents int
+	// Generator drives the swipe scenario's closed loops: "go" (or "")
+	// this package's client, "wrk" the wrk binary (see wrk.go).
+	Generator string
 
 	// WorkerPID is the worker's process, paused (SIGSTOP) while "swipe"
 	// measures the API alone; 0: not paused. OpsURLs[1] is its ops port.
@@ -356,6 +359,9 @@ func (r *runner) recsRequest() Request {
 // webhooks.
 func (r *runner) swipe(ctx context.Context) error {
 	r.printf("### POST /swipe with the worker paused, against B3 (the swipe's durable write alone)\n\n")
+	if r.c.Generator == "wrk" {
+		r.printf("Both driven by wrk (`-t%d -c%d`), not the load test's own client; p50 and p99 are wrk's.\n\n", wrkThreads, r.c.Clients)
+	}
 	// Students swipe what their feed showed them: every feed is built
 	// first, as the app's first read builds it.
 	if _, err := r.warmCompact(ctx); err != nil {
@@ -386,12 +392,26 @@ func (r *runner) swipe(ctx context.Context) error {
 	)
 	for round := range r.c.Rounds {
 		before := cpu.Sample(ctx)
-		b := ClosedLoop(ctx, bare, r.c.Clients, r.c.Duration, func(int) Request { return b3Errors.watch(r.swipeRequest()) })["POST /swipe"]
+		var b *Result
+		if r.c.Generator == "wrk" {
+			if b, err = r.wrkSwipes(ctx, b3.URL, ""); err != nil {
+				return err
+			}
+		} else {
+			b = ClosedLoop(ctx, bare, r.c.Clients, r.c.Duration, func(int) Request { return b3Errors.watch(r.swipeRequest()) })["POST /swipe"]
+		}
 		b3Used = b3Used.Add(cpu.Sample(ctx).Sub(before))
 		baseRes = append(baseRes, b)
 		base = append(base, b.Rate())
 		before, walBefore := cpu.Sample(ctx), SampleWAL(ctx, r.pool)
-		res := ClosedLoop(ctx, r.api, r.c.Clients, r.c.Duration, func(int) Request { return r.swipeRequest() })["POST /swipe"]
+		var res *Result
+		if r.c.Generator == "wrk" {
+			if res, err = r.wrkSwipes(ctx, r.c.APIURL, r.c.Token); err != nil {
+				return err
+			}
+		} else {
+			res = ClosedLoop(ctx, r.api, r.c.Clients, r.c.Duration, func(int) Request { return r.swipeRequest() })["POST /swipe"]
+		}
 		cpuUsed = cpuUsed.Add(cpu.Sample(ctx).Sub(before))
 		wal = wal.Add(SampleWAL(ctx, r.pool).Sub(walBefore))
 		results = append(results, res)
@@ -847,6 +867,7 @@ func merge(rs []*Result) *Result {
 		out.Kind = r.Kind
 		out.Sent += r.Sent
 		out.Errors += r.Errors
+		out.NotOK += r.NotOK
 		out.Dropped += r.Dropped
 		out.Elapsed += r.Elapsed
 		out.Latencies = append(out.Latencies, r.Latencies...)
@@ -887,6 +908,9 @@ func statusLine(r *Result) string {
 	for _, c := range codes {
 		parts = append(parts, fmt.Sprintf("%d x%d", c, r.Statuses[c]))
 	}
+	if r.NotOK > 0 {
+		parts = append(parts, fmt.Sprintf("4xx/5xx x%d", r.NotOK))
+	}
 	if r.Errors > 0 {
 		parts = append(parts, fmt.Sprintf("errors x%d", r.Errors))
 	}
@@ -894,7 +918,7 @@ func statusLine(r *Result) string {
 }
 
 func notOK(r *Result) string {
-	n := r.Errors
+	n := r.Errors + r.NotOK
 	for s, c := range r.Statuses {
 		if s < 200 || s >= 300 {
 			n += c

@@ -1,0 +1,88 @@
+-- swipe.lua: wrk's closed loop of POST /swipe, as the load test's swipe
+-- scenario sends them (internal/tools/loadtest/wrk.go): a random student
+-- swipes the next card of the deck their last compact page dealt, else any
+-- school, left or right at random, with a fresh swipe_id.
+--
+--   wrk -t T -c C -d D -s swipe.lua URL -- DECKS T [TOKEN]
+--
+-- DECKS has a line "STUDENT SCHOOL..." per student (the deck, top card
+-- first) and a line "school SCHOOL" per school. Thread i of T swipes as the
+-- students of the lines i, i+T, i+2T, ..., so each card is taken by one
+-- thread only. wrk makes a first request in each thread that it never
+-- sends: the card that request took is skipped, as is one a request cut
+-- off at the end of the round took. done() writes what the Go side reads back: the totals, a
+-- thousand latency quantiles (0.05 % to 99.95 %, µs) and how many cards
+-- of each deck were taken.
+
+local threads, made = {}, 0
+
+function setup(thread)
+  thread:set("id", made)
+  made = made + 1
+  table.insert(threads, thread)
+end
+
+function init(args)
+  local nthreads = tonumber(args[2])
+  students, decks, schools, taken = {}, {}, {}, {}
+  local n = 0
+  for line in io.lines(args[1]) do
+    local fields = {}
+    for f in line:gmatch("%S+") do
+      fields[#fields + 1] = f
+    end
+    if fields[1] == "school" then
+      schools[#schools + 1] = fields[2]
+    elseif #fields > 0 then
+      if n % nthreads == id then
+        students[#students + 1] = fields[1]
+        decks[fields[1]] = { unpack(fields, 2) }
+      end
+      n = n + 1
+    end
+  end
+  math.randomseed(os.time() * 7919 + id * 104729)
+  wrk.headers["Content-Type"] = "application/json"
+  if args[3] and args[3] ~= "" then
+    wrk.headers["Authorization"] = "Bearer " .. args[3]
+  end
+end
+
+local function uuid()
+  return string.format("%08x-%04x-4%03x-%04x-%04x%08x", math.random(0, 0xffffffff), math.random(0, 0xffff),
+    math.random(0, 0xfff), 0x8000 + math.random(0, 0x3fff), math.random(0, 0xffff), math.random(0, 0xffffffff))
+end
+
+function request()
+  local s = students[math.random(#students)]
+  local deck, i = decks[s], (taken[s] or 0) + 1
+  local school
+  if i <= #deck then
+    school, taken[s] = deck[i], i
+  else
+    school = schools[math.random(#schools)]
+  end
+  local dir = "left"
+  if math.random(2) == 1 then
+    dir = "right"
+  end
+  local body = string.format('{"student_id":"%s","school_id":"%s","direction":"%s","swipe_id":"%s","time_spent":%.3f}',
+    s, school, dir, uuid(), math.random(0, 19999) / 1000)
+  return wrk.format("POST", "/swipe", nil, body)
+end
+
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("wrk-result requests=%d duration_us=%d status_errors=%d socket_errors=%d\n",
+    summary.requests, summary.duration, e.status, e.connect + e.read + e.write + e.timeout))
+  local q = {}
+  for k = 0, 999 do
+    q[#q + 1] = string.format("%d", latency:percentile((k + 0.5) / 10))
+  end
+  io.write("wrk-latency-us " .. table.concat(q, " ") .. "\n")
+  for _, t in ipairs(threads) do
+    for s, n in pairs(t:get("taken")) do
+      io.write(string.format("wrk-taken %s %d\n", s, n))
+    end
+  end
+end
