@@ -39,7 +39,7 @@ func runLoadtest(ctx context.Context, e env, args []string) error {
 	costStudents := fs.Int("cost-students", 1000, "cost: students the swipes are spread over")
 	workerConns := fs.Int("worker-conns", 78, "the worker's database pool (pool_max_conns), for the mixed load's check of PostgreSQL's max_connections")
 	workerPID := fs.Int("worker-pid", 0, "the worker's process, paused (SIGSTOP, then SIGCONT) while swipe measures the API alone; its ops port is the second --ops URL")
-	generator := fs.String("generator", "go", "swipe: what drives the closed loops of the service and B3: go (the load test's client) or wrk (the wrk binary, an independent generator)")
+	generator := fs.String("generator", "go", "swipe and reads: what drives the closed loops of the service and its baselines: go (the load test's client) or wrk (the wrk binary, an independent generator)")
 	serveB3 := fs.String("serve-b3", "", "serve B3 (the swipe's durable write alone) on this 127.0.0.1 address until stopped, and nothing else: the baseline's own process, which loadtest starts")
 	pos, err := parseArgs(fs, args)
 	if err != nil {

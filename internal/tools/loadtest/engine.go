@@ -38,13 +38,13 @@ type Next func(worker int) Request
 
 // Result is what a run measured for one kind of request.
 type Result struct {
-	Kind      string
-	Sent      int
-	Statuses  map[int]int
-	Errors    int // transport errors and timeouts
+	Kind     string
+	Sent     int
+	Statuses map[int]int
+	Errors   int // transport errors and timeouts
 	// NotOK counts answers outside 2xx whose status the generator does
 	// not tell (wrk counts every status above 399 together).
-	NotOK int
+	NotOK     int
 	Latencies []time.Duration
 	Elapsed   time.Duration
 	// Dropped counts open-loop requests that could not be sent on time

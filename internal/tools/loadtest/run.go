@@ -53,7 +53,7 @@ type Config struct {
 	Pollers      int // students polling their feed during "sustained"
 	CostRate     float64
 	CostStudents int
-	// Generator drives the swipe scenario's closed loops: "go" (or "")
+	// Generator drives the swipe and reads scenarios' closed loops: "go" (or "")
 	// this package's client, "wrk" the wrk binary (see wrk.go).
 	Generator string
 
@@ -665,6 +665,9 @@ func (r *runner) warmCompact(ctx context.Context) (int, error) {
 // items), each against the bare handler serving a value of its size.
 func (r *runner) reads(ctx context.Context) error {
 	r.printf("### Cached reads against a bare chi handler with one Redis GET of a value of the same size\n\n")
+	if r.c.Generator == "wrk" {
+		r.printf("Both driven by wrk (`-t%d -c%d`), not the load test's own client; p50 and p99 are wrk's.\n\n", wrkThreads, r.c.Clients)
+	}
 	compactSize, err := r.warmCompact(ctx)
 	if err != nil {
 		return err
@@ -684,9 +687,10 @@ func (r *runner) reads(ctx context.Context) error {
 		name string
 		size int
 		next func() Request
+		wrk  string // reads.lua's kind
 	}{
-		{"cached `GET /m/recommendations`", compactSize, r.compactRequest},
-		{"cached `POST /recommendations` (20 items)", len(body), r.recsRequest},
+		{"cached `GET /m/recommendations`", compactSize, r.compactRequest, "compact"},
+		{"cached `POST /recommendations` (20 items)", len(body), r.recsRequest, "page"},
 	} {
 		url, stop, err := RedisBaseline(ctx, r.rdb, rd.size)
 		if err != nil {
@@ -697,12 +701,28 @@ func (r *runner) reads(ctx context.Context) error {
 		var rs []*Result
 		var used CPUSample
 		for range r.c.Rounds {
-			b := ClosedLoop(ctx, bare, r.c.Clients, r.c.Duration, func(int) Request {
-				return Request{Kind: "bare", Method: http.MethodGet, Path: "/v"}
-			})["bare"]
+			var b *Result
+			res := map[string]*Result{}
+			if r.c.Generator == "wrk" {
+				if b, err = r.wrkReads(ctx, "bare", url, ""); err != nil {
+					stop()
+					return err
+				}
+			} else {
+				b = ClosedLoop(ctx, bare, r.c.Clients, r.c.Duration, func(int) Request {
+					return Request{Kind: "bare", Method: http.MethodGet, Path: "/v"}
+				})["bare"]
+			}
 			base = append(base, b.Rate())
 			before := r.cpu.Sample(ctx)
-			res := ClosedLoop(ctx, r.api, r.c.Clients, r.c.Duration, func(int) Request { return rd.next() })
+			if r.c.Generator == "wrk" {
+				if res[rd.wrk], err = r.wrkReads(ctx, rd.wrk, r.c.APIURL, r.c.Token); err != nil {
+					stop()
+					return err
+				}
+			} else {
+				res = ClosedLoop(ctx, r.api, r.c.Clients, r.c.Duration, func(int) Request { return rd.next() })
+			}
 			used = used.Add(r.cpu.Sample(ctx).Sub(before))
 			for _, x := range res {
 				svc = append(svc, x.Rate())

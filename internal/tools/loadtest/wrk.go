@@ -15,15 +15,20 @@ import (
 	"time"
 )
 
-// The swipe scenario's closed loops can be driven by wrk instead of this
-// package's Go client (Config.Generator "wrk"): the same students, decks,
-// bodies, clients and rounds, the same B3 and the same CPU, statement and
-// Redis sampling around each round, but a load generator written
-// independently of the one the figures are otherwise measured with, and in
-// C: a cross-check that a ratio is the servers' and not the generator's.
+// The closed loops of the swipe and reads scenarios can be driven by wrk
+// instead of this package's Go client (Config.Generator "wrk"): the same
+// students, decks, bodies, clients and rounds, the same baselines and the
+// same CPU, statement and Redis sampling around each round, but a load
+// generator written independently of the one the figures are otherwise
+// measured with, and in C: a cross-check that a ratio is the servers' and
+// not the generator's.
 
-//go:embed swipe.lua
-var swipeLua []byte
+var (
+	//go:embed swipe.lua
+	swipeLua []byte
+	//go:embed reads.lua
+	readsLua []byte
+)
 
 // wrkThreads is wrk's thread count: one per core of the development
 // machine, as `wrk -t2` in docs/benchmarks.md.
@@ -33,37 +38,66 @@ const wrkThreads = 2
 // (token: the Authorization bearer, "" for none), from the decks the
 // students' compact pages dealt, and takes the cards it swiped off them.
 func (r *runner) wrkSwipes(ctx context.Context, base, token string) (*Result, error) {
-	bin, err := exec.LookPath("wrk")
-	if err != nil {
-		return nil, errors.New("the wrk generator needs wrk on PATH (apt-get install wrk)")
-	}
-	dir, err := os.MkdirTemp("", "loadtest-wrk-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	script, decks := filepath.Join(dir, "swipe.lua"), filepath.Join(dir, "decks")
-	if err := os.WriteFile(script, swipeLua, 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(decks, r.decksFile(), 0o600); err != nil {
-		return nil, err
-	}
-	secs := max(1, int(r.c.Duration.Round(time.Second)/time.Second))
-	cmd := exec.CommandContext(ctx, bin, "-t", strconv.Itoa(wrkThreads), "-c", strconv.Itoa(max(r.c.Clients, wrkThreads)),
-		"-d", strconv.Itoa(secs)+"s", "--timeout", "30s", "-s", script, base, "--", decks, strconv.Itoa(wrkThreads), token)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("wrk: %w: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	res, taken, err := parseWrk(out)
+	res, taken, err := r.wrkRound(ctx, "POST /swipe", swipeLua, base, map[string][]byte{"decks": r.decksFile()},
+		"@decks", strconv.Itoa(wrkThreads), token)
 	if err != nil {
 		return nil, err
 	}
 	r.takeCards(taken)
 	return res, nil
+}
+
+// wrkReads runs one closed-loop round of reads of one kind ("compact",
+// "page" or "bare", see reads.lua) with wrk against base.
+func (r *runner) wrkReads(ctx context.Context, kind, base, token string) (*Result, error) {
+	students := []byte(strings.Join(r.students, "\n") + "\n")
+	res, _, err := r.wrkRound(ctx, kind, readsLua, base, map[string][]byte{"students": students}, kind, "@students", token)
+	return res, err
+}
+
+// wrkRound runs wrk once, with script, the scenario's clients and round
+// length, against base; args go to the script's init, an "@name" argument
+// as the path of files[name], written beside the script. It returns the
+// round and the cards taken per student, when the script says.
+func (r *runner) wrkRound(ctx context.Context, kind string, script []byte, base string, files map[string][]byte, args ...string) (*Result, map[string]int, error) {
+	bin, err := exec.LookPath("wrk")
+	if err != nil {
+		return nil, nil, errors.New("the wrk generator needs wrk on PATH (scripts/wrk.sh installs it)")
+	}
+	dir, err := os.MkdirTemp("", "loadtest-wrk-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "script.lua")
+	if err := os.WriteFile(path, script, 0o600); err != nil {
+		return nil, nil, err
+	}
+	secs := max(1, int(r.c.Duration.Round(time.Second)/time.Second))
+	argv := []string{"-t", strconv.Itoa(wrkThreads), "-c", strconv.Itoa(max(r.c.Clients, wrkThreads)),
+		"-d", strconv.Itoa(secs) + "s", "--timeout", "30s", "-s", path, base, "--"}
+	for _, a := range args {
+		if name, ok := strings.CutPrefix(a, "@"); ok {
+			a = filepath.Join(dir, name)
+			if err := os.WriteFile(a, files[name], 0o600); err != nil {
+				return nil, nil, err
+			}
+		}
+		argv = append(argv, a)
+	}
+	cmd := exec.CommandContext(ctx, bin, argv...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("wrk: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	res, taken, err := parseWrk(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	res.Kind = kind
+	return res, taken, nil
 }
 
 // decksFile is swipe.lua's DECKS: every student's deck, then every school.
@@ -102,7 +136,7 @@ func (r *runner) takeCards(taken map[string]int) {
 // are a thousand quantiles, which Quantile reads as samples) and the cards
 // taken per student.
 func parseWrk(out []byte) (*Result, map[string]int, error) {
-	res := &Result{Kind: "POST /swipe", Statuses: map[int]int{}}
+	res := &Result{Statuses: map[int]int{}}
 	taken := map[string]int{}
 	var seen bool
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -124,7 +158,7 @@ func parseWrk(out []byte) (*Result, map[string]int, error) {
 				v[k] = x
 			}
 			requests, notOK := int(v["requests"]), int(v["status_errors"])
-			res.Statuses[200] = requests - notOK // wrk counts 2xx and 3xx together; a swipe answers no 3xx
+			res.Statuses[200] = requests - notOK // wrk counts 2xx and 3xx together; none of these answers 3xx
 			res.NotOK = notOK
 			res.Errors = int(v["socket_errors"])
 			res.Sent = requests + res.Errors

@@ -140,3 +140,71 @@ func TestParseWrkRefusesAnOutputWithoutItsResult(t *testing.T) {
 	_, _, err = parseWrk([]byte("wrk-result requests=x\n"))
 	assert.ErrorContains(t, err, "unreadable")
 }
+
+// TestWrkReads: the reads script asks for what each kind names, for the
+// students given, with the token, and the round counts what was answered.
+func TestWrkReads(t *testing.T) {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("wrk is not installed (scripts/wrk.sh installs it)")
+		}
+		t.Skip("wrk is not installed (scripts/wrk.sh installs it)")
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[string]int{}
+		bad  []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		key := r.Method + " " + r.URL.Path
+		if r.Header.Get("Authorization") != "Bearer tok" && key != "GET /v" {
+			bad = append(bad, key+": no token")
+		}
+		if r.Method == http.MethodPost {
+			var in struct {
+				StudentID string `json:"student_id"`
+				Limit     int    `json:"limit"`
+			}
+			if err := json.Unmarshal(b, &in); err != nil || in.Limit != 20 || r.Header.Get("Content-Type") != "application/json" {
+				bad = append(bad, key+" "+string(b))
+			}
+			key += " " + in.StudentID
+		}
+		seen[key]++
+		_, _ = io.WriteString(w, `{"r":[]}`)
+	}))
+	t.Cleanup(srv.Close)
+	r := &runner{c: Config{Clients: 4, Duration: time.Second}, students: []string{"s-1", "s-2"}}
+
+	for kind, want := range map[string][]string{
+		"compact": {"GET /m/recommendations/s-1", "GET /m/recommendations/s-2"},
+		"page":    {"POST /recommendations s-1", "POST /recommendations s-2"},
+		"bare":    {"GET /v"},
+	} {
+		mu.Lock()
+		clear(seen)
+		mu.Unlock()
+		token := "tok"
+		if kind == "bare" {
+			token = ""
+		}
+		res, err := r.wrkReads(context.Background(), kind, srv.URL, token)
+		require.NoError(t, err, kind)
+		mu.Lock()
+		keys, n := []string{}, 0
+		for k, c := range seen {
+			keys = append(keys, k)
+			n += c
+		}
+		mu.Unlock()
+		assert.ElementsMatch(t, want, keys, kind)
+		assert.Equal(t, kind, res.Kind)
+		assert.Positive(t, res.OK(), kind)
+		assert.InDelta(t, n, res.OK(), float64(r.c.Clients+wrkThreads), kind)
+		assert.Zero(t, res.NotOK, kind)
+	}
+	assert.Empty(t, bad)
+}
