@@ -30,8 +30,8 @@
 #   LOADTEST_ARGS   arguments for matchctl loadtest (default: the swipe, cost
 #                   and mixed scenarios, 2 rounds of 10 s each, 64 clients,
 #                   10,000 students, cost at 300 swipes/s over 1,000 of them);
-#                   with --generator wrk the swipe scenario is driven by wrk,
-#                   which scripts/wrk.sh installs when it is missing
+#                   with --generator wrk the swipe and reads scenarios are
+#                   driven by wrk, which scripts/wrk.sh installs when missing
 #   LOADTEST_PORT   first of the six ports used (default 18080)
 #   LOADTEST_REDIS_URL  a Redis to use instead of the private one
 #   GOMEMLIMIT      the API's and the worker's soft memory limit (default

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -71,8 +72,15 @@ func runLoadtest(ctx context.Context, e env, args []string) error {
 		return usageErr("--worker-conns must be positive")
 	case *generator != "go" && *generator != "wrk":
 		return usageErr("--generator must be go or wrk")
+	case *generator == "wrk" && *students < 2:
+		return usageErr("--generator wrk needs --students of at least 2 (one for each of wrk's threads)")
 	case len(e.cfg.HS256Secret) == 0:
 		return usageErr("AUTH_HS256_SECRET must be the service's development secret (a service token is minted with it)")
+	}
+	if *generator == "wrk" {
+		if _, err := exec.LookPath("wrk"); err != nil {
+			return fmt.Errorf("--generator wrk needs wrk on PATH (scripts/wrk.sh installs it): %w", err)
+		}
 	}
 	token, err := auth.MintHS256(e.cfg.HS256Secret, auth.MintOptions{Subject: uuid.NewString(), Service: true,
 		TTL: 2 * time.Hour, Issuer: e.cfg.Issuer, Audience: e.cfg.Audience})

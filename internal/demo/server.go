@@ -209,14 +209,16 @@ func wholeBody(next http.Handler) http.Handler {
 		}
 		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 		if err != nil {
+			// The API's INVALID_REQUEST, naming the body. A body that
+			// could not be read is a browser that went away or stopped
+			// sending: nobody reads the answer, but it is the API's too.
+			message, field := "request body is larger than 1 MiB", "larger than 1 MiB"
 			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": "VALIDATION_ERROR",
-					"message": "request body is larger than 1 MiB", "details": map[string]string{"body": "larger than 1 MiB"}}})
-				return
+			if !errors.As(err, &tooLarge) {
+				message, field = "the request body could not be read: "+err.Error(), "could not be read"
 			}
-			// The browser went away or stopped sending: nobody reads an answer.
-			writeError(w, http.StatusBadRequest, "VALIDATION_ERROR", "the request body could not be read: "+err.Error())
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": "INVALID_REQUEST",
+				"message": message, "details": map[string]any{"fields": map[string]string{"body": field}}}})
 			return
 		}
 		r.Body, r.ContentLength, r.TransferEncoding = http.NoBody, 0, nil

@@ -1,11 +1,12 @@
 -- reads.lua: wrk's closed loop of the read scenario's requests
 -- (internal/tools/loadtest/wrk.go), one kind per round:
 --
---   wrk -t T -c C -d D -s reads.lua URL -- KIND STUDENTS [TOKEN]
+--   wrk -t T -c C -d D -s reads.lua URL -- KIND STUDENTS [TOKENFILE]
 --
 -- KIND is "compact" (GET /m/recommendations/STUDENT), "page" (POST
 -- /recommendations, 20 items) or "bare" (GET /v, B1); STUDENTS has one
--- student id a line, each request's student drawn at random. done() writes
+-- student id a line, each request's student drawn at random; TOKENFILE
+-- holds the Authorization bearer (none when absent). done() writes
 -- the totals and a thousand latency quantiles, as swipe.lua's does.
 
 local made = 0
@@ -23,8 +24,10 @@ function init(args)
     end
   end
   math.randomseed(os.time() * 7919 + id * 104729)
-  if args[3] and args[3] ~= "" then
-    wrk.headers["Authorization"] = "Bearer " .. args[3]
+  if args[3] then
+    local f = io.open(args[3])
+    wrk.headers["Authorization"] = "Bearer " .. f:read("*l")
+    f:close()
   end
   if kind == "page" then
     wrk.headers["Content-Type"] = "application/json"

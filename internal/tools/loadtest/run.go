@@ -360,7 +360,7 @@ func (r *runner) recsRequest() Request {
 func (r *runner) swipe(ctx context.Context) error {
 	r.printf("### POST /swipe with the worker paused, against B3 (the swipe's durable write alone)\n\n")
 	if r.c.Generator == "wrk" {
-		r.printf("Both driven by wrk (`-t%d -c%d`), not the load test's own client; p50 and p99 are wrk's.\n\n", wrkThreads, r.c.Clients)
+		r.printf("%s", r.wrkHeader())
 	}
 	// Students swipe what their feed showed them: every feed is built
 	// first, as the app's first read builds it.
@@ -417,6 +417,9 @@ func (r *runner) swipe(ctx context.Context) error {
 		results = append(results, res)
 		svc = append(svc, res.Rate())
 		r.printf("round %d: B3 %.0f/s (%s), POST /swipe %.0f 2xx/s (%s)\n", round+1, b.Rate(), statusLine(b), res.Rate(), statusLine(res))
+	}
+	if r.c.Generator == "wrk" && allBaseNotOK(baseRes) > 0 {
+		r.printf("(B3 answered %d requests outside 2xx; wrk does not keep their bodies: run without --generator wrk to see why)\n\n", allBaseNotOK(baseRes))
 	}
 	b3Errors.print(r, "B3")
 	resume()
@@ -666,7 +669,7 @@ func (r *runner) warmCompact(ctx context.Context) (int, error) {
 func (r *runner) reads(ctx context.Context) error {
 	r.printf("### Cached reads against a bare chi handler with one Redis GET of a value of the same size\n\n")
 	if r.c.Generator == "wrk" {
-		r.printf("Both driven by wrk (`-t%d -c%d`), not the load test's own client; p50 and p99 are wrk's.\n\n", wrkThreads, r.c.Clients)
+		r.printf("%s", r.wrkHeader())
 	}
 	compactSize, err := r.warmCompact(ctx)
 	if err != nil {
@@ -936,6 +939,9 @@ func statusLine(r *Result) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// allBaseNotOK counts the answers outside 2xx whose status wrk did not tell.
+func allBaseNotOK(rs []*Result) int { return merge(rs).NotOK }
 
 func notOK(r *Result) string {
 	n := r.Errors + r.NotOK

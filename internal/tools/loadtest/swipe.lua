@@ -3,14 +3,15 @@
 -- swipes the next card of the deck their last compact page dealt, else any
 -- school, left or right at random, with a fresh swipe_id.
 --
---   wrk -t T -c C -d D -s swipe.lua URL -- DECKS T [TOKEN]
+--   wrk -t T -c C -d D -s swipe.lua URL -- DECKS T [TOKENFILE]
 --
 -- DECKS has a line "STUDENT SCHOOL..." per student (the deck, top card
 -- first) and a line "school SCHOOL" per school. Thread i of T swipes as the
 -- students of the lines i, i+T, i+2T, ..., so each card is taken by one
--- thread only. wrk makes a first request in each thread that it never
--- sends: the card that request took is skipped, as is one a request cut
--- off at the end of the round took. done() writes what the Go side reads back: the totals, a
+-- thread only. TOKENFILE holds the Authorization bearer (none when
+-- absent). wrk makes a first request in its first thread that it never
+-- sends: the card that request took is skipped, as is one a request cut off
+-- at the end of the round took. done() writes what the Go side reads back: the totals, a
 -- thousand latency quantiles (0.05 % to 99.95 %, µs) and how many cards
 -- of each deck were taken.
 
@@ -27,14 +28,16 @@ function init(args)
   students, decks, schools, taken = {}, {}, {}, {}
   local n = 0
   for line in io.lines(args[1]) do
-    local fields = {}
-    for f in line:gmatch("%S+") do
-      fields[#fields + 1] = f
-    end
-    if fields[1] == "school" then
-      schools[#schools + 1] = fields[2]
-    elseif #fields > 0 then
+    if line:sub(1, 7) == "school " then
+      schools[#schools + 1] = line:sub(8)
+    elseif line ~= "" then
+      -- Only this thread's lines are split: the threads start one after
+      -- the other, and the first one's clock is already running.
       if n % nthreads == id then
+        local fields = {}
+        for f in line:gmatch("%S+") do
+          fields[#fields + 1] = f
+        end
         students[#students + 1] = fields[1]
         decks[fields[1]] = { unpack(fields, 2) }
       end
@@ -43,8 +46,10 @@ function init(args)
   end
   math.randomseed(os.time() * 7919 + id * 104729)
   wrk.headers["Content-Type"] = "application/json"
-  if args[3] and args[3] ~= "" then
-    wrk.headers["Authorization"] = "Bearer " .. args[3]
+  if args[3] then
+    local f = io.open(args[3])
+    wrk.headers["Authorization"] = "Bearer " .. f:read("*l")
+    f:close()
   end
 end
 

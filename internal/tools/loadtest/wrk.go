@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,8 +39,8 @@ const wrkThreads = 2
 // (token: the Authorization bearer, "" for none), from the decks the
 // students' compact pages dealt, and takes the cards it swiped off them.
 func (r *runner) wrkSwipes(ctx context.Context, base, token string) (*Result, error) {
-	res, taken, err := r.wrkRound(ctx, "POST /swipe", swipeLua, base, map[string][]byte{"decks": r.decksFile()},
-		"@decks", strconv.Itoa(wrkThreads), token)
+	res, taken, err := r.wrkRound(ctx, "POST /swipe", swipeLua, base, token, map[string][]byte{"decks": r.decksFile()},
+		"@decks", strconv.Itoa(wrkThreads))
 	if err != nil {
 		return nil, err
 	}
@@ -51,15 +52,17 @@ func (r *runner) wrkSwipes(ctx context.Context, base, token string) (*Result, er
 // "page" or "bare", see reads.lua) with wrk against base.
 func (r *runner) wrkReads(ctx context.Context, kind, base, token string) (*Result, error) {
 	students := []byte(strings.Join(r.students, "\n") + "\n")
-	res, _, err := r.wrkRound(ctx, kind, readsLua, base, map[string][]byte{"students": students}, kind, "@students", token)
+	res, _, err := r.wrkRound(ctx, kind, readsLua, base, token, map[string][]byte{"students": students}, kind, "@students")
 	return res, err
 }
 
-// wrkRound runs wrk once, with script, the scenario's clients and round
-// length, against base; args go to the script's init, an "@name" argument
-// as the path of files[name], written beside the script. It returns the
-// round and the cards taken per student, when the script says.
-func (r *runner) wrkRound(ctx context.Context, kind string, script []byte, base string, files map[string][]byte, args ...string) (*Result, map[string]int, error) {
+// wrkRound runs wrk once, with script, wrkConns connections for
+// wrkSeconds, against base; args go to the script's init, an "@name"
+// argument as the path of files[name], written beside the script, and then
+// the path of a file holding token, when there is one (a file: a command
+// line is anyone's to read). It returns the round and the cards taken per
+// student, when the script says.
+func (r *runner) wrkRound(ctx context.Context, kind string, script []byte, base, token string, files map[string][]byte, args ...string) (*Result, map[string]int, error) {
 	bin, err := exec.LookPath("wrk")
 	if err != nil {
 		return nil, nil, errors.New("the wrk generator needs wrk on PATH (scripts/wrk.sh installs it)")
@@ -73,9 +76,13 @@ func (r *runner) wrkRound(ctx context.Context, kind string, script []byte, base 
 	if err := os.WriteFile(path, script, 0o600); err != nil {
 		return nil, nil, err
 	}
-	secs := max(1, int(r.c.Duration.Round(time.Second)/time.Second))
-	argv := []string{"-t", strconv.Itoa(wrkThreads), "-c", strconv.Itoa(max(r.c.Clients, wrkThreads)),
-		"-d", strconv.Itoa(secs) + "s", "--timeout", "30s", "-s", path, base, "--"}
+	argv := []string{"-t", strconv.Itoa(wrkThreads), "-c", strconv.Itoa(r.wrkConns()),
+		"-d", strconv.Itoa(r.wrkSeconds()) + "s", "--timeout", "30s", "-s", path, base, "--"}
+	if token != "" {
+		files = maps.Clone(files)
+		files["token"] = []byte(token + "\n")
+		args = append(args, "@token")
+	}
 	for _, a := range args {
 		if name, ok := strings.CutPrefix(a, "@"); ok {
 			a = filepath.Join(dir, name)
@@ -98,6 +105,20 @@ func (r *runner) wrkRound(ctx context.Context, kind string, script []byte, base 
 	}
 	res.Kind = kind
 	return res, taken, nil
+}
+
+// wrkConns is the connections wrk opens: the scenario's clients, shared
+// evenly by its threads (it gives each clients/threads).
+func (r *runner) wrkConns() int { return max(wrkThreads, r.c.Clients-r.c.Clients%wrkThreads) }
+
+// wrkSeconds is a round's length for wrk, which counts whole seconds.
+func (r *runner) wrkSeconds() int { return max(1, int(r.c.Duration.Round(time.Second)/time.Second)) }
+
+// wrkHeader says, above a scenario's table, what drove it.
+func (r *runner) wrkHeader() string {
+	return fmt.Sprintf("Both arms driven by wrk (`-t%d -c%d -d%ds`), not the load test's own client. Its p50 and p99 are "+
+		"wrk's, corrected for coordinated omission (samples added between the mean and each slow one), so they are "+
+		"not comparable with the Go client's; the rates are.\n\n", wrkThreads, r.wrkConns(), r.wrkSeconds())
 }
 
 // decksFile is swipe.lua's DECKS: every student's deck, then every school.
