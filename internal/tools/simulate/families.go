@@ -169,6 +169,11 @@ type FamiliesResult struct {
 	NDCG [NumFamilyPolicies][NumFamilies + 1][]float64
 	// StableLike[f] is the learner's like rate over swipes 31 and after.
 	StableLike [NumFamilies + 1]float64
+	// StableLikeCeiling[f] is the same for the ceiling on a trajectory of
+	// its own (the student swiping the ideal order served under the rules,
+	// the prior's probes and exploration): the like rate a perfect ranking
+	// reaches under the spec's rules.
+	StableLikeCeiling [NumFamilies + 1]float64
 	// Students[f] is the number of students of family f.
 	Students [NumFamilies + 1]int
 }
@@ -329,8 +334,8 @@ func RunFamilies(cfg FamiliesConfig) FamiliesResult {
 	type out struct {
 		family Family
 		ndcg   [NumFamilyPolicies][]float64
-		likes  int
-		stable int
+		likes  [2]int // the learner's and the ceiling's, in the stable phase
+		stable [2]int
 	}
 	outs := make([]out, cfg.Students)
 	var wg sync.WaitGroup
@@ -354,7 +359,7 @@ func RunFamilies(cfg FamiliesConfig) FamiliesResult {
 	wg.Wait()
 
 	res := FamiliesResult{Config: cfg, Checkpoints: cfg.Checkpoints}
-	var likes, stable [NumFamilies + 1]int
+	var likes, stable [2][NumFamilies + 1]int
 	for p := range NumFamilyPolicies {
 		for f := range NumFamilies + 1 {
 			res.NDCG[p][f] = make([]float64, len(cfg.Checkpoints))
@@ -371,8 +376,10 @@ func RunFamilies(cfg FamiliesConfig) FamiliesResult {
 				}
 			}
 			res.Students[f]++
-			likes[f] += o.likes
-			stable[f] += o.stable
+			for j := range o.likes {
+				likes[j][f] += o.likes[j]
+				stable[j][f] += o.stable[j]
+			}
 		}
 	}
 	for f := range NumFamilies + 1 {
@@ -383,8 +390,11 @@ func RunFamilies(cfg FamiliesConfig) FamiliesResult {
 				}
 			}
 		}
-		if stable[f] > 0 {
-			res.StableLike[f] = float64(likes[f]) / float64(stable[f])
+		if stable[0][f] > 0 {
+			res.StableLike[f] = float64(likes[0][f]) / float64(stable[0][f])
+		}
+		if stable[1][f] > 0 {
+			res.StableLikeCeiling[f] = float64(likes[1][f]) / float64(stable[1][f])
 		}
 	}
 	return res
@@ -770,8 +780,9 @@ func haversineMiles(lat1, lon1, lat2, lon2 float64) float64 {
 
 // run runs the learner's trajectory for st and measures every policy at
 // the checkpoints; it returns the NDCG per policy and checkpoint, and the
-// learner's likes and swipes in the stable phase (31 and after).
-func (w *famWorld) run(st *famStudent) (ndcg [NumFamilyPolicies][]float64, likes, stable int) {
+// likes and swipes in the stable phase (31 and after) of the learner and
+// of the ceiling on its own trajectory.
+func (w *famWorld) run(st *famStudent) (ndcg [NumFamilyPolicies][]float64, likes, stable [2]int) {
 	cfg := w.cfg
 	for p := range ndcg {
 		ndcg[p] = make([]float64, len(cfg.Checkpoints))
@@ -800,14 +811,18 @@ func (w *famWorld) run(st *famStudent) (ndcg [NumFamilyPolicies][]float64, likes
 	pr.Shuffle(len(perm), func(a, b int) { perm[a], perm[b] = perm[b], perm[a] })
 
 	// The learner without its residual, on its own trajectory.
-	w.walk(st, func(m match.Model, o match.Observation) match.Model {
+	w.walk(st, nil, func(m match.Model, o match.Observation) match.Model {
 		m, _ = m.ObserveWeights(st.profile, w.cat, o)
 		return m
 	}, func(k, _ int, feed []match.FeedItem, p *path) {
 		ndcg[FWeightsOnly][k] = st.ndcgOfFeed(feed, &p.ideal)
 	})
+	// The ceiling on its own trajectory, for its like rate: the prior's
+	// model (its probes and exploration) is never folded.
+	c := w.walk(st, ceiling, func(m match.Model, _ match.Observation) match.Model { return m },
+		func(int, int, []match.FeedItem, *path) {})
 	// The learner, and every reference on its unswiped schools.
-	p := w.walk(st, func(m match.Model, o match.Observation) match.Model {
+	p := w.walk(st, nil, func(m match.Model, o match.Observation) match.Model {
 		m, _ = m.Observe(st.profile, w.cat, o)
 		return m
 	}, func(k, t int, feed []match.FeedItem, p *path) {
@@ -821,7 +836,7 @@ func (w *famWorld) run(st *famStudent) (ndcg [NumFamilyPolicies][]float64, likes
 		ndcg[FPopularity][k] = st.ndcgOfOrder(w.popular, p.excluded, &p.ideal)
 		ndcg[FRandom][k] = st.ndcgOfOrder(perm, p.excluded, &p.ideal)
 	})
-	return ndcg, p.likes, p.stable
+	return ndcg, [2]int{p.likes, c.likes}, [2]int{p.stable, c.stable}
 }
 
 // path is where a learner's trajectory stands: the schools swiped (and
@@ -836,11 +851,12 @@ type path struct {
 }
 
 // walk runs a learner's trajectory for st from its prior: the feed is
-// rebuilt after every swipe, the client swipes pages of it in order, and
-// fold folds each swipe into the model. At each checkpoint k (t swipes)
-// at is called with the feed served then. The student decides from the
-// same draws on every walk.
-func (w *famWorld) walk(st *famStudent, fold func(match.Model, match.Observation) match.Model,
+// rebuilt after every swipe (from fixed, an order served as it is, or else
+// the model's ranking), the client swipes pages of it in order, and fold
+// folds each swipe into the model. At each checkpoint k (t swipes) at is
+// called with the feed served then. The student decides from the same
+// draws on every walk.
+func (w *famWorld) walk(st *famStudent, fixed []match.Scored, fold func(match.Model, match.Observation) match.Model,
 	at func(k, t int, feed []match.FeedItem, p *path)) *path {
 	cfg := w.cfg
 	st.likeR = w.rng(st.index, 2)
@@ -850,7 +866,11 @@ func (w *famWorld) walk(st *famStudent, fold func(match.Model, match.Observation
 	var page []match.FeedItem
 	cp := 0
 	for t := 0; t <= cfg.Swipes; t++ {
-		ranked = match.RankModel(ranked, st.profile, m, w.cat)
+		if fixed != nil {
+			ranked = fixed
+		} else {
+			ranked = match.RankModel(ranked, st.profile, m, w.cat)
+		}
 		feed := w.serve(st, p, t, m, ranked)
 		if cp < len(cfg.Checkpoints) && cfg.Checkpoints[cp] == t {
 			at(cp, t, feed, p)

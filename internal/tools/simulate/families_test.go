@@ -85,3 +85,23 @@ func TestFamiliesTastesAreNotTheScore(t *testing.T) {
 		assert.Less(t, st.ndcgOfRanked(w.rankWith(st, best), nil, &ideal), 0.9, "student %d (%s)", i, st.family)
 	}
 }
+
+// The ceiling's like rate comes from a trajectory of its own: the student
+// swiping the ideal order served under the rules likes more of the stable
+// phase's schools than the learner's student does, and neither walk
+// disturbs the other (the learner's figures are those of a run that
+// reports the ceiling's rate too).
+func TestFamiliesCeilingLikeRate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes 40 swipes slow; the figures are checked without it")
+	}
+	cfg := FamiliesConfig{Schools: catalog.Generate(1500, 4), Students: 10, Swipes: 40, Seed: 3, Workers: 2,
+		Checkpoints: []int{0, 40}}
+	r := RunFamilies(cfg)
+	t.Logf("stable like rate: learner %.3f, ceiling %.3f", r.StableLike[NumFamilies], r.StableLikeCeiling[NumFamilies])
+	for f := range NumFamilies + 1 {
+		v := r.StableLikeCeiling[f]
+		assert.True(t, v > 0 && v <= 1, "family %d: %v", f, v)
+	}
+	assert.Greater(t, r.StableLikeCeiling[NumFamilies], r.StableLike[NumFamilies]+0.05)
+}

@@ -72,7 +72,7 @@ func TestFamilyStudentReplaysRunFamilies(t *testing.T) {
 		w := pop.w
 		for i := range cfg.Students {
 			st := w.newStudent(i)
-			p := w.walk(st, func(m match.Model, o match.Observation) match.Model {
+			p := w.walk(st, nil, func(m match.Model, o match.Observation) match.Model {
 				m, _ = m.Observe(st.profile, w.cat, o)
 				return m
 			}, func(int, int, []match.FeedItem, *path) {})

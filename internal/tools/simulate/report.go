@@ -187,7 +187,7 @@ func (r FamiliesResult) Table() string {
 		b.WriteString("\n")
 	}
 	first, last := r.Checkpoints[0], r.Checkpoints[len(r.Checkpoints)-1]
-	fmt.Fprintf(&b, "\nBy family, NDCG@20 at %d -> %d swipes; net lift is the learner's share of the ceiling at %d minus the same at %d\n\n| family | learner | weights only | ceiling | best 8 weights | logistic | popularity | net lift | net lift, weights only | stable like rate |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", first, last, last, first)
+	fmt.Fprintf(&b, "\nBy family, NDCG@20 at %d -> %d swipes; net lift is the learner's share of the ceiling at %d minus the same at %d\n\n| family | learner | weights only | ceiling | best 8 weights | logistic | popularity | net lift | net lift, weights only | stable like rate | ceiling's stable like rate |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", first, last, last, first)
 	for f := range NumFamilies + 1 {
 		name := "all"
 		if f < NumFamilies {
@@ -197,7 +197,8 @@ func (r FamiliesResult) Table() string {
 		for _, p := range []FamilyPolicy{FLearner, FWeightsOnly, FCeiling, FBest8, FLogistic, FPopularity} {
 			fmt.Fprintf(&b, " %s -> %s |", num(r.NDCGAt(p, f, first)), num(r.NDCGAt(p, f, last)))
 		}
-		fmt.Fprintf(&b, " %+.3f | %+.3f | %s |\n", r.Lift(FLearner, f), r.Lift(FWeightsOnly, f), num(r.StableLike[f]))
+		fmt.Fprintf(&b, " %+.3f | %+.3f | %s | %s |\n", r.Lift(FLearner, f), r.Lift(FWeightsOnly, f), num(r.StableLike[f]),
+			num(r.StableLikeCeiling[f]))
 	}
 	return b.String()
 }
