@@ -212,3 +212,16 @@ func TestWrkReads(t *testing.T) {
 		assert.Zero(t, res.NotOK, kind)
 	}
 }
+
+// TestWrkRoundFailures: without wrk on the PATH, and when wrk refuses its
+// arguments, a round is an error that says so, not a round of nothing.
+func TestWrkRoundFailures(t *testing.T) {
+	r := &runner{c: Config{Clients: 2, Duration: time.Second}, students: []string{"s-1", "s-2"}}
+	if _, err := exec.LookPath("wrk"); err == nil {
+		_, err := r.wrkReads(context.Background(), "compact", "not a url", "")
+		assert.ErrorContains(t, err, "wrk: exit status", "wrk refused its URL")
+	}
+	t.Setenv("PATH", t.TempDir())
+	_, err := r.wrkSwipes(context.Background(), "http://127.0.0.1:1", "")
+	assert.ErrorContains(t, err, "needs wrk on PATH")
+}
