@@ -220,6 +220,7 @@ func TestWrkRoundFailures(t *testing.T) {
 	if _, err := exec.LookPath("wrk"); err == nil {
 		_, err := r.wrkReads(context.Background(), "compact", "not a url", "")
 		assert.ErrorContains(t, err, "wrk: exit status", "wrk refused its URL")
+		assert.ErrorContains(t, err, "invalid URL", "and the error says why")
 	}
 	t.Setenv("PATH", t.TempDir())
 	_, err := r.wrkSwipes(context.Background(), "http://127.0.0.1:1", "")

@@ -88,9 +88,8 @@ func TestFamiliesTastesAreNotTheScore(t *testing.T) {
 
 // The ceiling's like rate comes from a trajectory of its own: the student
 // swiping the ideal order served under the rules likes more of the stable
-// phase's schools than the learner's student does, and neither walk
-// disturbs the other (the learner's figures are those of a run that
-// reports the ceiling's rate too).
+// phase's schools than the learner's student does, and both rates are the
+// same whatever the workers.
 func TestFamiliesCeilingLikeRate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes 40 swipes slow; the figures are checked without it")
@@ -104,4 +103,9 @@ func TestFamiliesCeilingLikeRate(t *testing.T) {
 		assert.True(t, v > 0 && v <= 1, "family %d: %v", f, v)
 	}
 	assert.Greater(t, r.StableLikeCeiling[NumFamilies], r.StableLike[NumFamilies]+0.05)
+
+	cfg.Workers = 1
+	again := RunFamilies(cfg)
+	assert.Equal(t, r.StableLike, again.StableLike)
+	assert.Equal(t, r.StableLikeCeiling, again.StableLikeCeiling)
 }
