@@ -189,9 +189,9 @@ func (s *server) proxy() http.Handler {
 	}
 }
 
-// MaxBodyBytes is the largest request body the proxy forwards: the API's
+// maxBodyBytes is the largest request body the proxy forwards: the API's
 // own limit, so a larger one gets the answer the API would give it.
-const MaxBodyBytes = 1 << 20
+const maxBodyBytes = 1 << 20
 
 // wholeBody reads a request's body before the request goes on, so the API
 // is asked only once the body is whole. Streamed through as it arrives, the
@@ -207,7 +207,7 @@ func wholeBody(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 		if err != nil {
 			// The API's INVALID_REQUEST, naming the body. A body that
 			// could not be read is a browser that went away or stopped
@@ -217,8 +217,8 @@ func wholeBody(next http.Handler) http.Handler {
 			if !errors.As(err, &tooLarge) {
 				message, field = "the request body could not be read: "+err.Error(), "could not be read"
 			}
-			writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": "INVALID_REQUEST",
-				"message": message, "details": map[string]any{"fields": map[string]string{"body": field}}}})
+			writeErrorDetails(w, http.StatusBadRequest, "INVALID_REQUEST", message,
+				map[string]any{"fields": map[string]string{"body": field}})
 			return
 		}
 		r.Body, r.ContentLength, r.TransferEncoding = http.NoBody, 0, nil
@@ -278,7 +278,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// writeError answers in the API's error body.
+// writeError answers in the API's error body, with no details.
 func writeError(w http.ResponseWriter, status int, code, message string) {
-	writeJSON(w, status, map[string]any{"error": map[string]any{"code": code, "message": message, "details": map[string]any{}}})
+	writeErrorDetails(w, status, code, message, map[string]any{})
+}
+
+// writeErrorDetails answers in the API's error body.
+func writeErrorDetails(w http.ResponseWriter, status int, code, message string, details map[string]any) {
+	writeJSON(w, status, map[string]any{"error": map[string]any{"code": code, "message": message, "details": details}})
 }

@@ -358,10 +358,7 @@ func (r *runner) recsRequest() Request {
 // once the worker, resumed, has folded the swipes and delivered their
 // webhooks.
 func (r *runner) swipe(ctx context.Context) error {
-	r.printf("### POST /swipe with the worker paused, against B3 (the swipe's durable write alone)\n\n")
-	if r.c.Generator == "wrk" {
-		r.printf("%s", r.wrkHeader())
-	}
+	r.printf("### POST /swipe with the worker paused, against B3 (the swipe's durable write alone)\n\n%s", r.generatorNote())
 	// Students swipe what their feed showed them: every feed is built
 	// first, as the app's first read builds it.
 	if _, err := r.warmCompact(ctx); err != nil {
@@ -392,25 +389,19 @@ func (r *runner) swipe(ctx context.Context) error {
 	)
 	for round := range r.c.Rounds {
 		before := cpu.Sample(ctx)
-		var b *Result
-		if r.c.Generator == "wrk" {
-			if b, err = r.wrkSwipes(ctx, b3.URL, ""); err != nil {
-				return err
-			}
-		} else {
-			b = ClosedLoop(ctx, bare, r.c.Clients, r.c.Duration, func(int) Request { return b3Errors.watch(r.swipeRequest()) })["POST /swipe"]
+		b, err := r.closedLoop(ctx, bare, "POST /swipe", func() Request { return b3Errors.watch(r.swipeRequest()) },
+			func() (*Result, error) { return r.wrkSwipes(ctx, b3.URL, "") })
+		if err != nil {
+			return err
 		}
 		b3Used = b3Used.Add(cpu.Sample(ctx).Sub(before))
 		baseRes = append(baseRes, b)
 		base = append(base, b.Rate())
 		before, walBefore := cpu.Sample(ctx), SampleWAL(ctx, r.pool)
-		var res *Result
-		if r.c.Generator == "wrk" {
-			if res, err = r.wrkSwipes(ctx, r.c.APIURL, r.c.Token); err != nil {
-				return err
-			}
-		} else {
-			res = ClosedLoop(ctx, r.api, r.c.Clients, r.c.Duration, func(int) Request { return r.swipeRequest() })["POST /swipe"]
+		res, err := r.closedLoop(ctx, r.api, "POST /swipe", r.swipeRequest,
+			func() (*Result, error) { return r.wrkSwipes(ctx, r.c.APIURL, r.c.Token) })
+		if err != nil {
+			return err
 		}
 		cpuUsed = cpuUsed.Add(cpu.Sample(ctx).Sub(before))
 		wal = wal.Add(SampleWAL(ctx, r.pool).Sub(walBefore))
@@ -418,8 +409,8 @@ func (r *runner) swipe(ctx context.Context) error {
 		svc = append(svc, res.Rate())
 		r.printf("round %d: B3 %.0f/s (%s), POST /swipe %.0f 2xx/s (%s)\n", round+1, b.Rate(), statusLine(b), res.Rate(), statusLine(res))
 	}
-	if r.c.Generator == "wrk" && allBaseNotOK(baseRes) > 0 {
-		r.printf("(B3 answered %d requests outside 2xx; wrk does not keep their bodies: run without --generator wrk to see why)\n\n", allBaseNotOK(baseRes))
+	if n := merge(baseRes).NotOK; n > 0 {
+		r.printf("(B3 answered %d requests outside 2xx; wrk does not keep their bodies: run without --generator wrk to see why)\n\n", n)
 	}
 	b3Errors.print(r, "B3")
 	resume()
@@ -667,10 +658,7 @@ func (r *runner) warmCompact(ctx context.Context) (int, error) {
 // reads: cached GET /m/recommendations and POST /recommendations (20
 // items), each against the bare handler serving a value of its size.
 func (r *runner) reads(ctx context.Context) error {
-	r.printf("### Cached reads against a bare chi handler with one Redis GET of a value of the same size\n\n")
-	if r.c.Generator == "wrk" {
-		r.printf("%s", r.wrkHeader())
-	}
+	r.printf("### Cached reads against a bare chi handler with one Redis GET of a value of the same size\n\n%s", r.generatorNote())
 	compactSize, err := r.warmCompact(ctx)
 	if err != nil {
 		return err
@@ -689,11 +677,12 @@ func (r *runner) reads(ctx context.Context) error {
 	for _, rd := range []struct {
 		name string
 		size int
+		kind string
 		next func() Request
 		wrk  string // reads.lua's kind
 	}{
-		{"cached `GET /m/recommendations`", compactSize, r.compactRequest, "compact"},
-		{"cached `POST /recommendations` (20 items)", len(body), r.recsRequest, "page"},
+		{"cached `GET /m/recommendations`", compactSize, "GET /m/recommendations", r.compactRequest, "compact"},
+		{"cached `POST /recommendations` (20 items)", len(body), "POST /recommendations", r.recsRequest, "page"},
 	} {
 		url, stop, err := RedisBaseline(ctx, r.rdb, rd.size)
 		if err != nil {
@@ -704,33 +693,23 @@ func (r *runner) reads(ctx context.Context) error {
 		var rs []*Result
 		var used CPUSample
 		for range r.c.Rounds {
-			var b *Result
-			res := map[string]*Result{}
-			if r.c.Generator == "wrk" {
-				if b, err = r.wrkReads(ctx, "bare", url, ""); err != nil {
-					stop()
-					return err
-				}
-			} else {
-				b = ClosedLoop(ctx, bare, r.c.Clients, r.c.Duration, func(int) Request {
-					return Request{Kind: "bare", Method: http.MethodGet, Path: "/v"}
-				})["bare"]
+			b, err := r.closedLoop(ctx, bare, "bare", func() Request { return Request{Kind: "bare", Method: http.MethodGet, Path: "/v"} },
+				func() (*Result, error) { return r.wrkReads(ctx, "bare", url, "") })
+			if err != nil {
+				stop()
+				return err
 			}
 			base = append(base, b.Rate())
 			before := r.cpu.Sample(ctx)
-			if r.c.Generator == "wrk" {
-				if res[rd.wrk], err = r.wrkReads(ctx, rd.wrk, r.c.APIURL, r.c.Token); err != nil {
-					stop()
-					return err
-				}
-			} else {
-				res = ClosedLoop(ctx, r.api, r.c.Clients, r.c.Duration, func(int) Request { return rd.next() })
+			res, err := r.closedLoop(ctx, r.api, rd.kind, rd.next,
+				func() (*Result, error) { return r.wrkReads(ctx, rd.wrk, r.c.APIURL, r.c.Token) })
+			if err != nil {
+				stop()
+				return err
 			}
 			used = used.Add(r.cpu.Sample(ctx).Sub(before))
-			for _, x := range res {
-				svc = append(svc, x.Rate())
-				rs = append(rs, x)
-			}
+			svc = append(svc, res.Rate())
+			rs = append(rs, res)
 		}
 		stop()
 		all := merge(rs)
@@ -939,9 +918,6 @@ func statusLine(r *Result) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-// allBaseNotOK counts the answers outside 2xx whose status wrk did not tell.
-func allBaseNotOK(rs []*Result) int { return merge(rs).NotOK }
 
 func notOK(r *Result) string {
 	n := r.Errors + r.NotOK

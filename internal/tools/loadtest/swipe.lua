@@ -11,17 +11,8 @@
 -- thread only. TOKENFILE holds the Authorization bearer (none when
 -- absent). wrk makes a first request in its first thread that it never
 -- sends: the card that request took is skipped, as is one a request cut off
--- at the end of the round took. done() writes what the Go side reads back: the totals, a
--- thousand latency quantiles (0.05 % to 99.95 %, µs) and how many cards
--- of each deck were taken.
-
-local threads, made = {}, 0
-
-function setup(thread)
-  thread:set("id", made)
-  made = made + 1
-  table.insert(threads, thread)
-end
+-- at the end of the round took. The cards taken are counted in "taken",
+-- which done (wrkcommon.lua) writes out; setup and bearer are its too.
 
 function init(args)
   local nthreads = tonumber(args[2])
@@ -46,11 +37,7 @@ function init(args)
   end
   math.randomseed(os.time() * 7919 + id * 104729)
   wrk.headers["Content-Type"] = "application/json"
-  if args[3] then
-    local f = io.open(args[3])
-    wrk.headers["Authorization"] = "Bearer " .. f:read("*l")
-    f:close()
-  end
+  bearer(args[3])
 end
 
 local function uuid()
@@ -74,20 +61,4 @@ function request()
   local body = string.format('{"student_id":"%s","school_id":"%s","direction":"%s","swipe_id":"%s","time_spent":%.3f}',
     s, school, dir, uuid(), math.random(0, 19999) / 1000)
   return wrk.format("POST", "/swipe", nil, body)
-end
-
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("wrk-result requests=%d duration_us=%d status_errors=%d socket_errors=%d\n",
-    summary.requests, summary.duration, e.status, e.connect + e.read + e.write + e.timeout))
-  local q = {}
-  for k = 0, 999 do
-    q[#q + 1] = string.format("%d", latency:percentile((k + 0.5) / 10))
-  end
-  io.write("wrk-latency-us " .. table.concat(q, " ") .. "\n")
-  for _, t in ipairs(threads) do
-    for s, n in pairs(t:get("taken")) do
-      io.write(string.format("wrk-taken %s %d\n", s, n))
-    end
-  end
 end

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,8 @@ import (
 // not the generator's.
 
 var (
+	//go:embed wrkcommon.lua
+	wrkCommonLua []byte
 	//go:embed swipe.lua
 	swipeLua []byte
 	//go:embed reads.lua
@@ -56,7 +59,7 @@ func (r *runner) wrkReads(ctx context.Context, kind, base, token string) (*Resul
 	return res, err
 }
 
-// wrkRound runs wrk once, with script, wrkConns connections for
+// wrkRound runs wrk once, with script after wrkcommon.lua, wrkConns connections for
 // wrkSeconds, against base; args go to the script's init, an "@name"
 // argument as the path of files[name], written beside the script, and then
 // the path of a file holding token, when there is one (a file: a command
@@ -73,7 +76,7 @@ func (r *runner) wrkRound(ctx context.Context, kind string, script []byte, base,
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "script.lua")
-	if err := os.WriteFile(path, script, 0o600); err != nil {
+	if err := os.WriteFile(path, slices.Concat(wrkCommonLua, script), 0o600); err != nil {
 		return nil, nil, err
 	}
 	argv := []string{"-t", strconv.Itoa(wrkThreads), "-c", strconv.Itoa(r.wrkConns()),
@@ -114,11 +117,30 @@ func (r *runner) wrkConns() int { return max(wrkThreads, r.c.Clients-r.c.Clients
 // wrkSeconds is a round's length for wrk, which counts whole seconds.
 func (r *runner) wrkSeconds() int { return max(1, int(r.c.Duration.Round(time.Second)/time.Second)) }
 
-// wrkHeader says, above a scenario's table, what drove it.
-func (r *runner) wrkHeader() string {
+// generatorNote says, above a scenario's table, what drove it when it was
+// not the load test's own client ("" when it was).
+func (r *runner) generatorNote() string {
+	if r.c.Generator != "wrk" {
+		return ""
+	}
 	return fmt.Sprintf("Both arms driven by wrk (`-t%d -c%d -d%ds`), not the load test's own client. Its p50 and p99 are "+
 		"wrk's, corrected for coordinated omission (samples added between the mean and each slow one), so they are "+
 		"not comparable with the Go client's; the rates are.\n\n", wrkThreads, r.wrkConns(), r.wrkSeconds())
+}
+
+// closedLoop runs one closed-loop round of kind's requests against c with
+// the configured generator: next makes the Go client's requests, viaWrk
+// runs wrk's round instead.
+func (r *runner) closedLoop(ctx context.Context, c *Client, kind string, next func() Request,
+	viaWrk func() (*Result, error)) (*Result, error) {
+	if r.c.Generator == "wrk" {
+		return viaWrk()
+	}
+	res := ClosedLoop(ctx, c, r.c.Clients, r.c.Duration, func(int) Request { return next() })[kind]
+	if res == nil { // nothing answered in the round
+		res = &Result{Kind: kind, Statuses: map[int]int{}}
+	}
+	return res, nil
 }
 
 // decksFile is swipe.lua's DECKS: every student's deck, then every school.
